@@ -1,0 +1,246 @@
+//! The reactor interface, `"aa.reactor.v1"`: an immediate-mode event loop.
+//!
+//! "Immediate mode": each constructor creates *and starts* its event; there
+//! is no separate start call. Callbacks run only from inside `run_once`, so an
+//! event created just before the waiting coroutine suspends cannot complete
+//! before the suspension: a coroutine prepares its events and then suspends
+//! once, and nothing is lost in between.
+//!
+//! One loop iteration, `run_once(timeout_ns)`:
+//! 1. refresh the cached clock;
+//! 2. run due timers;
+//! 3. wait for the OS (`timeout_ns`: -1 blocks until an event or `wake`,
+//!    0 only polls; the wait is cut short by the nearest timer);
+//! 4. complete what the OS reported, calling callbacks;
+//! 5. deliver `on_closed` for events closed before this iteration.
+//!
+//! It returns the number of callbacks it ran, or a negative status.
+//!
+//! Required slots: everything up to and including `dispose`. The rest may
+//! be NULL (the host reports `AA_E_UNSUPPORTED` for that kind); `caps` says
+//! which kinds are present.
+
+use core::ffi::c_void;
+
+use crate::{
+    AaAddrHints, AaBytes, AaClosedCb, AaDnsCb, AaEvent, AaFsWatchCb, AaIfaceHeader, AaIoCb, AaIoOp,
+    AaKv, AaOsHandle, AaPluginCtx, AaPollCb, AaProcessCb, AaSignalCb, AaStatus, AaStr, AaTimerCb,
+    AaTriggerCb,
+};
+
+/// Opaque reactor instance: one event loop, bound to the thread that created
+/// it.
+#[derive(Debug)]
+pub struct AaReactor {
+    _opaque: [u8; 0],
+    _not_send: core::marker::PhantomData<*mut c_void>,
+}
+
+/// Capability: timers.
+pub const AA_CAP_TIMER: u64 = 1 << 0;
+/// Capability: descriptor readiness (`poll_new`).
+pub const AA_CAP_POLL: u64 = 1 << 1;
+/// Capability: completion-level socket requests (`io_submit`).
+pub const AA_CAP_IO: u64 = 1 << 2;
+/// Capability: cross-thread triggers.
+pub const AA_CAP_TRIGGER: u64 = 1 << 3;
+/// Capability: signals (and ownership of their dispositions).
+pub const AA_CAP_SIGNAL: u64 = 1 << 4;
+/// Capability: child process exits.
+pub const AA_CAP_PROCESS: u64 = 1 << 5;
+/// Capability: filesystem watches.
+pub const AA_CAP_FS_WATCH: u64 = 1 << 6;
+/// Capability: name resolution.
+pub const AA_CAP_DNS: u64 = 1 << 7;
+/// Capability: `io_submit` honours `AA_IO_TRY_INLINE`.
+pub const AA_CAP_IO_INLINE: u64 = 1 << 8;
+/// Capability: the reactor completes I/O natively (io_uring), not by
+/// readiness plus a system call.
+pub const AA_CAP_IO_NATIVE: u64 = 1 << 9;
+
+/// Creation parameters for a reactor.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaReactorConfig {
+    /// `sizeof(AaReactorConfig)` as the host was compiled.
+    pub struct_size: u32,
+    /// Zero; reserved.
+    pub flags: u32,
+    /// Backend options (`"uring.sq_entries" = "256"`), borrowed (AA-R2).
+    pub options: *const AaKv,
+    /// Number of entries in `options`.
+    pub n_options: usize,
+}
+
+/// The reactor vtable, returned by `get_interface(ctx, "aa.reactor.v1")`.
+///
+/// Static (AA-R7). Grows only at the end.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaReactorVTable {
+    /// Size and minor version of this vtable.
+    pub hdr: AaIfaceHeader,
+    /// `AA_CAP_*` bits.
+    pub caps: u64,
+
+    /// Creates a loop; the calling thread becomes its loop thread. On
+    /// failure, the reason is logged through the host and the status says
+    /// which kind (`-ENOSYS`, `-EPERM` for a refused io_uring, ...). `[loop]`
+    pub create: Option<
+        unsafe extern "C" fn(
+            ctx: *mut AaPluginCtx,
+            cfg: *const AaReactorConfig,
+            out: *mut *mut AaReactor,
+        ) -> AaStatus,
+    >,
+    /// Destroys a loop. `AA_E_BUSY` while events are alive (not yet disposed,
+    /// or disposed but still held by the kernel); the host then runs the loop
+    /// until they are gone. `[loop]`
+    pub destroy: Option<unsafe extern "C" fn(r: *mut AaReactor) -> AaStatus>,
+    /// Runs one loop iteration (see the module doc). Returns the number of
+    /// callbacks run, or a negative status. `[loop]`
+    pub run_once: Option<unsafe extern "C" fn(r: *mut AaReactor, timeout_ns: i64) -> AaStatus>,
+    /// Number of active, referenced, non-hidden events: what keeps the loop
+    /// alive. `[loop]`
+    pub alive: Option<unsafe extern "C" fn(r: *const AaReactor) -> u32>,
+    /// The loop's cached monotonic time in nanoseconds (refreshed at the start
+    /// of each iteration and before arming a timer). `[loop]`
+    pub now_ns: Option<unsafe extern "C" fn(r: *const AaReactor) -> u64>,
+    /// Interrupts a blocking `run_once`; coalescing, never blocks, never
+    /// allocates. `[any]`
+    pub wake: Option<unsafe extern "C" fn(r: *const AaReactor) -> AaStatus>,
+
+    /// Creates and arms a timer that fires `first_ns` from now, then every
+    /// `repeat_ns` (0: once). `flags`: `AA_EVF_*`. `[loop]`
+    pub timer_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            first_ns: u64,
+            repeat_ns: u64,
+            flags: u32,
+            cb: AaTimerCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Re-arms a timer (active or not) to fire `first_ns` from now, then every
+    /// `repeat_ns`. No callback for the replaced deadline. `[loop]`
+    pub timer_rearm:
+        Option<unsafe extern "C" fn(ev: *mut AaEvent, first_ns: u64, repeat_ns: u64) -> AaStatus>,
+    /// Starts watching `fd` for `interest` (`AA_POLL_*`). `[loop]`
+    pub poll_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            fd: AaOsHandle,
+            interest: u32,
+            flags: u32,
+            cb: AaPollCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Changes a poll's interest (0 disarms it) and re-evaluates readiness.
+    /// `[loop]`
+    pub poll_set_interest:
+        Option<unsafe extern "C" fn(ev: *mut AaEvent, interest: u32) -> AaStatus>,
+    /// Creates a trigger. `[loop]`
+    pub trigger_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            flags: u32,
+            cb: AaTriggerCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Fires a trigger from any thread; coalescing. The event must not have
+    /// been disposed: the host keeps it alive while other threads hold it.
+    /// `[any]`
+    pub trigger_fire: Option<unsafe extern "C" fn(ev: *const AaEvent) -> AaStatus>,
+    /// Submits an I/O request. Returns 0 (pending: `*out` is set and `cb`
+    /// will run once), `AA_DONE` (completed inline, only with
+    /// `AA_IO_TRY_INLINE`: the result is in `op->result`), or a negative
+    /// status (nothing created, AA-R8). `[loop]`
+    pub io_submit: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            op: *mut AaIoOp,
+            flags: u32,
+            cb: AaIoCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+
+    /// Changes whether an event keeps the loop alive (libuv's ref/unref).
+    /// `[loop]`
+    pub set_ref: Option<unsafe extern "C" fn(ev: *mut AaEvent, referenced: bool)>,
+    /// Ends the event's pending operation: its callback runs once more, from
+    /// a later `run_once`, with `reason` (or the real result if the operation
+    /// had already completed in the kernel). Returns `AA_E_INVALID` if nothing
+    /// is pending. `[loop]`
+    pub cancel: Option<unsafe extern "C" fn(ev: *mut AaEvent, reason: AaStatus) -> AaStatus>,
+    /// Closes the event asynchronously (AA-R4). `[loop]`
+    pub close: Option<
+        unsafe extern "C" fn(ev: *mut AaEvent, on_closed: AaClosedCb, ud: *mut c_void) -> AaStatus,
+    >,
+    /// Drops the host's reference (see the event module doc): no further
+    /// callbacks; memory freed when the kernel is done with it. `[loop]`
+    pub dispose: Option<unsafe extern "C" fn(ev: *mut AaEvent)>,
+
+    /// Copies the last error message of this reactor into `buf` (truncated,
+    /// NUL-terminated if `cap > 0`) and returns its full length. `[loop]`
+    pub last_error_message:
+        Option<unsafe extern "C" fn(r: *const AaReactor, buf: *mut u8, cap: usize) -> usize>,
+    /// Watches `signum`. `[loop]`
+    pub signal_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            signum: i32,
+            flags: u32,
+            cb: AaSignalCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Watches the child process `pid` for its exit. `[loop]`
+    pub process_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            pid: i64,
+            flags: u32,
+            cb: AaProcessCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Watches a file or directory. `[loop]`
+    pub fs_watch_new: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            path: AaBytes,
+            flags: u32,
+            cb: AaFsWatchCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+    /// Resolves `node`/`service`. `[loop]`
+    pub dns_resolve: Option<
+        unsafe extern "C" fn(
+            r: *mut AaReactor,
+            node: AaStr,
+            service: AaStr,
+            hints: *const AaAddrHints,
+            cb: AaDnsCb,
+            ud: *mut c_void,
+            out: *mut *mut AaEvent,
+        ) -> AaStatus,
+    >,
+}
+
+// SAFETY: a vtable is immutable static data (AA-R7) holding only function
+// pointers and integers.
+unsafe impl Sync for AaReactorVTable {}
+// SAFETY: as above.
+unsafe impl Send for AaReactorVTable {}

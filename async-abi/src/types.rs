@@ -1,0 +1,118 @@
+//! Plain data shared by every part of the ABI: strings, options, addresses.
+
+use core::ffi::c_void;
+use core::marker::PhantomData;
+
+/// A borrowed UTF-8 string: pointer and length, not NUL-terminated.
+///
+/// Valid only for the call it is passed to (AA-R2) unless the function says
+/// otherwise. `ptr` may be NULL when `len` is 0.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaStr {
+    /// First byte, or NULL for the empty string.
+    pub ptr: *const u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl AaStr {
+    /// The empty string.
+    pub const EMPTY: AaStr = AaStr {
+        ptr: core::ptr::null(),
+        len: 0,
+    };
+
+    /// Borrows a Rust string. The result is valid while `s` is.
+    pub const fn from_str(s: &str) -> AaStr {
+        AaStr {
+            ptr: s.as_ptr(),
+            len: s.len(),
+        }
+    }
+
+    /// Reads the string back.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to `len` initialized bytes that stay valid and
+    /// unmodified for `'a`, or `len` must be 0.
+    pub unsafe fn as_bytes<'a>(self) -> &'a [u8] {
+        if self.len == 0 || self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the caller guarantees `ptr..ptr+len` is readable for 'a.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Reads the string back as UTF-8, replacing nothing: invalid UTF-8 gives
+    /// `None`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`AaStr::as_bytes`].
+    pub unsafe fn as_str<'a>(self) -> Option<&'a str> {
+        // SAFETY: forwarded to the caller's guarantee.
+        core::str::from_utf8(unsafe { self.as_bytes() }).ok()
+    }
+}
+
+/// A borrowed byte string (paths, names): pointer and length, any bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaBytes {
+    /// First byte, or NULL when `len` is 0.
+    pub ptr: *const u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// One backend-specific option, `"uring.sq_entries" = "256"`.
+///
+/// Options let tuning pass through without ABI changes. A plugin ignores
+/// keys it does not know that start with another plugin's prefix, and fails
+/// `create` with [`crate::AA_E_INVALID`] (and a log line) for a bad value of
+/// its own keys.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaKv {
+    /// The key.
+    pub key: AaStr,
+    /// The value, as text.
+    pub value: AaStr,
+}
+
+/// An operating-system descriptor: a file descriptor on Unix.
+pub type AaOsHandle = i64;
+
+/// A socket address in the platform's `struct sockaddr_*` layout.
+///
+/// `storage` holds a `struct sockaddr_in` or `struct sockaddr_in6` (or any
+/// `struct sockaddr` that fits), aligned for all of them; `len` is the number
+/// of valid bytes, the `socklen_t` the system calls take and return.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AaSockAddr {
+    /// Valid bytes in `storage`.
+    pub len: u32,
+    /// Zero.
+    pub _reserved: u32,
+    /// The address bytes (128 bytes, the size of `struct sockaddr_storage`).
+    pub storage: [u64; 16],
+}
+
+impl AaSockAddr {
+    /// An empty address (`len` 0), ready to be filled by `accept`.
+    pub const EMPTY: AaSockAddr = AaSockAddr {
+        len: 0,
+        _reserved: 0,
+        storage: [0; 16],
+    };
+}
+
+/// Opaque per-instance context a plugin returns from `init`.
+#[derive(Debug)]
+pub struct AaPluginCtx {
+    _opaque: [u8; 0],
+    _not_send: PhantomData<*mut c_void>,
+}

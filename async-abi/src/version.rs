@@ -1,0 +1,31 @@
+//! ABI version numbers and entry symbol names.
+//!
+//! Compatibility rule: the same major version means binary compatible. A
+//! minor version only *appends*: fields at the end of structs, slots at the
+//! end of vtables, new constants, new status codes. The host accepts a plugin
+//! of any minor of its major and the plugin accepts a host of any minor; a
+//! trailing slot that the other side does not have reads as `NULL`. An
+//! incompatible change is a new major, which is a new entry symbol name, so
+//! an old host never even finds a new plugin's descriptor.
+
+/// The major version of this ABI. A host refuses a plugin with another major.
+pub const AA_ABI_MAJOR: u16 = 1;
+
+/// The minor version of this ABI: additions only, see the module doc.
+pub const AA_ABI_MINOR: u16 = 0;
+
+/// The entry symbol a scheduler plugin exports, with its terminating NUL.
+///
+/// Its type is [`crate::AaPluginEntryFn`].
+pub const AA_SCHEDULER_ENTRY_SYMBOL: &[u8; 22] = b"aa_scheduler_entry_v1\0";
+
+/// The entry symbol a reactor plugin exports, with its terminating NUL.
+///
+/// Its type is [`crate::AaPluginEntryFn`].
+pub const AA_REACTOR_ENTRY_SYMBOL: &[u8; 20] = b"aa_reactor_entry_v1\0";
+
+/// Interface id of the scheduler vtable, [`crate::AaSchedulerVTable`].
+pub const AA_IFACE_SCHEDULER_V1: &[u8; 16] = b"aa.scheduler.v1\0";
+
+/// Interface id of the reactor vtable, [`crate::AaReactorVTable`].
+pub const AA_IFACE_REACTOR_V1: &[u8; 14] = b"aa.reactor.v1\0";
