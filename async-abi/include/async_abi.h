@@ -54,35 +54,63 @@
  */
 
 
-// State: created, not yet enqueued.
-#define AA_CORO_CREATED 0
+// The major version of this ABI. A host refuses a plugin with another major.
+#define AA_ABI_MAJOR 1
 
-// State: in the run queue (a first start or a resume).
-#define AA_CORO_QUEUED 1
+// The minor version of this ABI: additions only, see the module doc.
+#define AA_ABI_MINOR 0
 
-// State: running now (the current coroutine).
-#define AA_CORO_RUNNING 2
+// The plugin is a scheduler: its interface is `"aa.scheduler.v1"`.
+#define AA_ROLE_SCHEDULER 1
 
-// State: suspended, waiting to be enqueued.
-#define AA_CORO_SUSPENDED 3
+// The plugin is a reactor: its interface is `"aa.reactor.v1"`.
+#define AA_ROLE_REACTOR 2
 
-// State: finished (its entry returned).
-#define AA_CORO_FINISHED 4
+// Log level: an error the operator must see.
+#define AA_LOG_ERROR 1
 
-// Priority: normal; enqueued at the tail of the run queue.
-#define AA_PRIORITY_NORMAL 0
+// Log level: something unexpected that the runtime survived.
+#define AA_LOG_WARN 2
 
-// Priority: high; enqueued at the head of the run queue.
-#define AA_PRIORITY_HIGH 255
+// Log level: normal, infrequent events (a plugin loaded).
+#define AA_LOG_INFO 3
 
-// Switch handler kind: the coroutine received control.
-#define AA_SWITCH_ENTER 1
+// Log level: diagnostics for developers.
+#define AA_LOG_DEBUG 4
 
-// Switch handler kind: the coroutine gave up control (suspended).
-#define AA_SWITCH_LEAVE 2
+// Log level: very verbose diagnostics.
+#define AA_LOG_TRACE 5
 
-// Switch handler kind: the coroutine is finishing; the last call.
-#define AA_SWITCH_FINISH 3
+// Capability: timers.
+#define AA_CAP_TIMER (1 << 0)
+
+// Capability: descriptor readiness (`poll_new`).
+#define AA_CAP_POLL (1 << 1)
+
+// Capability: completion-level socket requests (`io_submit`).
+#define AA_CAP_IO (1 << 2)
+
+// Capability: cross-thread triggers.
+#define AA_CAP_TRIGGER (1 << 3)
+
+// Capability: signals (and ownership of their dispositions).
+#define AA_CAP_SIGNAL (1 << 4)
+
+// Capability: child process exits.
+#define AA_CAP_PROCESS (1 << 5)
+
+// Capability: filesystem watches.
+#define AA_CAP_FS_WATCH (1 << 6)
+
+// Capability: name resolution.
+#define AA_CAP_DNS (1 << 7)
+
+// Capability: `io_submit` honours `AA_IO_TRY_INLINE`.
+#define AA_CAP_IO_INLINE (1 << 8)
+
+// Capability: the reactor completes I/O natively (io_uring), not by
+// readiness plus a system call.
+#define AA_CAP_IO_NATIVE (1 << 9)
 
 // Event kind: a timer, [`AaTimerCb`].
 #define AA_EVENT_TIMER 1
@@ -134,21 +162,6 @@
 // Readiness bit only: the peer hung up (read side closed).
 #define AA_POLL_HUP (1 << 3)
 
-// Log level: an error the operator must see.
-#define AA_LOG_ERROR 1
-
-// Log level: something unexpected that the runtime survived.
-#define AA_LOG_WARN 2
-
-// Log level: normal, infrequent events (a plugin loaded).
-#define AA_LOG_INFO 3
-
-// Log level: diagnostics for developers.
-#define AA_LOG_DEBUG 4
-
-// Log level: very verbose diagnostics.
-#define AA_LOG_TRACE 5
-
 // Read up to `len` bytes into `buf` (`recv` on a socket). Result: bytes
 // read, 0 at end of stream.
 #define AA_IO_READ 1
@@ -176,48 +189,35 @@
 // no callback). Without it, the result always comes through the callback.
 #define AA_IO_TRY_INLINE (1 << 0)
 
-// The plugin is a scheduler: its interface is `"aa.scheduler.v1"`.
-#define AA_ROLE_SCHEDULER 1
+// State: created, not yet enqueued.
+#define AA_CORO_CREATED 0
 
-// The plugin is a reactor: its interface is `"aa.reactor.v1"`.
-#define AA_ROLE_REACTOR 2
+// State: in the run queue (a first start or a resume).
+#define AA_CORO_QUEUED 1
 
-// Capability: timers.
-#define AA_CAP_TIMER (1 << 0)
+// State: running now (the current coroutine).
+#define AA_CORO_RUNNING 2
 
-// Capability: descriptor readiness (`poll_new`).
-#define AA_CAP_POLL (1 << 1)
+// State: suspended, waiting to be enqueued.
+#define AA_CORO_SUSPENDED 3
 
-// Capability: completion-level socket requests (`io_submit`).
-#define AA_CAP_IO (1 << 2)
+// State: finished (its entry returned).
+#define AA_CORO_FINISHED 4
 
-// Capability: cross-thread triggers.
-#define AA_CAP_TRIGGER (1 << 3)
+// Priority: normal; enqueued at the tail of the run queue.
+#define AA_PRIORITY_NORMAL 0
 
-// Capability: signals (and ownership of their dispositions).
-#define AA_CAP_SIGNAL (1 << 4)
+// Priority: high; enqueued at the head of the run queue.
+#define AA_PRIORITY_HIGH 255
 
-// Capability: child process exits.
-#define AA_CAP_PROCESS (1 << 5)
+// Switch handler kind: the coroutine received control.
+#define AA_SWITCH_ENTER 1
 
-// Capability: filesystem watches.
-#define AA_CAP_FS_WATCH (1 << 6)
+// Switch handler kind: the coroutine gave up control (suspended).
+#define AA_SWITCH_LEAVE 2
 
-// Capability: name resolution.
-#define AA_CAP_DNS (1 << 7)
-
-// Capability: `io_submit` honours `AA_IO_TRY_INLINE`.
-#define AA_CAP_IO_INLINE (1 << 8)
-
-// Capability: the reactor completes I/O natively (io_uring), not by
-// readiness plus a system call.
-#define AA_CAP_IO_NATIVE (1 << 9)
-
-// The major version of this ABI. A host refuses a plugin with another major.
-#define AA_ABI_MAJOR 1
-
-// The minor version of this ABI: additions only, see the module doc.
-#define AA_ABI_MINOR 0
+// Switch handler kind: the coroutine is finishing; the last call.
+#define AA_SWITCH_FINISH 3
 
 // Opaque coroutine handle, owned by the scheduler.
 typedef struct AaCoroutine AaCoroutine;

@@ -73,16 +73,16 @@
 //! `extern "C"` function aborts the process.
 #![cfg_attr(not(feature = "plugin"), no_std)]
 
-pub mod coroutine;
-pub mod event;
-pub mod host;
-pub mod io_op;
-pub mod plugin;
-pub mod reactor;
-pub mod scheduler;
+pub mod version;
 pub mod status;
 pub mod types;
-pub mod version;
+pub mod plugin;
+pub mod host;
+pub mod reactor;
+pub mod event;
+pub mod io_op;
+pub mod scheduler;
+pub mod coroutine;
 
 #[cfg(feature = "plugin")]
 pub mod sdk;
