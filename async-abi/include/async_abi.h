@@ -339,6 +339,12 @@ typedef struct {
   const AaKv *options;
   // Number of entries in `options`.
   size_t n_options;
+  // Where `create` writes a one-line, NUL-terminated message when it fails
+  // (truncated to `err_cap`), naming the option or system call at fault.
+  // May be NULL.
+  uint8_t *err_buf;
+  // Capacity of `err_buf` in bytes.
+  size_t err_cap;
 } AaReactorConfig;
 
 // The common header of every event. The rest is the reactor's.
@@ -599,6 +605,11 @@ typedef struct {
   const AaKv *options;
   // Number of entries in `options`.
   size_t n_options;
+  // Where `create` writes a one-line, NUL-terminated message when it fails
+  // (truncated to `err_cap`), naming the option at fault. May be NULL.
+  uint8_t *err_buf;
+  // Capacity of `err_buf` in bytes.
+  size_t err_cap;
 } AaSchedulerConfig;
 
 // Options for `coroutine_new`.

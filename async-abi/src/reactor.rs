@@ -70,6 +70,12 @@ pub struct AaReactorConfig {
     pub options: *const AaKv,
     /// Number of entries in `options`.
     pub n_options: usize,
+    /// Where `create` writes a one-line, NUL-terminated message when it fails
+    /// (truncated to `err_cap`), naming the option or system call at fault.
+    /// May be NULL.
+    pub err_buf: *mut u8,
+    /// Capacity of `err_buf` in bytes.
+    pub err_cap: usize,
 }
 
 /// The reactor vtable, returned by `get_interface(ctx, "aa.reactor.v1")`.

@@ -59,6 +59,11 @@ pub struct AaSchedulerConfig {
     pub options: *const AaKv,
     /// Number of entries in `options`.
     pub n_options: usize,
+    /// Where `create` writes a one-line, NUL-terminated message when it fails
+    /// (truncated to `err_cap`), naming the option at fault. May be NULL.
+    pub err_buf: *mut u8,
+    /// Capacity of `err_buf` in bytes.
+    pub err_cap: usize,
 }
 
 /// Called by `iterate` for each live coroutine; return false to stop.
