@@ -1,0 +1,1 @@
+//! Reactor conformance cases (work in progress).
