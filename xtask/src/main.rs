@@ -1,1 +1,54 @@
-fn main() {}
+//! Workspace automation, run as `cargo xtask <command>`.
+//!
+//! - `test-matrix`: builds the plugin cdylibs, runs every crate's own tests
+//!   once, then runs the `tests` suite once per scheduler x reactor cell and
+//!   prints a table; exits non-zero if anything failed.
+//! - `gen-header [--check]`: regenerates (or checks) `async-abi/include/async_abi.h`.
+//! - `check-arch [--bless]`: the dependency rule (plugins depend only on
+//!   `async-abi`) and the inventory of files containing `unsafe`.
+//! - `bench`: the benchmark harness, side by side with peers.
+
+use std::process::ExitCode;
+
+mod arch;
+mod bench;
+mod cmd;
+mod header;
+mod matrix;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test-matrix [--cell TEXT] [--no-unit]   run the suite once per scheduler x reactor cell
+  gen-header [--check]                    regenerate or check async-abi/include/async_abi.h
+  check-arch [--bless]                    dependency rule and unsafe-code inventory
+  bench [ARGS...]                         benchmarks side by side with peers (release build)
+";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(command) = args.next() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest: Vec<String> = args.collect();
+    let result = match command.as_str() {
+        "test-matrix" => matrix::run(&rest),
+        "gen-header" => header::run(&rest),
+        "check-arch" => arch::run(&rest),
+        "bench" => bench::run(&rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(format!("unknown command \"{other}\"\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

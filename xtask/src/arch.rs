@@ -1,0 +1,217 @@
+//! `cargo xtask check-arch`: the architecture, enforced.
+//!
+//! 1. **Dependency rule** (ARCHITECTURE.md): `async-abi` depends on no crate
+//!    of ours; the plugins (`async-scheduler`, `reactor-*`) depend on no crate
+//!    of ours except `async-abi` (normal and build dependencies; a plugin's
+//!    dev-dependencies are its own business).
+//! 2. **Unsafe inventory** (STYLE S13, S26): the list of source files that
+//!    contain `unsafe` is committed in `xtask/unsafe-files.txt`; a new file
+//!    with unsafe code (or a stale entry) fails until the list is reviewed and
+//!    updated with `cargo xtask check-arch --bless`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cmd::{cargo, root, run_capture};
+
+const INVENTORY: &str = "xtask/unsafe-files.txt";
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let bless = match args {
+        [] => false,
+        [flag] if flag == "--bless" => true,
+        _ => return Err("usage: cargo xtask check-arch [--bless]".into()),
+    };
+    check(bless)?;
+    eprintln!("xtask: architecture check passed");
+    Ok(())
+}
+
+/// Runs both checks; with `bless`, rewrites the unsafe inventory instead of
+/// comparing against it.
+pub(crate) fn check(bless: bool) -> Result<(), String> {
+    let meta = metadata()?;
+    let mut problems = dependency_problems(&meta);
+    problems.extend(unsafe_inventory_problems(&meta, bless)?);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+fn metadata() -> Result<Value, String> {
+    let mut cmd = cargo();
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    let out = run_capture(cmd, "cargo metadata")?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("cannot parse cargo metadata: {e}"))
+}
+
+fn packages(meta: &Value) -> impl Iterator<Item = &Value> {
+    meta["packages"].as_array().into_iter().flatten()
+}
+
+/// Names of the workspace packages that build a cdylib (the plugins).
+pub(crate) fn cdylib_packages() -> Result<Vec<String>, String> {
+    let meta = metadata()?;
+    Ok(packages(&meta)
+        .filter(|p| {
+            p["targets"].as_array().into_iter().flatten().any(|t| {
+                t["crate_types"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k == "cdylib")
+            })
+        })
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+fn dependency_problems(meta: &Value) -> Vec<String> {
+    let ours: BTreeSet<&str> = packages(meta).filter_map(|p| p["name"].as_str()).collect();
+    let mut problems = Vec::new();
+    for p in packages(meta) {
+        let name = p["name"].as_str().unwrap_or("");
+        let allowed: &[&str] = match name {
+            "async-abi" => &[],
+            n if n == "async-scheduler" || n.starts_with("reactor-") => &["async-abi"],
+            _ => continue,
+        };
+        for dep in p["dependencies"].as_array().into_iter().flatten() {
+            let dep_name = dep["name"].as_str().unwrap_or("");
+            let dev = dep["kind"].as_str() == Some("dev");
+            if !dev && ours.contains(dep_name) && !allowed.contains(&dep_name) {
+                problems.push(format!(
+                    "{name} must not depend on {dep_name}: plugins depend only on async-abi, and async-abi on nothing of ours"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Source files (under each package's `src/`) that contain the `unsafe`
+/// keyword outside comments.
+fn files_with_unsafe(meta: &Value) -> Result<BTreeSet<String>, String> {
+    let root = root();
+    let mut found = BTreeSet::new();
+    // xtask itself only talks about unsafe code (in multi-line strings this
+    // line-based scan cannot see through); it has none.
+    for p in packages(meta).filter(|p| p["name"] != "xtask") {
+        let manifest = p["manifest_path"].as_str().unwrap_or("");
+        let Some(dir) = Path::new(manifest).parent() else {
+            continue;
+        };
+        let src = dir.join("src");
+        let mut stack = vec![src];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+                    if contains_unsafe_code(&text) {
+                        let rel = path.strip_prefix(&root).unwrap_or(&path);
+                        found.insert(rel.to_string_lossy().replace('\\', "/"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn contains_unsafe_code(text: &str) -> bool {
+    text.lines().any(|line| {
+        let code = strip_strings(line.split("//").next().unwrap_or(""));
+        code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == "unsafe")
+    })
+}
+
+/// The line with the contents of `"..."` literals removed (a line-local
+/// approximation: good enough for an inventory that a human reviews).
+fn strip_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for ch in line.chars() {
+        if in_string {
+            match (escaped, ch) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if ch == '"' {
+            in_string = true;
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+fn unsafe_inventory_problems(meta: &Value, bless: bool) -> Result<Vec<String>, String> {
+    let found = files_with_unsafe(meta)?;
+    let path = root().join(INVENTORY);
+    if bless {
+        let mut text = String::from(
+            "# Files that contain `unsafe` code. Reviewed as a whole (STYLE S13);\n\
+             # update with `cargo xtask check-arch --bless` after review.\n",
+        );
+        for f in &found {
+            text.push_str(f);
+            text.push('\n');
+        }
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {INVENTORY}: {e}"))?;
+        return Ok(Vec::new());
+    }
+    let listed: BTreeSet<String> = std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut problems = Vec::new();
+    for f in found.difference(&listed) {
+        problems.push(format!(
+            "new file with unsafe code: {f} (review it, then `cargo xtask check-arch --bless`)"
+        ));
+    }
+    for f in listed.difference(&found) {
+        problems.push(format!(
+            "{INVENTORY} lists {f}, which has no unsafe code (run `cargo xtask check-arch --bless`)"
+        ));
+    }
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_unsafe_code;
+
+    #[test]
+    fn unsafe_in_comments_and_identifiers_does_not_count() {
+        assert!(contains_unsafe_code("let x = unsafe { f() };"));
+        assert!(contains_unsafe_code("pub unsafe fn f() {}"));
+        assert!(!contains_unsafe_code("// unsafe here is prose"));
+        assert!(!contains_unsafe_code("let unsafe_op_in_unsafe_fn = 1;"));
+        assert!(!contains_unsafe_code("let s = \"unsafe-files.txt\";"));
+    }
+}

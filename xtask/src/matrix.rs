@@ -1,0 +1,303 @@
+//! `cargo xtask test-matrix`: the suite once per scheduler x reactor cell.
+//!
+//! Steps:
+//! 1. build every cdylib plugin of the workspace (found from `cargo metadata`),
+//!    so the suite can load them by name from `target/debug/`;
+//! 2. run every crate's own tests once (unit, doc, ABI header and C checks)
+//!    and the architecture check;
+//! 3. build the `tests` suite once, then run it once per cell, selecting the
+//!    backends with `ASYNC_SCHEDULER` / `ASYNC_REACTOR` (test bodies never
+//!    name a backend);
+//! 4. print one row per cell: combination, passed, failed, skipped, time.
+//!
+//! With cargo-nextest installed each test runs in its own process with a
+//! timeout (`.config/nextest.toml`), so a crash or a hang names the test;
+//! without it, plain `cargo test` is used.
+
+use std::time::{Duration, Instant};
+
+use crate::cmd::{cargo, have_nextest, run_capture, run_inherit};
+
+/// One scheduler x reactor combination.
+struct Cell {
+    label: String,
+    env: Vec<(&'static str, String)>,
+}
+
+#[derive(Default)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+struct Row {
+    label: String,
+    counts: Counts,
+    time: Duration,
+    ok: bool,
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut filter: Option<String> = None;
+    let mut unit = true;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--cell" => filter = Some(it.next().ok_or("--cell needs a value")?.clone()),
+            "--no-unit" => unit = false,
+            other => return Err(format!("unknown test-matrix argument \"{other}\"")),
+        }
+    }
+
+    let plugins = crate::arch::cdylib_packages()?;
+    eprintln!("xtask: building plugins: {}", plugins.join(", "));
+    let mut build = cargo();
+    build.arg("build");
+    for p in &plugins {
+        build.args(["-p", p]);
+    }
+    run_inherit(build, "cargo build (plugins)")?;
+
+    let nextest = have_nextest();
+    let mut rows = Vec::new();
+
+    if unit {
+        rows.push(unit_row()?);
+        let started = Instant::now();
+        let arch = crate::arch::check(false);
+        if let Err(e) = &arch {
+            eprintln!("xtask: check-arch: {e}");
+        }
+        rows.push(Row {
+            label: "architecture check (deps, unsafe inventory)".into(),
+            counts: Counts {
+                passed: u64::from(arch.is_ok()),
+                failed: u64::from(arch.is_err()),
+                skipped: 0,
+            },
+            time: started.elapsed(),
+            ok: arch.is_ok(),
+        });
+    }
+
+    // Build the suite once, so cell times measure tests, not compilation.
+    let mut build_suite = cargo();
+    if nextest {
+        build_suite.args(["nextest", "run", "-p", "tests", "--no-run"]);
+    } else {
+        build_suite.args(["test", "-p", "tests", "--no-run"]);
+    }
+    run_inherit(build_suite, "building the tests suite")?;
+
+    for cell in cells(&plugins) {
+        if let Some(f) = &filter {
+            if !cell.label.contains(f.as_str()) {
+                continue;
+            }
+        }
+        eprintln!("xtask: cell: {}", cell.label);
+        rows.push(run_cell(&cell, nextest)?);
+    }
+
+    print_table(&rows);
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| r.label.as_str())
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("failing: {}", failed.join("; ")))
+    }
+}
+
+/// The cells for the plugins this workspace builds.
+fn cells(plugins: &[String]) -> Vec<Cell> {
+    let mut cells = vec![Cell {
+        label: "embedded scheduler + embedded mio (no configuration)".into(),
+        env: vec![],
+    }];
+    let has = |p: &str| plugins.iter().any(|x| x == p);
+    if has("async-scheduler") && has("reactor-mio") {
+        for engine in ["context", "corosensei"] {
+            cells.push(Cell {
+                label: format!("scheduler .so ({engine} engine) + mio .so"),
+                env: vec![
+                    ("ASYNC_SCHEDULER", engine.into()),
+                    ("ASYNC_REACTOR", "mio".into()),
+                ],
+            });
+        }
+    }
+    if has("async-scheduler") && has("reactor-uring") {
+        for engine in ["context", "corosensei"] {
+            cells.push(Cell {
+                label: format!("scheduler .so ({engine} engine) + uring .so"),
+                env: vec![
+                    ("ASYNC_SCHEDULER", engine.into()),
+                    ("ASYNC_REACTOR", "uring".into()),
+                ],
+            });
+        }
+    }
+    cells
+}
+
+fn unit_row() -> Result<Row, String> {
+    eprintln!("xtask: crate tests (every crate but the suite, once)");
+    let started = Instant::now();
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "tests",
+        "--no-fail-fast",
+    ]);
+    let out = run_capture(cmd, "cargo test --workspace")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts = parse_libtest(&text);
+    if !out.status.success() {
+        print!("{text}");
+    }
+    Ok(Row {
+        label: "crate tests (abi, header, scheduler, reactor, api, docs)".into(),
+        ok: out.status.success() && counts.failed == 0,
+        counts,
+        time: started.elapsed(),
+    })
+}
+
+fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
+    let started = Instant::now();
+    let mut cmd = cargo();
+    if nextest {
+        cmd.args([
+            "nextest",
+            "run",
+            "-p",
+            "tests",
+            "--profile",
+            "ci",
+            "--no-fail-fast",
+        ]);
+    } else {
+        cmd.args(["test", "-p", "tests", "--no-fail-fast"]);
+    }
+    cmd.env_remove("ASYNC_SCHEDULER")
+        .env_remove("ASYNC_REACTOR")
+        .env_remove("ASYNC_CONFIG")
+        .env_remove("ASYNC_SCHEDULER_OPTIONS")
+        .env_remove("ASYNC_REACTOR_OPTIONS");
+    for (k, v) in &cell.env {
+        cmd.env(k, v);
+    }
+    let out = run_capture(cmd, "the tests suite")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let counts = if nextest {
+        parse_nextest(&stderr)
+    } else {
+        parse_libtest(&format!("{stdout}{stderr}"))
+    };
+    let ok = out.status.success() && counts.failed == 0 && counts.passed > 0;
+    if !ok || nextest {
+        // nextest prints only failures (status-level = fail); libtest output
+        // is shown when something failed.
+        print!("{stdout}");
+        eprint!("{stderr}");
+    }
+    Ok(Row {
+        label: cell.label.clone(),
+        counts,
+        time: started.elapsed(),
+        ok,
+    })
+}
+
+/// Sums `test result: ok. 3 passed; 1 failed; 2 ignored; ...` lines.
+fn parse_libtest(text: &str) -> Counts {
+    let mut c = Counts::default();
+    for line in text.lines().filter(|l| l.contains("test result:")) {
+        c.passed += number_before(line, " passed");
+        c.failed += number_before(line, " failed");
+        c.skipped += number_before(line, " ignored");
+    }
+    c
+}
+
+/// Reads nextest's `Summary [...] 12 tests run: 10 passed, 2 failed, 1 skipped`.
+fn parse_nextest(text: &str) -> Counts {
+    let mut c = Counts::default();
+    if let Some(line) = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("tests run:") || l.contains("test run:"))
+    {
+        c.passed = number_before(line, " passed");
+        c.failed = number_before(line, " failed") + number_before(line, " timed out");
+        c.skipped = number_before(line, " skipped");
+    }
+    c
+}
+
+/// The integer written just before `word` in `line`, or 0.
+fn number_before(line: &str, word: &str) -> u64 {
+    let Some(end) = line.find(word) else { return 0 };
+    let head = &line[..end];
+    let start = head
+        .rfind(|ch: char| !ch.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    head[start..].parse().unwrap_or(0)
+}
+
+fn print_table(rows: &[Row]) {
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(11);
+    println!();
+    println!(
+        "{:<width$}  {:>7}  {:>7}  {:>7}  {:>8}  result",
+        "combination", "passed", "failed", "skipped", "time"
+    );
+    println!("{}", "-".repeat(width + 48));
+    for r in rows {
+        println!(
+            "{:<width$}  {:>7}  {:>7}  {:>7}  {:>7.1}s  {}",
+            r.label,
+            r.counts.passed,
+            r.counts.failed,
+            r.counts.skipped,
+            r.time.as_secs_f64(),
+            if r.ok { "ok" } else { "FAILED" }
+        );
+    }
+    println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_libtest_and_nextest_summaries() {
+        let lib = "test result: ok. 3 passed; 1 failed; 2 ignored; 0 measured\n\
+                   test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured";
+        let c = parse_libtest(lib);
+        assert_eq!((c.passed, c.failed, c.skipped), (7, 1, 2));
+        let nx = "     Summary [   1.234s] 12 tests run: 10 passed, 2 failed, 1 skipped";
+        let c = parse_nextest(nx);
+        assert_eq!((c.passed, c.failed, c.skipped), (10, 2, 1));
+        let nx = "     Summary [   0.5s] 1 test run: 1 passed, 0 skipped";
+        assert_eq!(parse_nextest(nx).passed, 1);
+    }
+}
