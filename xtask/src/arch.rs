@@ -136,11 +136,49 @@ fn files_with_unsafe(meta: &Value) -> Result<BTreeSet<String>, String> {
 }
 
 fn contains_unsafe_code(text: &str) -> bool {
-    text.lines().any(|line| {
-        let code = strip_strings(line.split("//").next().unwrap_or(""));
-        code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|word| word == "unsafe")
+    let code: String = text
+        .lines()
+        .map(|line| strip_strings(line.split("//").next().unwrap_or("")) + "\n")
+        .collect();
+    let tokens = tokenize(&code);
+    tokens.iter().enumerate().any(|(i, t)| {
+        if t != "unsafe" {
+            return false;
+        }
+        // `unsafe { .. }`, `unsafe impl`, `unsafe trait`: unsafe code.
+        // `unsafe fn name` / `unsafe extern fn name`: an unsafe function.
+        // `unsafe extern "C" fn(..)` with no name is a function-pointer
+        // *type*, which is not unsafe code.
+        let next = |k: usize| tokens.get(i + k).map(String::as_str);
+        match next(1) {
+            Some("{" | "impl" | "trait") => true,
+            Some("fn") => next(2) != Some("("),
+            Some("extern") => next(2) == Some("fn") && next(3) != Some("("),
+            _ => false,
+        }
     })
+}
+
+/// Identifiers and single punctuation characters.
+fn tokenize(code: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    for ch in code.chars() {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        if !word.is_empty() {
+            tokens.push(std::mem::take(&mut word));
+        }
+        if !ch.is_whitespace() {
+            tokens.push(ch.to_string());
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(word);
+    }
+    tokens
 }
 
 /// The line with the contents of `"..."` literals removed (a line-local
@@ -213,5 +251,12 @@ mod tests {
         assert!(!contains_unsafe_code("// unsafe here is prose"));
         assert!(!contains_unsafe_code("let unsafe_op_in_unsafe_fn = 1;"));
         assert!(!contains_unsafe_code("let s = \"unsafe-files.txt\";"));
+        assert!(!contains_unsafe_code(
+            "pub f: Option<unsafe extern \"C\" fn(x: i32)>,"
+        ));
+        assert!(contains_unsafe_code(
+            "pub unsafe extern \"C\" fn entry() {}"
+        ));
+        assert!(contains_unsafe_code("unsafe impl Sync for T {}"));
     }
 }
