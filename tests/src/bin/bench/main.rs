@@ -1,0 +1,77 @@
+//! The benchmark harness: this runtime side by side with its peers, in one
+//! run, reported as ratios. Run it with `cargo xtask bench` (release build,
+//! feature `peers`); `cargo xtask bench -- --list` names the scenarios and
+//! `cargo xtask bench -- switch spawn` runs a subset.
+//!
+//! Scenarios (each defined where it is measured):
+//! - `switch`: a suspend/resume round trip between two coroutines, also with
+//!   one coroutine that has done floating-point work (its MXCSR sticky flags
+//!   then differ from the other's, which costs the `context` engine an
+//!   `ldmxcsr` stall on every switch);
+//! - `spawn`: spawning an empty coroutine and joining it.
+//!
+//! What is excluded: runtime start-up and teardown, stack allocation before
+//! the timed loop (the first iterations warm the stack pool), and printing.
+//! Each measurement is the median of several repetitions.
+
+mod ours;
+mod peers;
+mod report;
+
+use report::Report;
+
+const SCENARIOS: &[(&str, &str)] = &[
+    ("switch", "suspend/resume round trip between two coroutines (ns per round trip)"),
+    ("spawn", "spawn an empty coroutine and join it (ns per spawn+join)"),
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, what) in SCENARIOS {
+            println!("{name:8} {what}");
+        }
+        return;
+    }
+    let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    let mut report = Report::new();
+    if wanted("switch") {
+        switch(&mut report);
+    }
+    if wanted("spawn") {
+        spawn(&mut report);
+    }
+    report.print();
+}
+
+const SWITCH_ITERS: u64 = 1_000_000;
+const SPAWN_ITERS: u64 = 200_000;
+
+fn switch(report: &mut Report) {
+    let s = "switch";
+    report.baseline(s, "this runtime, default engine", ours::switch_round_trip(None, false, SWITCH_ITERS));
+    for engine in ["context", "corosensei"] {
+        report.add(s, &format!("this runtime, {engine} engine"), ours::switch_round_trip(Some(engine), false, SWITCH_ITERS));
+        report.add(
+            s,
+            &format!("this runtime, {engine} engine, one coroutine did FP work"),
+            ours::switch_round_trip(Some(engine), true, SWITCH_ITERS),
+        );
+    }
+    report.add(s, "raw context (jump_fcontext) round trip", peers::context_round_trip(false, SWITCH_ITERS));
+    report.add(s, "raw context, coroutine did FP work", peers::context_round_trip(true, SWITCH_ITERS));
+    report.add(s, "raw corosensei round trip", peers::corosensei_round_trip(false, SWITCH_ITERS));
+    report.add(s, "raw corosensei, coroutine did FP work", peers::corosensei_round_trip(true, SWITCH_ITERS));
+    report.add(s, "tokio current_thread, two tasks yield_now", peers::tokio_yield_round_trip(SWITCH_ITERS));
+    report.add(s, "may (1 worker), two coroutines yield_now", peers::may_yield_round_trip(SWITCH_ITERS));
+}
+
+fn spawn(report: &mut Report) {
+    let s = "spawn";
+    report.baseline(s, "this runtime, default engine", ours::spawn_join(None, SPAWN_ITERS));
+    for engine in ["context", "corosensei"] {
+        report.add(s, &format!("this runtime, {engine} engine"), ours::spawn_join(Some(engine), SPAWN_ITERS));
+    }
+    report.add(s, "tokio current_thread, spawn + await", peers::tokio_spawn_join(SPAWN_ITERS));
+    report.add(s, "may (1 worker), go! + join", peers::may_spawn_join(SPAWN_ITERS));
+}
