@@ -1,1 +1,58 @@
-//! Work in progress.
+//! `reactor-mio`: the epoll reactor plugin, on mio, behind the runtime's C
+//! ABI (`async_abi::AaReactorVTable`, interface `"aa.reactor.v1"`).
+//!
+//! It knows nothing of coroutines: it runs timers, readiness watches,
+//! cross-thread triggers and completion-level socket requests, and completes
+//! each by calling its typed callback from inside `run_once`. The same code
+//! is linked statically (the `embedded` reactor, through [`plugin_desc`])
+//! and built as `libreactor_mio.so` (through the entry symbol
+//! [`aa_reactor_entry_v1`]).
+//!
+//! ```
+//! use async_abi::{AA_ABI_MAJOR, AA_ROLE_REACTOR};
+//!
+//! let desc = reactor_mio::plugin_desc();
+//! // SAFETY: the descriptor is static (AA-R7).
+//! let desc = unsafe { &*desc };
+//! assert_eq!(desc.abi_major, AA_ABI_MAJOR);
+//! assert_eq!(desc.role, AA_ROLE_REACTOR);
+//! ```
+//!
+//! # Layout
+//!
+//! - `ffi`: the descriptor, the vtable and the `extern "C"` shims (the only
+//!   file with `unsafe` besides `sys`);
+//! - `sys`: the syscall layer;
+//! - `reactor`: the owned driver and the loop iteration;
+//! - `registry`: per-descriptor state, one mio registration per fd;
+//! - `timer/`: the deadline heap and timer arming;
+//! - `ops/`: completion-level requests (read, write, accept, connect,
+//!   close);
+//! - `poll`: readiness watches; `trigger`: cross-thread triggers and the
+//!   waker; `control`: cancel, close, dispose, set_ref;
+//! - `event`: event memory; `config`: `create` options; `error`.
+//!
+//! # How requests complete
+//!
+//! A request is tried with its non-blocking system call; on `EAGAIN` it
+//! waits in its descriptor's FIFO queue for a readiness edge and is tried
+//! again. With `AA_IO_TRY_INLINE` the first try happens inside `io_submit`
+//! and a request that completes returns `AA_DONE` with no event.
+#![deny(unsafe_code)]
+
+mod config;
+mod control;
+mod error;
+mod event;
+#[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
+mod ffi;
+mod ops;
+mod poll;
+mod reactor;
+mod registry;
+#[allow(unsafe_code)] // the syscall layer (module `# Safety`)
+mod sys;
+mod timer;
+mod trigger;
+
+pub use ffi::{aa_reactor_entry_v1, plugin_desc};

@@ -1,0 +1,224 @@
+//! Event memory: what an `*mut AaEvent` handed to the host points to.
+//!
+//! # What this module owns
+//!
+//! [`Event`]: the ABI header ([`AaEvent`], first, `#[repr(C)]`), the
+//! host's callback, and the kind's state. Events live in an `Rc`: the host
+//! holds one strong reference (leaked with `Rc::into_raw` by `ffi.rs`, taken
+//! back by `dispose`), and the reactor holds one per place that may still
+//! produce a callback (a pending request in a descriptor queue, a poll in a
+//! descriptor's list, an open trigger, a deferred callback). That is the
+//! contract's refcount: "the host's reference + one per in-flight
+//! operation". Timers are referenced weakly from the timer heap.
+//!
+//! # Invariants
+//!
+//! - **E1** The header is the first field and never changes after creation,
+//!   so the host may read it at any time before `dispose`.
+//! - **E2** Once `disposed` is set, no callback of the event runs again
+//!   (every delivery checks it right before calling the host).
+//! - **E3** A request's host buffer and address ([`crate::sys::HostBuf`]) are
+//!   used only while the request is [`IoPhase::Queued`] or
+//!   [`IoPhase::Connecting`]; once it is `Done` nothing touches them, so the
+//!   host may reuse them as soon as the callback runs or the event is
+//!   disposed (AA-R5).
+//! - **E4** `counted` is true exactly when the event contributes 1 to the
+//!   reactor's alive counter; [`Event::is_live`] says whether it should, and
+//!   the reactor's `touch` reconciles the two after every change.
+//! - **E5** `scheduled` counts this event's entries in the deferred queue;
+//!   while it is non-zero the event is active.
+//!
+//! # Access
+//!
+//! Everything but `header` and `trigger` is loop-thread only (`Cell` and
+//! `RefCell`). `trigger` is immutable after creation and points to
+//! thread-safe state, so `trigger_fire` may reach it from any thread through
+//! a raw pointer to that field alone. A `RefCell` borrow of `state` is never
+//! held across a host callback.
+//!
+//! # Drop order
+//!
+//! The event's memory is freed when the last `Rc` goes: the host's (on
+//! `dispose`) or the reactor's last queue entry, whichever is later.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::RawFd;
+use std::rc::Weak;
+use std::sync::Arc;
+
+use async_abi::{AaEvent, AaSockAddr, AA_EVF_HIDDEN};
+
+use crate::ffi::HostCallback;
+use crate::reactor::Reactor;
+use crate::registry::Key;
+use crate::sys::{HostAddr, HostBuf};
+use crate::trigger::TriggerFlag;
+
+/// Marks memory made by this reactor as an event, to catch a foreign or
+/// stale pointer early.
+pub(crate) const EVENT_MAGIC: u32 = 0x6d69_6f45;
+
+/// One event; `*mut AaEvent` handed to the host points to `header`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// The ABI header (E1).
+    pub(crate) header: AaEvent,
+    /// [`EVENT_MAGIC`].
+    pub(crate) magic: u32,
+    /// The reactor that made the event.
+    pub(crate) reactor: Weak<Reactor>,
+    /// The host's callback and user data.
+    pub(crate) callback: HostCallback,
+    /// Cross-thread state of a trigger; `None` for other kinds.
+    pub(crate) trigger: Option<Arc<TriggerFlag>>,
+    /// `set_ref` state.
+    pub(crate) referenced: Cell<bool>,
+    /// Whether the host disposed of the event (E2).
+    pub(crate) disposed: Cell<bool>,
+    /// Where the event is in `close` (AA-R4).
+    pub(crate) close: Cell<CloseState>,
+    /// Whether the event contributes to the alive count (E4).
+    pub(crate) counted: Cell<bool>,
+    /// Deferred callbacks queued for this event (E5).
+    pub(crate) scheduled: Cell<u32>,
+    /// The kind's state.
+    pub(crate) state: RefCell<State>,
+}
+
+/// Where an event is in `close` (AA-R4); never goes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseState {
+    /// `close` was not called.
+    Open,
+    /// `close` was called; `on_closed` is scheduled.
+    Closing,
+    /// `on_closed` ran (or the event was disposed before it could).
+    Closed,
+}
+
+/// The kind-specific state of an event.
+#[derive(Debug)]
+pub(crate) enum State {
+    /// A timer.
+    Timer(TimerState),
+    /// A readiness watch.
+    Poll(PollState),
+    /// An I/O request.
+    Io(IoState),
+    /// A cross-thread trigger.
+    Trigger {
+        /// Open until cancelled, closed or disposed.
+        open: bool,
+    },
+}
+
+/// A timer's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimerState {
+    /// Whether a deadline is pending.
+    pub(crate) armed: bool,
+    /// The pending deadline, on the reactor's clock.
+    pub(crate) deadline: u64,
+    /// The period, 0 for a one-shot timer.
+    pub(crate) repeat: u64,
+    /// Bumped whenever the pending deadline is replaced or dropped: heap
+    /// entries with another generation are stale.
+    pub(crate) generation: u64,
+}
+
+/// A poll's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PollState {
+    /// The watched descriptor.
+    pub(crate) fd: RawFd,
+    /// Its registry entry; `None` once the descriptor was closed through the
+    /// reactor (the poll is then dead: `poll_set_interest` fails).
+    pub(crate) key: Option<Key>,
+    /// `AA_POLL_*` interest; 0 is disarmed.
+    pub(crate) interest: u32,
+    /// Whether the watch is on (cleared by cancel, close, `AA_IO_CLOSE`).
+    pub(crate) armed: bool,
+}
+
+/// An I/O request's state.
+#[derive(Debug)]
+pub(crate) struct IoState {
+    /// What to do.
+    pub(crate) request: Request,
+    /// Where it is.
+    pub(crate) phase: IoPhase,
+}
+
+/// Where an I/O request is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IoPhase {
+    /// Queued on its descriptor, not yet completed.
+    Queued,
+    /// `AA_IO_CONNECT` started; waiting for writability.
+    Connecting,
+    /// Completed, cancelled or closed: the callback is scheduled or ran.
+    Done,
+}
+
+/// The operation of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opcode {
+    /// `AA_IO_READ`.
+    Read,
+    /// `AA_IO_WRITE`.
+    Write,
+    /// `AA_IO_ACCEPT`.
+    Accept,
+    /// `AA_IO_CONNECT`.
+    Connect,
+    /// `AA_IO_CLOSE`.
+    Close,
+}
+
+impl Opcode {
+    /// Whether the request waits for readability (else writability).
+    pub(crate) fn reads(self) -> bool {
+        matches!(self, Opcode::Read | Opcode::Accept)
+    }
+}
+
+/// A request, converted from `AaIoOp` by `ffi.rs`.
+#[derive(Debug)]
+pub(crate) struct Request {
+    /// The operation.
+    pub(crate) opcode: Opcode,
+    /// The descriptor.
+    pub(crate) fd: RawFd,
+    /// The data buffer (read, write); empty otherwise.
+    pub(crate) buf: HostBuf,
+    /// File offset, -1 for the current position or a stream.
+    pub(crate) offset: i64,
+    /// Accept: where to write the peer address.
+    pub(crate) peer: Option<HostAddr>,
+    /// Connect: the reactor's copy of the address.
+    pub(crate) target: Option<Box<AaSockAddr>>,
+}
+
+impl Event {
+    /// Whether the event should count in `alive()` (E4).
+    pub(crate) fn is_live(&self) -> bool {
+        if self.disposed.get() || !self.referenced.get() || self.header.flags & AA_EVF_HIDDEN != 0 {
+            return false;
+        }
+        if self.close.get() == CloseState::Closing || self.scheduled.get() > 0 {
+            return true;
+        }
+        match &*self.state.borrow() {
+            State::Timer(t) => t.armed,
+            State::Poll(p) => p.armed && p.interest != 0,
+            State::Io(io) => io.phase != IoPhase::Done,
+            State::Trigger { open } => *open,
+        }
+    }
+
+    /// Whether the event may still produce a callback (not disposed).
+    pub(crate) fn deliverable(&self) -> bool {
+        !self.disposed.get()
+    }
+}

@@ -1,0 +1,291 @@
+//! Completion-level requests on a readiness reactor: a request waits in its
+//! descriptor's FIFO queue, and each readiness edge (or a fresh submission)
+//! tries the system call again until it stops returning `EAGAIN`.
+//!
+//! # Invariants (on top of the registry's G1-G4)
+//!
+//! - **O1** Only a queue's head is tried, and a queue is tried from its head
+//!   until one request would block: requests on one descriptor and in one
+//!   direction complete in submission order, and each with its own result.
+//!   Readers and writers are separate queues, so they complete
+//!   independently.
+//! - **O2** Spurious readiness never completes a request: `EAGAIN` (and, for
+//!   a connect, "not connected yet") leaves it queued.
+//! - **O3** A request that never waited for readiness is tried at least once
+//!   without an edge: inline with `AA_IO_TRY_INLINE`, else by the next
+//!   `run_once` (the descriptor is marked dirty). Removing a queue's head
+//!   (cancel, close, dispose) also marks it dirty, so the new head is tried.
+//! - **O4** A request leaves its queue before its callback runs and its
+//!   phase is `Done` from then on (event invariant E3).
+//!
+//! # Access
+//!
+//! Loop thread only; the registry borrow is released before every callback
+//! (reactor invariant R1).
+
+mod accept;
+mod close;
+mod connect;
+mod read;
+mod write;
+
+use std::io;
+use std::rc::Rc;
+
+use async_abi::AA_EVENT_IO;
+use mio::Interest;
+
+use crate::error::{Error, Result};
+use crate::event::{Event, IoPhase, IoState, Opcode, Request, State};
+use crate::ffi::HostCallback;
+use crate::reactor::{Deferred, Reactor};
+use crate::registry::{FdEntry, Key};
+use crate::sys;
+
+/// What one try of a request's system call gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Not now: wait for readiness (O2).
+    WouldBlock,
+    /// Completed with this result (bytes, a descriptor, 0 or `-errno`).
+    Done(i64),
+}
+
+impl Attempt {
+    fn from_io(res: io::Result<i64>) -> Attempt {
+        match res {
+            Ok(n) => Attempt::Done(n),
+            Err(e) if sys::would_block(&e) => Attempt::WouldBlock,
+            Err(e) => Attempt::Done(sys::neg_errno(&e)),
+        }
+    }
+}
+
+/// What `io_submit` did.
+#[derive(Debug)]
+pub(crate) enum Submitted {
+    /// Completed inline (`AA_DONE`): the result, no event.
+    Done(i64),
+    /// Pending: the event, whose callback will run once.
+    Pending(Rc<Event>),
+}
+
+/// Tries a request's system call once.
+fn attempt(req: &Request, phase: &mut IoPhase, socket: bool) -> Attempt {
+    match req.opcode {
+        Opcode::Read => read::attempt(req, socket),
+        Opcode::Write => write::attempt(req, socket),
+        Opcode::Accept => accept::attempt(req),
+        Opcode::Connect => connect::attempt(req, phase),
+        // Closes never queue (close.rs).
+        Opcode::Close => Attempt::Done(-i64::from(libc::EINVAL)),
+    }
+}
+
+impl Reactor {
+    /// `io_submit` for a converted request.
+    pub(crate) fn io_submit(
+        &self,
+        req: Request,
+        inline: bool,
+        callback: HostCallback,
+    ) -> Result<Submitted> {
+        if req.opcode == Opcode::Close {
+            return self.submit_close(req, inline, callback);
+        }
+        let fd = req.fd;
+        let key = self
+            .registry
+            .borrow_mut()
+            .entry_for(fd)
+            .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?;
+        let reads = req.opcode.reads();
+        let (socket, idle) = {
+            let registry = self.registry.borrow();
+            let entry = registry.get(key).expect("entry_for returned a live key");
+            let queue = if reads {
+                &entry.readers
+            } else {
+                &entry.writers
+            };
+            (entry.socket, queue.is_empty())
+        };
+        let mut phase = IoPhase::Queued;
+        let tried = inline && idle;
+        if tried {
+            if let Attempt::Done(result) = attempt(&req, &mut phase, socket) {
+                return Ok(Submitted::Done(result));
+            }
+        }
+        let want = if reads {
+            Interest::READABLE
+        } else {
+            Interest::WRITABLE
+        };
+        self.with_mio(|mio| {
+            self.registry
+                .borrow_mut()
+                .ensure(mio, key, want, false, true)
+        })
+        .map_err(|e| Error::os(format_args!("io_submit: register fd {fd}"), &e))?;
+        let state = State::Io(IoState {
+            request: req,
+            phase,
+        });
+        let ev = self.new_event(AA_EVENT_IO, 0, callback, None, state);
+        let always_ready = {
+            let mut registry = self.registry.borrow_mut();
+            let entry = registry.get_mut(key).expect("live key");
+            let queue = if reads {
+                &mut entry.readers
+            } else {
+                &mut entry.writers
+            };
+            queue.push_back(Rc::clone(&ev));
+            entry.always_ready
+        };
+        // O3: a request nobody tried yet is tried by the next iteration.
+        if !tried || always_ready {
+            self.mark_dirty(key);
+        }
+        self.touch(&ev);
+        Ok(Submitted::Pending(ev))
+    }
+
+    /// Tries the head requests of one queue of `key` until one would block
+    /// (O1), calling each completed request's callback with no borrow held
+    /// (R1). Returns the number of callbacks run.
+    pub(crate) fn drain(&self, key: Key, readers: bool) -> i32 {
+        let budget = match self.registry.borrow().get(key) {
+            Some(entry) if readers => entry.readers.len(),
+            Some(entry) => entry.writers.len(),
+            None => return 0,
+        };
+        let mut count = 0;
+        for _ in 0..budget {
+            let head = {
+                let registry = self.registry.borrow();
+                let Some(entry) = registry.get(key) else {
+                    return count;
+                };
+                let queue = if readers {
+                    &entry.readers
+                } else {
+                    &entry.writers
+                };
+                match queue.front() {
+                    Some(ev) => (Rc::clone(ev), entry.socket),
+                    None => return count,
+                }
+            };
+            let (ev, socket) = head;
+            let outcome = match &mut *ev.state.borrow_mut() {
+                State::Io(io) if io.phase != IoPhase::Done => {
+                    let outcome = attempt(&io.request, &mut io.phase, socket);
+                    if let Attempt::Done(_) = outcome {
+                        io.phase = IoPhase::Done;
+                    }
+                    Some(outcome)
+                }
+                // G4 broken: drop the stray entry without a callback.
+                _ => None,
+            };
+            let result = match outcome {
+                Some(Attempt::WouldBlock) => return count,
+                Some(Attempt::Done(result)) => Some(result),
+                None => None,
+            };
+            self.unqueue(key, &ev, readers);
+            self.touch(&ev);
+            if let (Some(result), true) = (result, ev.deliverable()) {
+                ev.callback.notify(&ev, 0, result);
+                count += 1;
+            }
+        }
+        // R6: what callbacks queued beyond the budget waits for the next
+        // iteration.
+        let more = match self.registry.borrow().get(key) {
+            Some(entry) if readers => !entry.readers.is_empty(),
+            Some(entry) => !entry.writers.is_empty(),
+            None => false,
+        };
+        if more {
+            self.mark_dirty(key);
+        }
+        count
+    }
+
+    /// Removes `ev` from a queue of `key`.
+    fn unqueue(&self, key: Key, ev: &Rc<Event>, readers: bool) {
+        let mut registry = self.registry.borrow_mut();
+        let Some(entry) = registry.get_mut(key) else {
+            return;
+        };
+        let queue = if readers {
+            &mut entry.readers
+        } else {
+            &mut entry.writers
+        };
+        if let Some(at) = queue.iter().position(|q| Rc::ptr_eq(q, ev)) {
+            queue.remove(at);
+        }
+    }
+
+    /// Takes a pending request out of its queue (cancel, close, dispose) and
+    /// marks it `Done` (O4). Returns whether it was pending.
+    pub(crate) fn withdraw_request(&self, ev: &Rc<Event>) -> bool {
+        let (fd, reads) = {
+            let mut state = ev.state.borrow_mut();
+            let State::Io(io) = &mut *state else {
+                return false;
+            };
+            if io.phase == IoPhase::Done {
+                return false;
+            }
+            io.phase = IoPhase::Done;
+            (io.request.fd, io.request.opcode.reads())
+        };
+        let key = self.registry.borrow().key_of(fd);
+        if let Some(key) = key {
+            self.unqueue(key, ev, reads);
+            self.mark_dirty(key);
+        }
+        true
+    }
+
+    /// Completes everything a forgotten descriptor entry held (AA_IO_CLOSE,
+    /// an owning poll's close): requests with `-ECANCELED`, armed polls with
+    /// status `-ECANCELED`, all from the next `run_once` (R2).
+    pub(crate) fn cancel_entry(&self, entry: FdEntry) {
+        let canceled = -libc::ECANCELED;
+        for ev in entry.readers.into_iter().chain(entry.writers) {
+            if let State::Io(io) = &mut *ev.state.borrow_mut() {
+                io.phase = IoPhase::Done;
+            }
+            self.defer(Deferred::Notify {
+                ev,
+                status: 0,
+                value: i64::from(canceled),
+            });
+        }
+        for ev in entry.polls {
+            let was_armed = match &mut *ev.state.borrow_mut() {
+                State::Poll(p) => {
+                    let armed = p.armed && p.interest != 0;
+                    p.armed = false;
+                    p.key = None;
+                    armed
+                }
+                _ => false,
+            };
+            if was_armed {
+                self.defer(Deferred::Notify {
+                    ev: Rc::clone(&ev),
+                    status: canceled,
+                    value: 0,
+                });
+            }
+            self.touch(&ev);
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The owned driver: one `mio::Poll`, its descriptors, timers, triggers and
+//! the deferred-callback queue, and the loop iteration that drives them.
+//!
+//! # What this module owns
+//!
+//! [`Reactor`], made by `create` and freed by `destroy`: the poll and its
+//! event buffer, the [`Registry`], the [`TimerHeap`], the open triggers, the
+//! queue of deferred callbacks (cancellations, results of requests that never
+//! waited, `on_closed`), the list of descriptors whose queues must be tried
+//! without waiting for an edge ("dirty"), the cached clock and the counters.
+//!
+//! # Invariants
+//!
+//! - **R1** Callbacks run only inside `run_once`, and never while a
+//!   `RefCell` of the reactor or of an event is borrowed: every step copies
+//!   what it needs, releases its borrows, then calls the host, and looks the
+//!   world up again afterwards (a callback may create, cancel, close and
+//!   dispose anything, and submit requests).
+//! - **R2** A deferred callback queued during iteration N is delivered in
+//!   iteration N+1 or later: `run_once` takes the queue at its start and
+//!   delivers only that batch, so nothing scheduled by `cancel` or `close`
+//!   runs inside that call, nor in the iteration it was made from.
+//! - **R3** `alive` equals the number of events whose `counted` is set
+//!   (event invariant E4): every state change ends with [`Reactor::touch`].
+//! - **R4** `live_events` counts events created and not yet disposed;
+//!   `destroy` refuses while it is non-zero. mio completes requests
+//!   synchronously, so a disposed event is never held by the kernel.
+//! - **R5** `run_once` never blocks when it already has work: callbacks ran
+//!   before the wait, deferred callbacks or dirty descriptors are waiting.
+//! - **R6** Each iteration bounds its own work: timers armed during it, and
+//!   requests queued during it beyond the queue's length at its start, wait
+//!   for the next one, so a callback that re-arms itself cannot spin a
+//!   single `run_once` forever.
+//!
+//! # Access
+//!
+//! Loop thread only (checked at the ABI boundary against the thread that
+//! called `create`), except [`Reactor::shared`], which `wake` and
+//! `trigger_fire` reach from any thread.
+//!
+//! # Drop order
+//!
+//! `destroy` (with no live event) clears the deferred queue, the triggers,
+//! the timers and the registry, then drops the poll, which closes the epoll
+//! descriptor; events that were disposed and still sat in a queue go with
+//! them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::mem;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_INVALID, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
+use mio::{Events, Poll, Token};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::event::{CloseState, Event, State};
+use crate::ffi::{ClosedCallback, HostCallback};
+use crate::registry::{Key, Registry};
+use crate::timer::TimerHeap;
+use crate::trigger::{Shared, TriggerFlag};
+
+/// The waker's token; registry keys never reach it.
+pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
+
+/// A callback owed to the host, delivered by the next `run_once` (R2).
+#[derive(Debug)]
+pub(crate) enum Deferred {
+    /// The event's own callback, with `status` (timers, polls, triggers) or
+    /// `result` (requests).
+    Notify {
+        /// The event.
+        ev: Rc<Event>,
+        /// 0 or the cancellation reason.
+        status: AaStatus,
+        /// A request's result, a poll's ready bits.
+        value: i64,
+    },
+    /// `on_closed` (AA-R4).
+    Closed {
+        /// The event.
+        ev: Rc<Event>,
+        /// The host's callback, if it gave one.
+        on_closed: Option<ClosedCallback>,
+    },
+}
+
+/// One event loop (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Reactor {
+    /// What other threads reach: the waker and the fired triggers.
+    pub(crate) shared: Arc<Shared>,
+    this: Weak<Reactor>,
+    thread: usize,
+    base: Instant,
+    now: Cell<u64>,
+    poll: RefCell<Poll>,
+    events: RefCell<Events>,
+    pub(crate) registry: RefCell<Registry>,
+    pub(crate) timers: RefCell<TimerHeap>,
+    /// Open triggers by id.
+    pub(crate) triggers: RefCell<HashMap<u64, Rc<Event>>>,
+    spare_fired: RefCell<Vec<Arc<TriggerFlag>>>,
+    next_trigger: Cell<u64>,
+    deferred: RefCell<VecDeque<Deferred>>,
+    dirty: RefCell<Vec<Key>>,
+    alive: Cell<u32>,
+    live_events: Cell<usize>,
+    running: Cell<bool>,
+    last_error: RefCell<String>,
+}
+
+thread_local! {
+    static THREAD_MARK: u8 = const { 0 };
+}
+
+/// A cheap identity of the calling thread: the address of a thread-local.
+fn thread_mark() -> usize {
+    THREAD_MARK.with(|m| m as *const u8 as usize)
+}
+
+impl Reactor {
+    /// Makes a reactor bound to the calling thread.
+    pub(crate) fn new(config: &Config) -> Result<Rc<Reactor>> {
+        let poll = Poll::new().map_err(|e| Error::os("create: epoll_create1", &e))?;
+        let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)
+            .map_err(|e| Error::os("create: eventfd waker", &e))?;
+        let shared = Arc::new(Shared::new(waker));
+        Ok(Rc::new_cyclic(|this| Reactor {
+            shared,
+            this: this.clone(),
+            thread: thread_mark(),
+            base: Instant::now(),
+            now: Cell::new(0),
+            poll: RefCell::new(poll),
+            events: RefCell::new(Events::with_capacity(config.events_capacity)),
+            registry: RefCell::new(Registry::default()),
+            timers: RefCell::new(TimerHeap::default()),
+            triggers: RefCell::new(HashMap::new()),
+            spare_fired: RefCell::new(Vec::new()),
+            next_trigger: Cell::new(1),
+            deferred: RefCell::new(VecDeque::new()),
+            dirty: RefCell::new(Vec::new()),
+            alive: Cell::new(0),
+            live_events: Cell::new(0),
+            running: Cell::new(false),
+            last_error: RefCell::new(String::new()),
+        }))
+    }
+
+    /// Fails unless called on the loop thread.
+    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
+        if self.thread == thread_mark() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "{what}: called from a thread other than the loop thread"
+            )))
+        }
+    }
+
+    /// Records a failure for `last_error_message` and returns its status.
+    pub(crate) fn fail(&self, err: Error) -> AaStatus {
+        let status = err.status;
+        *self.last_error.borrow_mut() = err.message;
+        status
+    }
+
+    /// The last error message.
+    pub(crate) fn last_error(&self) -> String {
+        self.last_error.borrow().clone()
+    }
+
+    /// Refreshes and returns the cached clock (ns since `create`).
+    pub(crate) fn refresh_clock(&self) -> u64 {
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // The monotonic clock never goes back; keep the cache monotonic too.
+        let now = now.max(self.now.get());
+        self.now.set(now);
+        now
+    }
+
+    /// The cached clock.
+    pub(crate) fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    /// Number of active, referenced, non-hidden events (R3).
+    pub(crate) fn alive(&self) -> u32 {
+        self.alive.get()
+    }
+
+    /// Reconciles the event's `counted` flag with its state (R3, E4).
+    pub(crate) fn touch(&self, ev: &Event) {
+        let live = ev.is_live();
+        if live != ev.counted.get() {
+            ev.counted.set(live);
+            let alive = self.alive.get();
+            self.alive.set(if live { alive + 1 } else { alive - 1 });
+        }
+    }
+
+    /// Makes an event of this reactor (R4).
+    pub(crate) fn new_event(
+        &self,
+        kind: u32,
+        flags: u32,
+        callback: HostCallback,
+        trigger: Option<Arc<TriggerFlag>>,
+        state: State,
+    ) -> Rc<Event> {
+        self.live_events.set(self.live_events.get() + 1);
+        Rc::new(Event {
+            header: AaEvent {
+                struct_size: mem::size_of::<AaEvent>() as u32,
+                kind,
+                flags,
+                _reserved: 0,
+            },
+            magic: crate::event::EVENT_MAGIC,
+            reactor: self.this.clone(),
+            callback,
+            trigger,
+            referenced: Cell::new(true),
+            disposed: Cell::new(false),
+            close: Cell::new(CloseState::Open),
+            counted: Cell::new(false),
+            scheduled: Cell::new(0),
+            state: RefCell::new(state),
+        })
+    }
+
+    /// Counts a disposed event out of `live_events` (R4).
+    pub(crate) fn forget_event(&self) {
+        self.live_events
+            .set(self.live_events.get().saturating_sub(1));
+    }
+
+    /// Queues a callback for the next `run_once` (R2, E5).
+    pub(crate) fn defer(&self, item: Deferred) {
+        let ev = match &item {
+            Deferred::Notify { ev, .. } | Deferred::Closed { ev, .. } => ev,
+        };
+        ev.scheduled.set(ev.scheduled.get() + 1);
+        self.touch(ev);
+        self.deferred.borrow_mut().push_back(item);
+    }
+
+    /// Asks the next `run_once` to try the queues of `key` without waiting
+    /// for an edge.
+    pub(crate) fn mark_dirty(&self, key: Key) {
+        let mut dirty = self.dirty.borrow_mut();
+        if !dirty.contains(&key) {
+            dirty.push(key);
+        }
+    }
+
+    /// The mio registry, for (re)registrations.
+    pub(crate) fn with_mio<T>(&self, f: impl FnOnce(&mio::Registry) -> T) -> T {
+        f(self.poll.borrow().registry())
+    }
+
+    /// Allocates a trigger id and reserves fired-list room for every open
+    /// trigger plus this one (trigger invariant T2).
+    pub(crate) fn next_trigger_id(&self) -> u64 {
+        let id = self.next_trigger.get();
+        self.next_trigger.set(id + 1);
+        let flags = self.triggers.borrow().len() + 1;
+        self.shared.reserve(flags);
+        self.spare_fired.borrow_mut().reserve(flags);
+        id
+    }
+
+    /// `destroy`: refuses while events are alive (R4), else drops
+    /// everything (see the drop order).
+    pub(crate) fn destroy(&self) -> Result<()> {
+        if self.running.get() {
+            return Err(Error::invalid("destroy: called from inside run_once"));
+        }
+        let live = self.live_events.get();
+        if live > 0 {
+            return Err(Error::new(
+                AA_E_BUSY,
+                format!("destroy: {live} events are not disposed yet"),
+            ));
+        }
+        self.deferred.borrow_mut().clear();
+        self.triggers.borrow_mut().clear();
+        self.timers.borrow_mut().clear();
+        self.registry.borrow_mut().clear();
+        self.dirty.borrow_mut().clear();
+        Ok(())
+    }
+
+    /// One loop iteration (see `async_abi::reactor`): returns the number of
+    /// callbacks run.
+    pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
+        if self.running.get() {
+            return Err(Error::invalid("run_once: called from inside a callback"));
+        }
+        if timeout_ns < -1 {
+            return Err(Error::invalid(format!(
+                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
+            )));
+        }
+        self.running.set(true);
+        let result = self.iterate(timeout_ns);
+        self.running.set(false);
+        result
+    }
+
+    fn iterate(&self, timeout_ns: i64) -> Result<i32> {
+        // R2: this iteration's share of deferred work, taken up front.
+        let deferred = mem::take(&mut *self.deferred.borrow_mut());
+        let dirty = mem::take(&mut *self.dirty.borrow_mut());
+        let horizon = self.timers.borrow().horizon();
+
+        // 1-2: clock, due timers.
+        let mut count = self.run_timers(self.refresh_clock(), horizon);
+
+        // 3: wait, cut short by the nearest timer; never block with work (R5).
+        let has_work = count > 0 || !deferred.is_empty() || !dirty.is_empty();
+        let mut ready = Vec::new();
+        loop {
+            let (timeout, timer_bound) = self.wait_timeout(timeout_ns, has_work);
+            self.wait(timeout, &mut ready)?;
+            let fired = self.run_timers(self.refresh_clock(), horizon);
+            count += fired;
+            // A timer-bound wait that woke with nothing to do waits again:
+            // `run_once(-1)` returns once the nearest timer was due.
+            if !ready.is_empty() || fired > 0 || !timer_bound || timeout == Some(Duration::ZERO) {
+                break;
+            }
+        }
+
+        // 4: complete what the OS reported, and what did not need to wait.
+        count += self.complete_ready(&ready);
+        for key in dirty {
+            count += self.drain(key, true);
+            count += self.drain(key, false);
+        }
+        count += self.run_triggers();
+
+        // 5: cancellations, early results and `on_closed` (R2).
+        count += self.deliver(deferred);
+        Ok(count)
+    }
+
+    /// The poll timeout for a requested `timeout_ns`, and whether the nearest
+    /// timer (not the caller) decided it.
+    fn wait_timeout(&self, timeout_ns: i64, has_work: bool) -> (Option<Duration>, bool) {
+        if has_work || timeout_ns == 0 {
+            return (Some(Duration::ZERO), false);
+        }
+        let requested = u64::try_from(timeout_ns).ok();
+        let timer = self
+            .timers
+            .borrow_mut()
+            .next_deadline()
+            .map(|deadline| deadline.saturating_sub(self.now.get()));
+        let (ns, timer_bound) = match (requested, timer) {
+            (Some(r), Some(t)) if t < r => (Some(t), true),
+            (None, Some(t)) => (Some(t), true),
+            (r, _) => (r, false),
+        };
+        // Round up to whole milliseconds (epoll's unit) so a sub-millisecond
+        // remainder never becomes a busy 0 ms wait.
+        let timeout = ns.map(|ns| Duration::from_millis(ns.div_ceil(1_000_000)));
+        (timeout, timer_bound)
+    }
+
+    /// Waits for the OS and copies what it reported (token, `AA_POLL_*`
+    /// bits) into `ready`, so no borrow of the poll outlives the wait.
+    fn wait(&self, timeout: Option<Duration>, ready: &mut Vec<(Token, u32)>) -> Result<()> {
+        ready.clear();
+        let mut poll = self.poll.borrow_mut();
+        let mut events = self.events.borrow_mut();
+        match poll.poll(&mut events, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(Error::os("run_once: epoll_wait", &e)),
+        }
+        for event in events.iter() {
+            let mut bits = 0;
+            if event.is_readable() {
+                bits |= AA_POLL_READABLE;
+            }
+            if event.is_writable() {
+                bits |= AA_POLL_WRITABLE;
+            }
+            if event.is_error() {
+                bits |= AA_POLL_ERROR;
+            }
+            if event.is_read_closed() {
+                // A read will not block: it returns end of stream.
+                bits |= AA_POLL_HUP | AA_POLL_READABLE;
+            }
+            if event.is_write_closed() {
+                bits |= AA_POLL_WRITABLE;
+            }
+            ready.push((event.token(), bits));
+        }
+        Ok(())
+    }
+
+    /// Completes requests and notifies polls for what the OS reported.
+    fn complete_ready(&self, ready: &[(Token, u32)]) -> i32 {
+        let mut count = 0;
+        for &(token, bits) in ready {
+            if token == WAKER_TOKEN {
+                continue;
+            }
+            let key = Key(token.0);
+            if bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0 {
+                count += self.drain(key, true);
+            }
+            if bits & (AA_POLL_WRITABLE | AA_POLL_ERROR) != 0 {
+                count += self.drain(key, false);
+            }
+            count += self.notify_polls(key, bits);
+        }
+        count
+    }
+
+    /// Delivers the deferred batch taken at the start of the iteration (R2).
+    fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
+        let mut count = 0;
+        for item in batch {
+            match item {
+                Deferred::Notify { ev, status, value } => {
+                    ev.scheduled.set(ev.scheduled.get() - 1);
+                    self.touch(&ev);
+                    if ev.deliverable() {
+                        ev.callback.notify(&ev, status, value);
+                        count += 1;
+                    }
+                }
+                Deferred::Closed { ev, on_closed } => {
+                    ev.scheduled.set(ev.scheduled.get() - 1);
+                    ev.close.set(CloseState::Closed);
+                    self.touch(&ev);
+                    if let (true, Some(cb)) = (ev.deliverable(), on_closed) {
+                        cb.call(&ev);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        count
+    }
+
+    /// Delivers fired triggers: O(fired), not O(triggers).
+    fn run_triggers(&self) -> i32 {
+        let mut batch = mem::take(&mut *self.spare_fired.borrow_mut());
+        self.shared.take_fired(&mut batch);
+        let mut count = 0;
+        for flag in batch.drain(..) {
+            // T1: clear before the callback, so a fire during it counts.
+            flag.rearm();
+            let ev = self.triggers.borrow().get(&flag.id).cloned();
+            let Some(ev) = ev else { continue };
+            let open = matches!(&*ev.state.borrow(), State::Trigger { open: true });
+            if open && ev.deliverable() {
+                ev.callback.notify(&ev, 0, 0);
+                count += 1;
+            }
+        }
+        let flags = self.triggers.borrow().len();
+        batch.reserve(flags);
+        *self.spare_fired.borrow_mut() = batch;
+        count
+    }
+
+    /// `AA_E_INVALID` for a closing or closed event, naming `what`.
+    pub(crate) fn check_open(&self, ev: &Event, what: &str) -> Result<()> {
+        if ev.close.get() != CloseState::Open {
+            return Err(Error::new(
+                async_abi::AA_E_CLOSED,
+                format!("{what}: event is closed or closing"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Validates `AA_EVF_*` flags against the bits a constructor accepts.
+pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
+    if flags & !allowed != 0 {
+        return Err(Error::new(
+            AA_E_INVALID,
+            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
+        ));
+    }
+    Ok(())
+}

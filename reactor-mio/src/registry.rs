@@ -1,0 +1,236 @@
+//! Per-descriptor state: one mio registration per fd, shared by every
+//! request and poll on it.
+//!
+//! # What this module owns
+//!
+//! [`Registry`]: a slab of [`FdEntry`] indexed by [`Key`] (slot index plus
+//! generation, which is also the mio `Token`), and a map from descriptor
+//! number to key. An entry holds the pending readers (READ, ACCEPT) and
+//! writers (WRITE, CONNECT) of its descriptor in FIFO order, and the poll
+//! events watching it.
+//!
+//! # Invariants
+//!
+//! - **G1** At most one entry per descriptor number, and at most one mio
+//!   registration per entry (epoll refuses the same fd twice).
+//! - **G2** A registration only grows (`registered` gains interest bits,
+//!   never loses them) and is kept until the descriptor is closed through
+//!   `AA_IO_CLOSE` or an `AA_EVF_OWNS_FD` close, which removes the entry
+//!   and deregisters before `close(2)`. So a reused descriptor number always
+//!   gets a fresh entry and a fresh key.
+//! - **G3** A key names one entry for its whole life: removing an entry
+//!   bumps its slot's generation, so a stale mio event (or a request that
+//!   outlived its descriptor) finds nothing.
+//! - **G4** Every event in `readers`/`writers` is an I/O request in phase
+//!   `Queued` or `Connecting`; every event in `polls` is a poll.
+//!
+//! # Access
+//!
+//! Loop thread only, through the reactor's `RefCell`; the borrow is never
+//! held across a host callback (the reactor copies what it needs first).
+//!
+//! # Drop order
+//!
+//! Dropping the registry drops the queued `Rc<Event>`s; the reactor only
+//! does so in `destroy`, once no event is alive.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+
+use crate::event::Event;
+
+/// Names an entry: slot index in the low 32 bits, generation above (G3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Key(pub(crate) usize);
+
+impl Key {
+    fn new(index: u32, generation: u32) -> Key {
+        Key((generation as usize) << 32 | index as usize)
+    }
+
+    fn index(self) -> usize {
+        self.0 & 0xffff_ffff
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// The mio token of the entry's registration.
+    pub(crate) fn token(self) -> Token {
+        Token(self.0)
+    }
+}
+
+/// What one descriptor's registration is for.
+#[derive(Debug)]
+pub(crate) struct FdEntry {
+    /// The descriptor number.
+    pub(crate) fd: RawFd,
+    /// Whether it is a socket (detected once, with `fstat`).
+    pub(crate) socket: bool,
+    /// The mio registration's interest, `None` before the first.
+    pub(crate) registered: Option<Interest>,
+    /// epoll refused the descriptor (a regular file): requests never wait,
+    /// they are simply retried from the loop.
+    pub(crate) always_ready: bool,
+    /// Pending READ and ACCEPT requests, oldest first.
+    pub(crate) readers: VecDeque<Rc<Event>>,
+    /// Pending WRITE and CONNECT requests, oldest first.
+    pub(crate) writers: VecDeque<Rc<Event>>,
+    /// Poll events watching the descriptor.
+    pub(crate) polls: Vec<Rc<Event>>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    entry: Option<FdEntry>,
+}
+
+/// The descriptor table (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    by_fd: HashMap<RawFd, Key>,
+}
+
+impl Registry {
+    /// The entry of `fd`, if the reactor knows it.
+    pub(crate) fn key_of(&self, fd: RawFd) -> Option<Key> {
+        self.by_fd.get(&fd).copied()
+    }
+
+    /// The entry of `fd`, made (with `fstat` to check the descriptor and see
+    /// whether it is a socket) if needed.
+    pub(crate) fn entry_for(&mut self, fd: RawFd) -> io::Result<Key> {
+        if let Some(key) = self.key_of(fd) {
+            return Ok(key);
+        }
+        let socket = crate::sys::is_socket(fd)?;
+        let entry = FdEntry {
+            fd,
+            socket,
+            registered: None,
+            always_ready: false,
+            readers: VecDeque::new(),
+            writers: VecDeque::new(),
+            polls: Vec::new(),
+        };
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    entry: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.entry = Some(entry);
+        let key = Key::new(index, slot.generation);
+        self.by_fd.insert(fd, key);
+        Ok(key)
+    }
+
+    /// The live entry named by `key` (G3).
+    pub(crate) fn get(&self, key: Key) -> Option<&FdEntry> {
+        let slot = self.slots.get(key.index())?;
+        if slot.generation != key.generation() {
+            return None;
+        }
+        slot.entry.as_ref()
+    }
+
+    /// The live entry named by `key`, mutably (G3).
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut FdEntry> {
+        let slot = self.slots.get_mut(key.index())?;
+        if slot.generation != key.generation() {
+            return None;
+        }
+        slot.entry.as_mut()
+    }
+
+    /// Makes sure the entry's registration covers `want` (G2): registers on
+    /// first use, re-registers with the union when it grows, and re-registers
+    /// anyway if `reevaluate` (EPOLL_CTL_MOD reports current readiness
+    /// again). A descriptor epoll refuses with `EPERM` becomes
+    /// `always_ready` when `allow_always_ready` (requests on regular files).
+    pub(crate) fn ensure(
+        &mut self,
+        mio: &mio::Registry,
+        key: Key,
+        want: Interest,
+        reevaluate: bool,
+        allow_always_ready: bool,
+    ) -> io::Result<()> {
+        let entry = self
+            .get_mut(key)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+        if entry.always_ready {
+            return Ok(());
+        }
+        let fd = entry.fd;
+        match entry.registered {
+            None => match mio.register(&mut SourceFd(&fd), key.token(), want) {
+                Ok(()) => entry.registered = Some(want),
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) && allow_always_ready => {
+                    entry.always_ready = true;
+                }
+                Err(e) => return Err(e),
+            },
+            Some(have) => {
+                let union = have | want;
+                if union != have || reevaluate {
+                    mio.reregister(&mut SourceFd(&fd), key.token(), union)?;
+                    entry.registered = Some(union);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the entry of `fd` (G2): deregisters it and returns its queues
+    /// so the caller can complete them. The caller then closes the fd.
+    pub(crate) fn remove(&mut self, mio: &mio::Registry, fd: RawFd) -> Option<FdEntry> {
+        let key = self.by_fd.remove(&fd)?;
+        let slot = &mut self.slots[key.index()];
+        let entry = slot.entry.take()?;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(key.index() as u32);
+        if entry.registered.is_some() {
+            // The descriptor is about to be closed, which removes it from the
+            // epoll set anyway; deregistering first keeps a duplicate of the
+            // descriptor (dup, fork) from reporting into a reused key.
+            let _ = mio.deregister(&mut SourceFd(&fd));
+        }
+        Some(entry)
+    }
+
+    /// Forgets every entry without touching the descriptors (`destroy`).
+    pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.by_fd.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_round_trips_index_and_generation() {
+        let key = Key::new(7, 3);
+        assert_eq!(key.index(), 7);
+        assert_eq!(key.generation(), 3);
+        assert_eq!(key.token(), Token(3 << 32 | 7));
+    }
+}
