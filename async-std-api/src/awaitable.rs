@@ -1,0 +1,58 @@
+//! [`Awaitable`]: what [`join_until`](crate::JoinHandle::join_until) and
+//! the other `*_until` waits accept as their trigger.
+
+use crate::task::state::Completion;
+
+// The sealed trait names a crate-private type on purpose: nobody outside
+// can implement or call it (STYLE S1: tiny public surface).
+#[allow(private_interfaces)]
+pub(crate) mod sealed {
+    /// The host-side view of an awaitable: a one-shot completion.
+    pub trait Sealed {
+        #[doc(hidden)]
+        fn completion(&self) -> &crate::task::state::Completion;
+        #[doc(hidden)]
+        fn describe(&self) -> String;
+    }
+}
+
+/// Something a coroutine can wait for, once: the RFC's `Awaitable`.
+///
+/// Implemented by [`Timeout`](crate::time::Timeout),
+/// [`JoinHandle`](crate::JoinHandle) and [`Coroutine`](crate::Coroutine).
+/// A value completes once and stays completed (R-CO7), so using it as a
+/// trigger again gives the same answer at once.
+///
+/// The trait is sealed for now (it cannot be implemented outside this
+/// crate): its contract with the scheduler is internal and still moving.
+/// Futures, channels and signals will implement it here.
+pub trait Awaitable: sealed::Sealed {
+    /// True once it has completed.
+    fn is_completed(&self) -> bool {
+        self.completion().is_done()
+    }
+}
+
+#[allow(private_interfaces)]
+impl<T> sealed::Sealed for crate::JoinHandle<T> {
+    fn completion(&self) -> &Completion {
+        &self.coroutine_state().done
+    }
+    fn describe(&self) -> String {
+        format!("coroutine {}", self.coroutine_state().id())
+    }
+}
+
+impl<T> Awaitable for crate::JoinHandle<T> {}
+
+#[allow(private_interfaces)]
+impl sealed::Sealed for crate::Coroutine {
+    fn completion(&self) -> &Completion {
+        &self.state.done
+    }
+    fn describe(&self) -> String {
+        format!("coroutine {}", self.state.id())
+    }
+}
+
+impl Awaitable for crate::Coroutine {}

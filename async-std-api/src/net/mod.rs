@@ -1,0 +1,142 @@
+//! Networking: TCP sockets whose blocking calls suspend the coroutine.
+//!
+//! [`TcpListener`] and [`TcpStream`] mirror `std::net`; `TcpStream`
+//! implements [`std::io::Read`] and [`std::io::Write`] (also for
+//! `&TcpStream`), so generic synchronous code (`std::io::copy`,
+//! `BufReader::read_line`, `read_exact`) runs unchanged inside coroutines.
+//!
+//! Every request goes through the reactor's `io_submit` with
+//! `AA_IO_TRY_INLINE`, so a ready socket completes without a switch; a
+//! pending one suspends the coroutine (the wait reads `read fd 9`,
+//! `accept fd 5`, `connect 127.0.0.1:8080` in deadlock reports).
+
+mod tcp;
+
+pub use tcp::{Incoming, TcpListener, TcpStream};
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::panic::Location;
+
+use async_abi::AaSockAddr;
+
+use crate::runtime::io::{self as rio, Interrupt, IoReq};
+use crate::task::wait::{checkpoint, forced_unwind, me};
+
+/// `AF_INET` / `AF_INET6` on Linux.
+const AF_INET: u16 = 2;
+const AF_INET6: u16 = 10;
+
+/// Runs one request for the current coroutine and applies the cancellation
+/// policy (C-6 in `cancel`): data first, then the cancellation.
+pub(crate) fn submit(
+    fd: &impl AsRawFd,
+    req: IoReq<'_>,
+    what: impl FnOnce() -> String,
+    at: &'static Location<'static>,
+) -> io::Result<i64> {
+    let (rt, me) = me("blocking I/O");
+    checkpoint(&me).map_err(io::Error::from)?;
+    let what = what();
+    let out = rio::perform(&rt.reactor, &rt.sched, &me, fd.as_raw_fd(), req, &what, at);
+    match out.interrupt {
+        None if out.result < 0 => Err(os_error(out.result)),
+        None => Ok(out.result),
+        Some(Interrupt::Shutdown) => forced_unwind(),
+        Some(Interrupt::Deadlock) => Err(me.deadlocked().into()),
+        Some(Interrupt::Cancelled) => {
+            if out.result > 0 {
+                // P-08: keep the data; the cancellation waits for the next
+                // suspension point.
+                me.repend_cancel();
+                Ok(out.result)
+            } else {
+                let c = me
+                    .cancellation()
+                    .expect("a delivered cancellation is recorded");
+                Err(c.into())
+            }
+        }
+    }
+}
+
+fn os_error(result: i64) -> io::Error {
+    io::Error::from_raw_os_error(i32::try_from(-result).unwrap_or(i32::MAX))
+}
+
+/// Closes a descriptor through the reactor if a runtime runs, else directly.
+pub(crate) fn close(fd: OwnedFd) {
+    match crate::runtime::current() {
+        Some(rt) => rio::close(&rt.reactor, fd),
+        None => drop(fd),
+    }
+}
+
+/// Encodes an address in the platform's `struct sockaddr_*` layout.
+pub(crate) fn to_aa(addr: &SocketAddr) -> AaSockAddr {
+    let mut b = [0u8; 128];
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            b[0..2].copy_from_slice(&AF_INET.to_ne_bytes());
+            b[2..4].copy_from_slice(&a.port().to_be_bytes());
+            b[4..8].copy_from_slice(&a.ip().octets());
+            16
+        }
+        SocketAddr::V6(a) => {
+            b[0..2].copy_from_slice(&AF_INET6.to_ne_bytes());
+            b[2..4].copy_from_slice(&a.port().to_be_bytes());
+            b[4..8].copy_from_slice(&a.flowinfo().to_be_bytes());
+            b[8..24].copy_from_slice(&a.ip().octets());
+            b[24..28].copy_from_slice(&a.scope_id().to_ne_bytes());
+            28
+        }
+    };
+    let mut out = AaSockAddr::EMPTY;
+    out.len = len;
+    for (i, chunk) in b.chunks_exact(8).enumerate() {
+        out.storage[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+    }
+    out
+}
+
+/// Decodes an address written by the reactor.
+pub(crate) fn from_aa(addr: &AaSockAddr) -> Option<SocketAddr> {
+    let mut b = [0u8; 128];
+    for (i, word) in addr.storage.iter().enumerate() {
+        b[i * 8..i * 8 + 8].copy_from_slice(&word.to_ne_bytes());
+    }
+    let family = u16::from_ne_bytes([b[0], b[1]]);
+    let port = u16::from_be_bytes([b[2], b[3]]);
+    match family {
+        AF_INET if addr.len >= 16 => {
+            let ip = std::net::Ipv4Addr::new(b[4], b[5], b[6], b[7]);
+            Some(SocketAddr::from((ip, port)))
+        }
+        AF_INET6 if addr.len >= 28 => {
+            let flow = u32::from_be_bytes(b[4..8].try_into().ok()?);
+            let octets: [u8; 16] = b[8..24].try_into().ok()?;
+            let scope = u32::from_ne_bytes(b[24..28].try_into().ok()?);
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                octets.into(),
+                port,
+                flow,
+                scope,
+            )))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_round_trip() {
+        for a in ["127.0.0.1:8080", "[::1]:443"] {
+            let addr: SocketAddr = a.parse().unwrap();
+            assert_eq!(from_aa(&to_aa(&addr)), Some(addr));
+        }
+    }
+}

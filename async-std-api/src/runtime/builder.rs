@@ -1,0 +1,116 @@
+//! [`Builder`]: explicit configuration, the highest-precedence source.
+
+use std::path::PathBuf;
+
+use super::config::Explicit;
+use super::Error;
+
+/// Configures and runs a runtime: the explicit, highest-precedence source of
+/// configuration (builder, then environment, then config file, then the
+/// embedded default).
+///
+/// The analogue of `std::thread::Builder` (or tokio's runtime builder):
+/// set what differs from the defaults, then [`run`](Builder::run). A
+/// `Builder` holds only settings; dropping it does nothing.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{spawn, Builder};
+///
+/// let answer = Builder::new()
+///     .scheduler("embedded")
+///     .reactor("embedded")
+///     .stack_size(256 * 1024)
+///     .run(|| spawn(|| 6 * 7).join().unwrap())
+///     .unwrap();
+/// assert_eq!(answer, 42);
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Builder {
+    explicit: Explicit,
+}
+
+impl Builder {
+    /// A builder with nothing set: every setting falls through to the
+    /// environment, the config file and the defaults.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// The scheduler: `embedded` (the default), `fifo`, `context`,
+    /// `corosensei`, or a path to a shared library (anything containing `/`
+    /// or ending in `.so`). Overrides `ASYNC_SCHEDULER`.
+    pub fn scheduler(mut self, name_or_path: impl Into<String>) -> Builder {
+        self.explicit.scheduler = Some(name_or_path.into());
+        self
+    }
+
+    /// The reactor: `embedded` (the default), `mio`, `uring`, `auto`, or a
+    /// path to a shared library. Overrides `ASYNC_REACTOR`.
+    pub fn reactor(mut self, name_or_path: impl Into<String>) -> Builder {
+        self.explicit.reactor = Some(name_or_path.into());
+        self
+    }
+
+    /// One scheduler option (`"engine"`, `"context"`), passed to the plugin's
+    /// `create`. Overrides the same key from `ASYNC_SCHEDULER_OPTIONS` and the
+    /// config file.
+    pub fn scheduler_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Builder {
+        set(
+            &mut self.explicit.scheduler_options,
+            key.into(),
+            value.into(),
+        );
+        self
+    }
+
+    /// One reactor option (`"uring.sq_entries"`, `"256"`). Overrides the same
+    /// key from `ASYNC_REACTOR_OPTIONS` and the config file.
+    pub fn reactor_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Builder {
+        set(&mut self.explicit.reactor_options, key.into(), value.into());
+        self
+    }
+
+    /// Reads this TOML config file instead of `ASYNC_CONFIG`'s.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Builder {
+        self.explicit.config_file = Some(path.into());
+        self
+    }
+
+    /// The default usable stack size of each coroutine, in bytes (0: the
+    /// scheduler's own default).
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.explicit.stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs `f` as the main coroutine of a new runtime and returns its value
+    /// once every coroutine has finished. See [`run`](crate::run).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](crate::run): configuration, load and start-up errors
+    /// (before `f` runs), a deadlock, or a runtime already running on this
+    /// thread.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics, the other coroutines are unwound, the runtime is torn
+    /// down and the panic is resumed here.
+    #[track_caller]
+    pub fn run<F, T>(self, f: F) -> Result<T, Error>
+    where
+        F: FnOnce() -> T + 'static,
+        T: 'static,
+    {
+        super::run_with(&self.explicit, f, std::panic::Location::caller())
+    }
+}
+
+fn set(list: &mut Vec<(String, String)>, key: String, value: String) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => list.push((key, value)),
+    }
+}

@@ -1,0 +1,421 @@
+//! Resolving the configuration: builder, then environment, then config file,
+//! then the embedded default.
+//!
+//! Owns: parsing of `ASYNC_*` variables and of the TOML file, the name table
+//! (ARCHITECTURE "Plugins, names and configuration") and the plugin file
+//! search. Every error is one line naming the value and the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::loader::Role;
+
+/// What the builder set explicitly.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Explicit {
+    pub(crate) scheduler: Option<String>,
+    pub(crate) reactor: Option<String>,
+    pub(crate) scheduler_options: Vec<(String, String)>,
+    pub(crate) reactor_options: Vec<(String, String)>,
+    pub(crate) config_file: Option<PathBuf>,
+    pub(crate) stack_size: Option<usize>,
+}
+
+/// One plugin to load, after name resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// The statically linked plugin.
+    Embedded,
+    /// A named shared library (`fifo`, `context`, `corosensei`, `mio`,
+    /// `uring`), looked for in the search directories.
+    Named(String),
+    /// A shared library given by path.
+    Path(PathBuf),
+    /// Reactor `auto`: `uring` if it loads and starts, else `mio`.
+    Auto,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub(crate) scheduler: Choice,
+    pub(crate) reactor: Choice,
+    pub(crate) scheduler_options: Vec<(String, String)>,
+    pub(crate) reactor_options: Vec<(String, String)>,
+    pub(crate) stack_size: usize,
+    pub(crate) search_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    scheduler: Option<FileEntry>,
+    reactor: Option<FileEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileEntry {
+    Short(String),
+    Table(FileTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTable {
+    name: Option<String>,
+    path: Option<String>,
+    stack_size: Option<usize>,
+    #[serde(default)]
+    options: BTreeMap<String, toml::Value>,
+}
+
+/// One source's settings for one role.
+#[derive(Debug, Default, Clone)]
+struct Layer {
+    value: Option<String>,
+    options: Vec<(String, String)>,
+}
+
+/// Reads the environment and the config file and applies the precedence.
+pub(crate) fn resolve(
+    explicit: &Explicit,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved, String> {
+    // Environment.
+    let env_sched_opts = match env("ASYNC_SCHEDULER_OPTIONS") {
+        Some(v) => parse_options("ASYNC_SCHEDULER_OPTIONS", &v)?,
+        None => Vec::new(),
+    };
+    let env_reactor_opts = match env("ASYNC_REACTOR_OPTIONS") {
+        Some(v) => parse_options("ASYNC_REACTOR_OPTIONS", &v)?,
+        None => Vec::new(),
+    };
+    let env_sched = Layer {
+        value: env("ASYNC_SCHEDULER").filter(|v| !v.is_empty()),
+        options: env_sched_opts,
+    };
+    let env_reactor = Layer {
+        value: env("ASYNC_REACTOR").filter(|v| !v.is_empty()),
+        options: env_reactor_opts,
+    };
+
+    // Config file.
+    let file = explicit.config_file.clone().or_else(|| {
+        env("ASYNC_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let (file_sched, file_reactor, file_stack) = match &file {
+        Some(path) => read_file(path)?,
+        None => (Layer::default(), Layer::default(), None),
+    };
+
+    let builder_sched = Layer {
+        value: explicit.scheduler.clone(),
+        options: explicit.scheduler_options.clone(),
+    };
+    let builder_reactor = Layer {
+        value: explicit.reactor.clone(),
+        options: explicit.reactor_options.clone(),
+    };
+
+    let mut search_dirs = default_search_dirs(env);
+    if let Some(p) = env("ASYNC_PLUGIN_PATH") {
+        for dir in p.split(':').filter(|d| !d.is_empty()) {
+            push_unique(&mut search_dirs, PathBuf::from(dir));
+        }
+    }
+
+    let (scheduler, scheduler_options) =
+        combine(Role::Scheduler, [&builder_sched, &env_sched, &file_sched])?;
+    let (reactor, reactor_options) = combine(
+        Role::Reactor,
+        [&builder_reactor, &env_reactor, &file_reactor],
+    )?;
+    Ok(Resolved {
+        scheduler,
+        reactor,
+        scheduler_options,
+        reactor_options,
+        stack_size: explicit.stack_size.or(file_stack).unwrap_or(0),
+        search_dirs,
+    })
+}
+
+/// Applies precedence (first layer wins) to the choice and merges options
+/// key by key; a scheduler name that implies an engine adds `engine=<name>`
+/// at the precedence of the layer that named it.
+fn combine(role: Role, layers: [&Layer; 3]) -> Result<(Choice, Vec<(String, String)>), String> {
+    let mut choice = None;
+    let mut layered: Vec<Vec<(String, String)>> = Vec::new();
+    for layer in layers {
+        let mut opts = layer.options.clone();
+        if choice.is_none() {
+            if let Some(value) = &layer.value {
+                let (c, implied) = resolve_name(role, value)?;
+                if let Some((k, v)) = implied {
+                    if !opts.iter().any(|(key, _)| key == k) {
+                        opts.insert(0, (k.to_owned(), v.to_owned()));
+                    }
+                }
+                choice = Some(c);
+            }
+        }
+        layered.push(opts);
+    }
+    // Lowest precedence first, so later inserts override.
+    let mut merged: Vec<(String, String)> = Vec::new();
+    for opts in layered.into_iter().rev() {
+        for (k, v) in opts {
+            match merged.iter_mut().find(|(key, _)| *key == k) {
+                Some(slot) => slot.1 = v,
+                None => merged.push((k, v)),
+            }
+        }
+    }
+    let choice = choice.unwrap_or(Choice::Embedded);
+    Ok((choice, merged))
+}
+
+/// The file name a plugin name stands for.
+pub(crate) fn library_for(role: Role, name: &str) -> Option<&'static str> {
+    match (role, name) {
+        (Role::Scheduler, "fifo" | "context" | "corosensei") => Some("libasync_scheduler.so"),
+        (Role::Reactor, "mio") => Some("libreactor_mio.so"),
+        (Role::Reactor, "uring") => Some("libreactor_uring.so"),
+        _ => None,
+    }
+}
+
+type Implied = Option<(&'static str, &'static str)>;
+
+fn resolve_name(role: Role, value: &str) -> Result<(Choice, Implied), String> {
+    if value.contains('/') || value.ends_with(".so") {
+        return Ok((Choice::Path(PathBuf::from(value)), None));
+    }
+    let named = |implied: Implied| Ok((Choice::Named(value.to_owned()), implied));
+    match (role, value) {
+        (_, "embedded") => Ok((Choice::Embedded, None)),
+        (Role::Scheduler, "fifo") => named(None),
+        (Role::Scheduler, "context") => named(Some(("engine", "context"))),
+        (Role::Scheduler, "corosensei") => named(Some(("engine", "corosensei"))),
+        (Role::Reactor, "mio" | "uring") => named(None),
+        (Role::Reactor, "auto") => Ok((Choice::Auto, None)),
+        (Role::Scheduler, _) => Err(format!(
+            "unknown scheduler \"{value}\": expected embedded, fifo, context, corosensei or a path to a shared library"
+        )),
+        (Role::Reactor, _) => Err(format!(
+            "unknown reactor \"{value}\": expected embedded, mio, uring, auto or a path to a shared library"
+        )),
+    }
+}
+
+/// Finds the file for a plugin name (`fifo`, `mio`, ...) in the search
+/// directories.
+pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
+    let file = library_for(role, name).expect("a named plugin has a library");
+    for dir in dirs {
+        let candidate = dir.join(file);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(format!(
+        "cannot find {} plugin \"{name}\" ({file}): looked in {}",
+        role.name(),
+        if looked.is_empty() {
+            "no directory".to_owned()
+        } else {
+            looked.join(", ")
+        }
+    ))
+}
+
+fn push_unique(dirs: &mut Vec<PathBuf>, dir: PathBuf) {
+    if !dirs.contains(&dir) {
+        dirs.push(dir);
+    }
+}
+
+/// Next to the executable, the cargo target directory it lives in, and
+/// `$CARGO_TARGET_DIR/{debug,release}`.
+fn default_search_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            push_unique(&mut dirs, dir.to_path_buf());
+            let last = dir.file_name().and_then(|n| n.to_str());
+            if matches!(last, Some("deps" | "examples")) {
+                if let Some(parent) = dir.parent() {
+                    push_unique(&mut dirs, parent.to_path_buf());
+                }
+            }
+        }
+    }
+    if let Some(t) = env("CARGO_TARGET_DIR").filter(|t| !t.is_empty()) {
+        let t = PathBuf::from(t);
+        push_unique(&mut dirs, t.join("debug"));
+        push_unique(&mut dirs, t.join("release"));
+    }
+    dirs
+}
+
+/// Parses `key=value,key=value`.
+fn parse_options(var: &str, text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                out.push((k.trim().to_owned(), v.trim().to_owned()))
+            }
+            _ => return Err(format!("invalid {var} \"{item}\": expected key=value")),
+        }
+    }
+    Ok(out)
+}
+
+fn read_file(path: &Path) -> Result<(Layer, Layer, Option<usize>), String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "file not found".to_owned(),
+            _ => e.to_string().to_lowercase(),
+        };
+        format!("invalid config file \"{shown}\": {reason}")
+    })?;
+    let parsed: FileConfig = toml::from_str(&text).map_err(|e| {
+        let mut msg = e.message().trim().replace('\n', " ");
+        if let Some(span) = e.span() {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            msg = format!("{msg} at line {line}");
+        }
+        format!("invalid config file \"{shown}\": {msg}")
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let layer = |entry: Option<FileEntry>, what: &str| -> Result<(Layer, Option<usize>), String> {
+        let rel = |v: String| -> String {
+            if v.contains('/') || v.ends_with(".so") {
+                let p = Path::new(&v);
+                if p.is_relative() {
+                    return base.join(p).display().to_string();
+                }
+            }
+            v
+        };
+        match entry {
+            None => Ok((Layer::default(), None)),
+            Some(FileEntry::Short(v)) => Ok((
+                Layer {
+                    value: Some(rel(v)),
+                    options: Vec::new(),
+                },
+                None,
+            )),
+            Some(FileEntry::Table(t)) => {
+                if t.name.is_some() && t.path.is_some() {
+                    return Err(format!(
+                        "invalid config file \"{shown}\": [{what}] has both name and path"
+                    ));
+                }
+                let value = match (t.name, t.path) {
+                    (Some(n), None) => Some(n),
+                    (None, Some(p)) => {
+                        let p = PathBuf::from(p);
+                        Some(
+                            if p.is_relative() { base.join(p) } else { p }
+                                .display()
+                                .to_string(),
+                        )
+                    }
+                    _ => None,
+                };
+                let options = t
+                    .options
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            toml::Value::String(s) => s,
+                            other => other.to_string(),
+                        };
+                        (k, v)
+                    })
+                    .collect();
+                Ok((Layer { value, options }, t.stack_size))
+            }
+        }
+    };
+    let (s, stack) = layer(parsed.scheduler, "scheduler")?;
+    let (r, _) = layer(parsed.reactor, "reactor")?;
+    Ok((s, r, stack))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn builder_beats_environment_and_engine_is_implied() {
+        let explicit = Explicit {
+            scheduler: Some("corosensei".into()),
+            ..Explicit::default()
+        };
+        let r = resolve(&explicit, &env_of(&[("ASYNC_SCHEDULER", "fifo")])).unwrap();
+        assert_eq!(r.scheduler, Choice::Named("corosensei".into()));
+        assert_eq!(
+            r.scheduler_options,
+            vec![("engine".to_owned(), "corosensei".to_owned())]
+        );
+    }
+
+    #[test]
+    fn options_must_be_key_value() {
+        let e = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_SCHEDULER_OPTIONS", "enginecontext")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid ASYNC_SCHEDULER_OPTIONS \"enginecontext\": expected key=value"
+        );
+    }
+
+    #[test]
+    fn unknown_names_list_the_choices() {
+        let e = resolve(&Explicit::default(), &env_of(&[("ASYNC_REACTOR", "foo")])).unwrap_err();
+        assert_eq!(
+            e,
+            "unknown reactor \"foo\": expected embedded, mio, uring, auto or a path to a shared library"
+        );
+    }
+
+    #[test]
+    fn options_merge_by_key_with_precedence() {
+        let explicit = Explicit {
+            scheduler_options: vec![("a".into(), "builder".into())],
+            ..Explicit::default()
+        };
+        let r = resolve(
+            &explicit,
+            &env_of(&[("ASYNC_SCHEDULER_OPTIONS", "a=env, b=env")]),
+        )
+        .unwrap();
+        assert_eq!(
+            r.scheduler_options,
+            vec![("a".into(), "builder".into()), ("b".into(), "env".into())]
+        );
+    }
+}

@@ -1,0 +1,512 @@
+//! Safe wrappers over the scheduler and reactor vtables: the only place the
+//! host calls plugin functions after loading.
+//!
+//! Owns: the scheduler and reactor instances ([`Scheduler`], [`Reactor`]),
+//! the coroutine entry trampoline, timer events ([`TimerEvent`]) and, in
+//! [`io`], I/O requests.
+//!
+//! Invariants:
+//! - **F1** A vtable here was validated by the loader: every required slot
+//!   is `Some` (so the `expect`s below never fire).
+//! - **F2** An instance pointer (`AaScheduler`, `AaReactor`) is non-null
+//!   from a successful `create` until a successful `destroy`; a wrapper
+//!   method on a null instance does nothing and reports `AA_E_CLOSED`.
+//! - **F3** Every coroutine of our scheduler is created by
+//!   [`Scheduler::spawn`], with `arg` = `Rc::into_raw(Rc<CoroState>)`; that
+//!   strong count belongs to the coroutine and is released by the trampoline
+//!   after the entry body (so `coroutine_arg` of a live coroutine is a live
+//!   `CoroState`).
+//! - **F4** A `CoroState::raw` is passed to the scheduler only while it is
+//!   non-null (I1 in `task::state`): the coroutine is alive.
+//! - **F5** An event's `ud` is owned by its wrapper and freed only after
+//!   `dispose` (after which no callback runs) or after its final callback.
+//!
+//! # Safety
+//!
+//! Every `unsafe` block calls a plugin function through a validated vtable
+//! (F1) on a live instance (F2) with arguments that satisfy the slot's
+//! documented contract; each block names the contract it relies on.
+#![allow(unsafe_code)]
+
+pub(crate) mod io;
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::ptr::{self, NonNull};
+use std::rc::Rc;
+
+use async_abi::{
+    AaCoroutine, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig, AaReactorVTable,
+    AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus, AaStr, AaWaitInfo,
+    AA_E_CLOSED, AA_E_INVALID, AA_OK, AA_PRIORITY_NORMAL,
+};
+
+use super::loader::Loaded;
+use crate::task::state::CoroState;
+
+/// Owned `AaKv` views over Rust strings, valid while `self` lives.
+struct KvList<'a> {
+    kvs: Vec<AaKv>,
+    _src: std::marker::PhantomData<&'a [(String, String)]>,
+}
+
+impl<'a> KvList<'a> {
+    fn new(options: &'a [(String, String)]) -> Self {
+        KvList {
+            kvs: options
+                .iter()
+                .map(|(k, v)| AaKv {
+                    key: AaStr::from_str(k),
+                    value: AaStr::from_str(v),
+                })
+                .collect(),
+            _src: std::marker::PhantomData,
+        }
+    }
+}
+
+fn err_text(buf: &[u8], status: AaStatus) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let msg = String::from_utf8_lossy(&buf[..end])
+        .trim()
+        .replace('\n', " ");
+    if msg.is_empty() {
+        super::status_text(status)
+    } else {
+        msg
+    }
+}
+
+/// A reactor instance and its plugin.
+pub(crate) struct Reactor {
+    plugin: Loaded<AaReactorVTable>,
+    r: std::cell::Cell<*mut AaReactor>,
+}
+
+impl Reactor {
+    /// Creates a reactor; the error is the plugin's one-line message.
+    pub(crate) fn create(
+        plugin: Loaded<AaReactorVTable>,
+        options: &[(String, String)],
+    ) -> Result<Reactor, (Loaded<AaReactorVTable>, String)> {
+        let kv = KvList::new(options);
+        let mut err = [0u8; 512];
+        let cfg = AaReactorConfig {
+            struct_size: std::mem::size_of::<AaReactorConfig>() as u32,
+            flags: 0,
+            options: kv.kvs.as_ptr(),
+            n_options: kv.kvs.len(),
+            err_buf: err.as_mut_ptr(),
+            err_cap: err.len(),
+        };
+        let create = plugin.vt.create.expect("F1");
+        let mut out: *mut AaReactor = ptr::null_mut();
+        // SAFETY: `ctx` is the plugin's live context; `cfg`, its options
+        // and `err` are valid for the call (AA-R2); `out` is a valid out
+        // pointer.
+        let status = unsafe { create(plugin.ctx, &cfg, &mut out) };
+        if status < 0 || out.is_null() {
+            let msg = err_text(&err, status);
+            return Err((plugin, msg));
+        }
+        Ok(Reactor {
+            plugin,
+            r: std::cell::Cell::new(out),
+        })
+    }
+
+    pub(crate) fn vtable(&self) -> &AaReactorVTable {
+        &self.plugin.vt
+    }
+
+    pub(crate) fn raw(&self) -> *mut AaReactor {
+        self.r.get()
+    }
+
+    pub(crate) fn caps(&self) -> u64 {
+        self.plugin.vt.caps
+    }
+
+    /// Destroys the reactor. On `AA_E_BUSY`, runs it with `run_once(0)` up
+    /// to `attempts` times while disposed requests drain; if it stays busy,
+    /// the instance is leaked (returns false).
+    pub(crate) fn destroy(&self, attempts: usize) -> bool {
+        let r = self.r.get();
+        if r.is_null() {
+            return true;
+        }
+        let destroy = self.plugin.vt.destroy.expect("F1");
+        for _ in 0..=attempts {
+            // SAFETY: `r` is live (F2); destroy may be retried after BUSY.
+            let status = unsafe { destroy(r) };
+            if status >= 0 {
+                self.r.set(ptr::null_mut());
+                self.plugin.deinit();
+                return true;
+            }
+            if status != async_abi::AA_E_BUSY {
+                tracing::warn!(
+                    "reactor destroy failed ({}): leaking it",
+                    super::status_text(status)
+                );
+                return false;
+            }
+            self.run_once(0);
+        }
+        false
+    }
+
+    /// One loop iteration.
+    pub(crate) fn run_once(&self, timeout_ns: i64) -> AaStatus {
+        let r = self.r.get();
+        if r.is_null() {
+            return AA_E_CLOSED;
+        }
+        let run_once = self.plugin.vt.run_once.expect("F1");
+        // SAFETY: `r` is live (F2) and we are on its loop thread (the
+        // runtime is thread-local).
+        unsafe { run_once(r, timeout_ns) }
+    }
+
+    /// Creates a one-shot timer that calls `on_fire` from inside `run_once`.
+    pub(crate) fn timer(
+        self: &Rc<Self>,
+        after_ns: u64,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_fire));
+        let timer_new = self.plugin.vt.timer_new.expect("F1");
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `timer_cb` matches `AaTimerCb`; `ud`
+        // stays valid until the event is disposed (F5).
+        let status = unsafe {
+            timer_new(
+                r,
+                after_ns,
+                0,
+                0,
+                Some(timer_cb),
+                ud.cast::<c_void>(),
+                &mut ev,
+            )
+        };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(TimerEvent {
+                reactor: self.clone(),
+                ev,
+                ud,
+            }),
+            _ => {
+                // SAFETY: AA-R8: a failed constructor created nothing and
+                // never calls back, so `ud` is ours again.
+                drop(unsafe { Box::from_raw(ud) });
+                Err(if status < 0 { status } else { AA_E_INVALID })
+            }
+        }
+    }
+
+    fn dispose(&self, ev: NonNull<AaEvent>) {
+        if self.r.get().is_null() {
+            return;
+        }
+        let dispose = self.plugin.vt.dispose.expect("F1");
+        // SAFETY: `ev` was created by this live reactor (F2) and is
+        // disposed exactly once (its wrapper's drop or the I/O path).
+        unsafe { dispose(ev.as_ptr()) }
+    }
+
+    fn cancel(&self, ev: NonNull<AaEvent>, reason: AaStatus) -> AaStatus {
+        if self.r.get().is_null() {
+            return AA_E_CLOSED;
+        }
+        let cancel = self.plugin.vt.cancel.expect("F1");
+        // SAFETY: `ev` is a live event of this reactor, not yet disposed.
+        unsafe { cancel(ev.as_ptr(), reason) }
+    }
+}
+
+unsafe extern "C" fn timer_cb(_ev: *mut AaEvent, status: AaStatus, ud: *mut c_void) {
+    // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::timer`, alive until
+    // the event is disposed (F5), and callbacks never run after dispose.
+    let f = unsafe { &*ud.cast::<Box<dyn Fn(AaStatus)>>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
+}
+
+/// A one-shot timer; dropping it disposes the event (no callback after).
+pub(crate) struct TimerEvent {
+    reactor: Rc<Reactor>,
+    ev: NonNull<AaEvent>,
+    ud: *mut Box<dyn Fn(AaStatus)>,
+}
+
+impl Drop for TimerEvent {
+    fn drop(&mut self) {
+        if self.reactor.r.get().is_null() {
+            // The reactor is gone and freed its events; the closure must not
+            // be freed while a leaked reactor might still call it.
+            return;
+        }
+        self.reactor.dispose(self.ev);
+        // SAFETY: disposed above: no callback runs any more (F5), so the
+        // closure box is ours.
+        drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
+/// A scheduler instance and its plugin.
+pub(crate) struct Scheduler {
+    plugin: Loaded<AaSchedulerVTable>,
+    s: std::cell::Cell<*mut AaScheduler>,
+}
+
+impl Scheduler {
+    /// Creates a scheduler ticking `reactor`; the error is the plugin's
+    /// one-line message.
+    pub(crate) fn create(
+        plugin: Loaded<AaSchedulerVTable>,
+        reactor: &Reactor,
+        stack_size: usize,
+        options: &[(String, String)],
+    ) -> Result<Scheduler, (Loaded<AaSchedulerVTable>, String)> {
+        let kv = KvList::new(options);
+        let mut err = [0u8; 512];
+        let cfg = AaSchedulerConfig {
+            struct_size: std::mem::size_of::<AaSchedulerConfig>() as u32,
+            flags: 0,
+            reactor: reactor.vtable(),
+            reactor_instance: reactor.raw(),
+            stack_size,
+            options: kv.kvs.as_ptr(),
+            n_options: kv.kvs.len(),
+            err_buf: err.as_mut_ptr(),
+            err_cap: err.len(),
+        };
+        let create = plugin.vt.create.expect("F1");
+        let mut out: *mut AaScheduler = ptr::null_mut();
+        // SAFETY: `ctx` is the plugin's live context; the reactor vtable is
+        // boxed inside `reactor` and the instance is live, both outliving the
+        // scheduler (the runtime destroys the scheduler first); options and
+        // `err` are valid for the call (AA-R2).
+        let status = unsafe { create(plugin.ctx, &cfg, &mut out) };
+        if status < 0 || out.is_null() {
+            let msg = err_text(&err, status);
+            return Err((plugin, msg));
+        }
+        Ok(Scheduler {
+            plugin,
+            s: std::cell::Cell::new(out),
+        })
+    }
+
+    fn vt(&self) -> &AaSchedulerVTable {
+        &self.plugin.vt
+    }
+
+    /// Runs the loop until no coroutine is left.
+    pub(crate) fn run(&self) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let run = self.vt().run.expect("F1");
+        // SAFETY: `s` is live (F2); `run` is called on the loop thread,
+        // outside any coroutine (the runtime calls it from `run` itself).
+        unsafe { run(s) }
+    }
+
+    /// Destroys the scheduler and deinitialises its plugin.
+    pub(crate) fn destroy(&self) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_OK;
+        }
+        let destroy = self.vt().destroy.expect("F1");
+        // SAFETY: `s` is live (F2) and not running (its `run` returned).
+        let status = unsafe { destroy(s) };
+        if status >= 0 {
+            self.s.set(ptr::null_mut());
+            self.plugin.deinit();
+        }
+        status
+    }
+
+    /// Creates a coroutine for `state` and enqueues it for its first start.
+    pub(crate) fn spawn(
+        &self,
+        state: Rc<CoroState>,
+        stack_size: usize,
+        location: &'static Location<'static>,
+    ) -> Result<(), AaStatus> {
+        let s = self.s.get();
+        if s.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let opts = AaSpawnOptions {
+            struct_size: std::mem::size_of::<AaSpawnOptions>() as u32,
+            priority: AA_PRIORITY_NORMAL,
+            stack_size,
+            spawn_file: AaStr::from_str(location.file()),
+            spawn_line: location.line(),
+            spawn_column: location.column(),
+        };
+        let arg = Rc::into_raw(state.clone()) as *mut c_void;
+        let coroutine_new = self.vt().coroutine_new.expect("F1");
+        let mut out: *mut AaCoroutine = ptr::null_mut();
+        // SAFETY: `s` is live (F2); `opts.spawn_file` is `'static`, as the
+        // slot requires; `coroutine_entry` matches `AaCoroutineEntry`;
+        // `arg` carries one strong count for the coroutine (F3).
+        let status = unsafe { coroutine_new(s, &opts, Some(coroutine_entry), arg, &mut out) };
+        if status < 0 || out.is_null() {
+            // SAFETY: AA-R8: nothing was created, so the count is ours again.
+            drop(unsafe { Rc::from_raw(arg as *const CoroState) });
+            return Err(if status < 0 { status } else { AA_E_INVALID });
+        }
+        let coroutine_id = self.vt().coroutine_id.expect("F1");
+        // SAFETY: `out` is the coroutine just created, alive (not started).
+        state.id.set(unsafe { coroutine_id(out) });
+        state.raw.set(out);
+        let status = self.enqueue(&state, AA_OK);
+        if status < 0 {
+            return Err(status);
+        }
+        Ok(())
+    }
+
+    /// Enqueues a live coroutine with `status` (F4); `AA_E_INVALID` if it
+    /// has finished.
+    pub(crate) fn enqueue(&self, state: &CoroState, status: AaStatus) -> AaStatus {
+        let s = self.s.get();
+        let raw = state.raw.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        if raw.is_null() {
+            return AA_E_INVALID;
+        }
+        let enqueue = self.vt().enqueue.expect("F1");
+        // SAFETY: `s` is live (F2) and `raw` is a live coroutine of it (F4).
+        unsafe { enqueue(s, raw, status) }
+    }
+
+    /// Suspends the current coroutine; returns the status it is resumed
+    /// with. `what` and `at` describe the wait (deadlock reports).
+    pub(crate) fn suspend(&self, what: &str, at: &'static Location<'static>) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let info = AaWaitInfo {
+            struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
+            flags: 0,
+            what: AaStr::from_str(what),
+            file: AaStr::from_str(at.file()),
+            line: at.line(),
+            column: at.column(),
+        };
+        let suspend = self.vt().suspend.expect("F1");
+        // SAFETY: `s` is live (F2); `info` and `what` live on this stack
+        // until `suspend` returns, which is what `AaWaitInfo` requires.
+        unsafe { suspend(s, &info) }
+    }
+
+    fn current_raw(&self) -> *mut AaCoroutine {
+        let s = self.s.get();
+        if s.is_null() {
+            return ptr::null_mut();
+        }
+        let current = self.vt().current.expect("F1");
+        // SAFETY: `s` is live (F2).
+        unsafe { current(s) }
+    }
+
+    /// The running coroutine's state, or `None` in the scheduler's context.
+    pub(crate) fn current(&self) -> Option<Rc<CoroState>> {
+        let cur = self.current_raw();
+        if cur.is_null() {
+            return None;
+        }
+        let coroutine_arg = self.vt().coroutine_arg.expect("F1");
+        // SAFETY: `cur` is the running coroutine, alive.
+        let arg = unsafe { coroutine_arg(cur) } as *const CoroState;
+        if arg.is_null() {
+            return None;
+        }
+        // SAFETY: F3: `arg` came from `Rc::into_raw` and the coroutine's own
+        // strong count is held until its entry returns, so the allocation is
+        // live; we add a count for the `Rc` we hand out.
+        unsafe {
+            Rc::increment_strong_count(arg);
+            Some(Rc::from_raw(arg))
+        }
+    }
+
+    /// True if `state` is the running coroutine.
+    pub(crate) fn is_current(&self, state: &CoroState) -> bool {
+        let raw = state.raw.get();
+        !raw.is_null() && raw == self.current_raw()
+    }
+
+    /// The scheduler's view of a live coroutine (`AA_CORO_*` state).
+    pub(crate) fn coroutine_state(&self, state: &CoroState) -> Option<u32> {
+        let s = self.s.get();
+        let raw = state.raw.get();
+        if s.is_null() || raw.is_null() {
+            return None;
+        }
+        let mut info = AaCoroutineInfo {
+            struct_size: std::mem::size_of::<AaCoroutineInfo>() as u32,
+            state: 0,
+            id: 0,
+            arg: ptr::null_mut(),
+            priority: 0,
+            spawn_line: 0,
+            spawn_file: AaStr::EMPTY,
+            spawn_column: 0,
+            wait_line: 0,
+            wait_file: AaStr::EMPTY,
+            wait_what: AaStr::EMPTY,
+            switches: 0,
+        };
+        let coroutine_info = self.vt().coroutine_info.expect("F1");
+        // SAFETY: `s` is live (F2), `raw` is a live coroutine (F4), `info`
+        // is a valid out struct with its size set.
+        let status = unsafe { coroutine_info(s, raw, &mut info) };
+        (status >= 0).then_some(info.state)
+    }
+
+    /// Starts shutdown: every other live coroutine is resumed with `reason`.
+    pub(crate) fn shutdown(&self, reason: AaStatus) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let shutdown = self.vt().shutdown.expect("F1");
+        // SAFETY: `s` is live (F2); shutdown is callable inside `run`.
+        unsafe { shutdown(s, reason) }
+    }
+}
+
+/// The entry of every coroutine (rules C1-C3): runs the host's entry logic
+/// and never unwinds.
+unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {
+    // SAFETY: F3: `arg` is the coroutine's own strong count, made by
+    // `Rc::into_raw` in `Scheduler::spawn`; we take it back here, once.
+    let state: Rc<CoroState> = unsafe { Rc::from_raw(arg as *const CoroState) };
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        crate::task::run_entry(&state, start_status)
+    }));
+    if let Err(payload) = r {
+        // `run_entry` catches the body's panics; this is a panic while
+        // storing the outcome. Dropping its payload could panic again.
+        std::mem::forget(payload);
+    }
+    // I1: the coroutine is finished; the scheduler frees it after we return.
+    state.raw.set(ptr::null_mut());
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(state))) {
+        std::mem::forget(payload);
+    }
+}

@@ -1,0 +1,109 @@
+//! The host services table plugins get in `init`, and the log bridge behind
+//! it.
+//!
+//! A plugin logs through `AaHostApi::log`; each record is re-emitted into
+//! `tracing` (through a `log::Record` and `tracing_log::format_trace`) with
+//! the plugin's own target, file and line, so one subscriber sees the host's
+//! and every plugin's records. Both callbacks are `[any]`-thread and never
+//! unwind: a panic inside is caught and the record dropped.
+//!
+//! # Safety
+//!
+//! The callbacks are `extern "C"` functions called by plugins with strings
+//! borrowed for the call (AA-R2); each string is read only within its
+//! `ptr..ptr+len` range during the call.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use async_abi::{
+    AaHostApi, AaStr, AA_ABI_MAJOR, AA_ABI_MINOR, AA_LOG_DEBUG, AA_LOG_ERROR, AA_LOG_INFO,
+    AA_LOG_WARN,
+};
+use tracing::level_filters::LevelFilter;
+
+/// The host services table: static, so it outlives every plugin context.
+pub(crate) static HOST_API: AaHostApi = AaHostApi {
+    struct_size: std::mem::size_of::<AaHostApi>() as u32,
+    abi_major: AA_ABI_MAJOR,
+    abi_minor: AA_ABI_MINOR,
+    host_ctx: ptr::null_mut(),
+    host_name: c"async-std-api".as_ptr(),
+    host_version: c"0.1.0".as_ptr(),
+    log: Some(host_log),
+    log_enabled: Some(host_log_enabled),
+    get_extension: Some(host_get_extension),
+};
+
+fn level(level: u32) -> log::Level {
+    match level {
+        AA_LOG_ERROR => log::Level::Error,
+        AA_LOG_WARN => log::Level::Warn,
+        AA_LOG_INFO => log::Level::Info,
+        AA_LOG_DEBUG => log::Level::Debug,
+        _ => log::Level::Trace,
+    }
+}
+
+fn tracing_level(level: log::Level) -> tracing::Level {
+    match level {
+        log::Level::Error => tracing::Level::ERROR,
+        log::Level::Warn => tracing::Level::WARN,
+        log::Level::Info => tracing::Level::INFO,
+        log::Level::Debug => tracing::Level::DEBUG,
+        log::Level::Trace => tracing::Level::TRACE,
+    }
+}
+
+/// True if a record at this level could be emitted by the current
+/// subscriber (its max-level hint) or the `log` facade.
+fn enabled(lvl: log::Level) -> bool {
+    tracing_level(lvl) <= LevelFilter::current() || lvl <= log::max_level()
+}
+
+/// # Safety
+///
+/// `s` must be valid for its length for the call (AA-R2).
+unsafe fn text(s: AaStr) -> String {
+    // SAFETY: forwarded to the caller (AA-R2: valid for the call).
+    String::from_utf8_lossy(unsafe { s.as_bytes() }).into_owned()
+}
+
+unsafe extern "C" fn host_log(
+    _ctx: *mut c_void,
+    lvl: u32,
+    target: AaStr,
+    msg: AaStr,
+    file: AaStr,
+    line: u32,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let lvl = level(lvl);
+        if !enabled(lvl) {
+            return;
+        }
+        // SAFETY: the plugin passes strings borrowed for this call (AA-R2),
+        // and they are copied before it returns.
+        let (target, msg, file) = unsafe { (text(target), text(msg), text(file)) };
+        let _ = tracing_log::format_trace(
+            &log::Record::builder()
+                .level(lvl)
+                .target(&target)
+                .args(format_args!("{msg}"))
+                .file(Some(&file))
+                .line(Some(line))
+                .module_path(Some(&target))
+                .build(),
+        );
+    }));
+}
+
+unsafe extern "C" fn host_log_enabled(_ctx: *mut c_void, lvl: u32, _target: AaStr) -> bool {
+    catch_unwind(|| enabled(level(lvl))).unwrap_or(false)
+}
+
+unsafe extern "C" fn host_get_extension(_ctx: *mut c_void, _id: AaStr) -> *const c_void {
+    ptr::null()
+}

@@ -1,0 +1,368 @@
+//! The runtime: configuration, plugin loading, wiring, and the run loop.
+//!
+//! Owns: the thread's one [`Runtime`] (scheduler, reactor, settings), the
+//! thread-local that coroutines reach it through, and the run/teardown
+//! sequence.
+//!
+//! Invariants:
+//! - **R1** A thread runs at most one runtime; the thread-local is set
+//!   after both plugins are created and cleared before `run` returns, on
+//!   every path.
+//! - **R2** Order of life: reactor created, then scheduler (holding the
+//!   reactor); the scheduler is destroyed first, then the reactor, then the
+//!   plugin contexts (`deinit`), each only if its instance was destroyed.
+//! - **R3** Nothing from the user runs before both plugins were loaded and
+//!   created: every configuration or load error is returned before the main
+//!   coroutine is spawned.
+//!
+//! Shutdown order: main finishes, the other coroutines run to completion
+//! (REF-3), `run` of the scheduler returns; or main panics, the scheduler is
+//! shut down with `AA_E_SHUTDOWN` (the others unwind), and the panic is
+//! resumed on the caller's thread after teardown.
+
+mod builder;
+mod config;
+mod ffi;
+mod host_log;
+mod loader;
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::panic::Location;
+use std::rc::Rc;
+
+use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_SHUTDOWN};
+
+pub use builder::Builder;
+pub(crate) use ffi::io;
+pub(crate) use ffi::{Reactor, Scheduler, TimerEvent};
+
+use crate::task::state::{CoroState, Outcome};
+use config::{Choice, Explicit, Resolved};
+use loader::Role;
+
+/// What kind of failure a [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The configuration is invalid: an unknown name, a malformed option
+    /// variable, an unreadable or invalid config file.
+    Config,
+    /// A plugin could not be found or loaded: missing file, not a shared
+    /// library, no entry symbol, ABI mismatch, table too small.
+    Load,
+    /// A plugin refused to start (its `create` failed) or failed while
+    /// running.
+    Plugin,
+    /// The scheduler found a deadlock: coroutines waited with nothing left
+    /// to wake them.
+    Deadlock,
+    /// A runtime is already running on this thread.
+    AlreadyRunning,
+}
+
+/// Why [`run`](crate::run) failed.
+///
+/// An opaque error with a [`kind`](Error::kind) and a one-line message
+/// naming the value at fault and the reason. `Debug` prints the same line
+/// as `Display`, so `fn main() -> Result<(), async_std_api::Error>` ends
+/// with `Error: <one line>` and exit status 1.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{Builder, ErrorKind};
+///
+/// let err = Builder::new().reactor("foo").run(|| ()).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Config);
+/// assert_eq!(
+///     err.to_string(),
+///     "unknown reactor \"foo\": expected embedded, mio, uring, auto or a path to a shared library"
+/// );
+/// ```
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A status code as text: the ABI name, or the OS error.
+pub(crate) fn status_text(status: AaStatus) -> String {
+    match async_abi::status_info(status) {
+        Some(info) => format!("{} ({})", info.message, info.name),
+        None if status < 0 => std::io::Error::from_raw_os_error(-status)
+            .to_string()
+            .to_lowercase(),
+        None => format!("status {status}"),
+    }
+}
+
+/// The thread's runtime.
+pub(crate) struct Runtime {
+    pub(crate) sched: Scheduler,
+    pub(crate) reactor: Rc<Reactor>,
+    pub(crate) stack_size: usize,
+    /// The payload of a panic of the main coroutine, resumed after teardown.
+    main_panic: RefCell<Option<Box<dyn Any + Send>>>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<Runtime>>> = const { RefCell::new(None) };
+}
+
+/// The thread's runtime, if one is running.
+pub(crate) fn current() -> Option<Rc<Runtime>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Enqueues a waiting coroutine with status 0 (a hint: it re-checks, P-22).
+pub(crate) fn wake(state: &CoroState) {
+    if let Some(rt) = current() {
+        let _ = rt.sched.enqueue(state, async_abi::AA_OK);
+    }
+}
+
+impl Runtime {
+    /// Called by the main coroutine's entry when its body panicked: keep the
+    /// payload and shut the others down (they unwind).
+    pub(crate) fn main_panicked(&self, payload: Box<dyn Any + Send>) {
+        *self.main_panic.borrow_mut() = Some(payload);
+        let _ = self.sched.shutdown(AA_E_SHUTDOWN);
+    }
+}
+
+/// Clears the thread-local on every path (R1).
+struct ClearOnDrop;
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.borrow_mut().take());
+    }
+}
+
+fn load_image(
+    role: Role,
+    choice: &Choice,
+    dirs: &[std::path::PathBuf],
+) -> Result<(String, loader::Image, String), Error> {
+    match choice {
+        Choice::Embedded => {
+            let image = loader::embedded(role).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok(("embedded".to_owned(), image, "statically linked".to_owned()))
+        }
+        Choice::Named(name) => {
+            let path = config::find_library(role, name, dirs)
+                .map_err(|m| Error::new(ErrorKind::Load, m))?;
+            let image = loader::open(role, &path).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok((name.clone(), image, path.display().to_string()))
+        }
+        Choice::Path(path) => {
+            let image = loader::open(role, path).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok((
+                path.display().to_string(),
+                image,
+                path.display().to_string(),
+            ))
+        }
+        Choice::Auto => unreachable!("auto is resolved by the caller"),
+    }
+}
+
+fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64, origin: &str) {
+    let (name, version) = loader::describe(desc);
+    tracing::info!(
+        target: "async_std_api::runtime",
+        "loaded {} \"{label}\": {name} {version} (ABI 1.{}, caps {caps:#x}) from {origin}",
+        role.name(),
+        desc.abi_minor,
+    );
+}
+
+fn start_reactor(
+    label: &str,
+    image: &loader::Image,
+    origin: &str,
+    options: &[(String, String)],
+) -> Result<Reactor, Error> {
+    let loaded = loader::reactor(label, image).map_err(|m| Error::new(ErrorKind::Load, m))?;
+    let desc = loaded.desc;
+    let reactor = Reactor::create(loaded, options).map_err(|(loaded, msg)| {
+        loaded.deinit();
+        Error::new(
+            ErrorKind::Plugin,
+            format!("cannot start reactor \"{label}\": {msg}"),
+        )
+    })?;
+    log_loaded(Role::Reactor, label, &desc, reactor.caps(), origin);
+    Ok(reactor)
+}
+
+fn create_reactor(cfg: &Resolved) -> Result<Reactor, Error> {
+    if cfg.reactor != Choice::Auto {
+        let (label, image, origin) = load_image(Role::Reactor, &cfg.reactor, &cfg.search_dirs)?;
+        return start_reactor(&label, &image, &origin, &cfg.reactor_options);
+    }
+    let uring = Choice::Named("uring".to_owned());
+    match load_image(Role::Reactor, &uring, &cfg.search_dirs)
+        .and_then(|(l, i, o)| start_reactor(&l, &i, &o, &cfg.reactor_options))
+    {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            tracing::info!(
+                target: "async_std_api::runtime",
+                "reactor auto: uring unavailable ({e}); using mio"
+            );
+            let mio = Choice::Named("mio".to_owned());
+            let (label, image, origin) = match load_image(Role::Reactor, &mio, &cfg.search_dirs) {
+                Ok(found) => found,
+                Err(_) => load_image(Role::Reactor, &Choice::Embedded, &cfg.search_dirs)?,
+            };
+            start_reactor(&label, &image, &origin, &cfg.reactor_options)
+        }
+    }
+}
+
+/// Resolves, loads, wires, runs `f` as the main coroutine, and tears down.
+pub(crate) fn run_with<F, T>(
+    explicit: &Explicit,
+    f: F,
+    location: &'static Location<'static>,
+) -> Result<T, Error>
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    if current().is_some() {
+        return Err(Error::new(
+            ErrorKind::AlreadyRunning,
+            "a runtime is already running on this thread",
+        ));
+    }
+    let cfg = config::resolve(explicit, &|k| std::env::var(k).ok())
+        .map_err(|m| Error::new(ErrorKind::Config, m))?;
+
+    // Load both images first, so a bad scheduler is reported before any
+    // reactor is created (R3).
+    let (s_label, s_image, s_origin) =
+        load_image(Role::Scheduler, &cfg.scheduler, &cfg.search_dirs)?;
+    let s_loaded =
+        loader::scheduler(&s_label, &s_image).map_err(|m| Error::new(ErrorKind::Load, m))?;
+    let reactor = match create_reactor(&cfg) {
+        Ok(r) => Rc::new(r),
+        Err(e) => {
+            s_loaded.deinit();
+            return Err(e);
+        }
+    };
+    let s_desc = s_loaded.desc;
+    let sched = match Scheduler::create(s_loaded, &reactor, cfg.stack_size, &cfg.scheduler_options)
+    {
+        Ok(s) => s,
+        Err((loaded, msg)) => {
+            loaded.deinit();
+            reactor.destroy(64);
+            return Err(Error::new(
+                ErrorKind::Plugin,
+                format!("cannot start scheduler \"{s_label}\": {msg}"),
+            ));
+        }
+    };
+    log_loaded(Role::Scheduler, &s_label, &s_desc, 0, &s_origin);
+
+    let rt = Rc::new(Runtime {
+        sched,
+        reactor,
+        stack_size: cfg.stack_size,
+        main_panic: RefCell::new(None),
+    });
+    CURRENT.with(|c| *c.borrow_mut() = Some(rt.clone()));
+    let clear = ClearOnDrop;
+
+    let body: crate::task::state::Body = Box::new(move || Box::new(f()) as Box<dyn Any>);
+    let main = Rc::new(CoroState::new(body, location, true));
+    let spawned = rt.sched.spawn(main.clone(), rt.stack_size, main.location);
+    let status = match spawned {
+        Ok(()) => rt.sched.run(),
+        Err(status) => status,
+    };
+
+    // Teardown (R2).
+    let destroyed = rt.sched.destroy();
+    if destroyed < 0 {
+        tracing::warn!(
+            target: "async_std_api::runtime",
+            "scheduler destroy failed ({}): leaking it and the reactor",
+            status_text(destroyed)
+        );
+    } else if !rt.reactor.destroy(64) {
+        tracing::warn!(
+            target: "async_std_api::runtime",
+            "reactor still busy after draining: leaking it"
+        );
+    }
+    drop(clear);
+
+    if let Some(payload) = rt.main_panic.borrow_mut().take() {
+        std::panic::resume_unwind(payload);
+    }
+    if let Err(status) = spawned {
+        return Err(Error::new(
+            ErrorKind::Plugin,
+            format!(
+                "scheduler \"{s_label}\" cannot start the main coroutine: {}",
+                status_text(status)
+            ),
+        ));
+    }
+    if status == AA_E_DEADLOCK {
+        return Err(Error::new(
+            ErrorKind::Deadlock,
+            "deadlock: coroutines waited with nothing left to wake them",
+        ));
+    }
+    if status < 0 {
+        return Err(Error::new(
+            ErrorKind::Plugin,
+            format!("scheduler \"{s_label}\" failed: {}", status_text(status)),
+        ));
+    }
+    let value = main.with_outcome(|o| match o {
+        Outcome::Value(v) => v.take(),
+        Outcome::Failed(_) => None,
+    });
+    match value.flatten().map(|v| v.downcast::<T>()) {
+        Some(Ok(v)) => Ok(*v),
+        _ => Err(Error::new(
+            ErrorKind::Plugin,
+            "the main coroutine finished without a value (it was cancelled before it produced one)",
+        )),
+    }
+}

@@ -1,0 +1,366 @@
+//! The host's record of one coroutine, and the waiter lists every wait uses.
+//!
+//! Owns: [`CoroState`] (one per coroutine, shared by `Rc` between the
+//! coroutine's entry, its handles and the waiters lists it is in),
+//! [`Completion`] (a one-shot "done" flag with waiters) and [`WaitList`].
+//!
+//! Invariants:
+//! - **I1** `raw` is non-null exactly while the coroutine's entry has not
+//!   returned: the scheduler still owns a live handle (ABI rule C2), so the
+//!   FFI wrappers may pass it to `enqueue`/`coroutine_info`. The entry
+//!   trampoline nulls it as its last step.
+//! - **I2** `outcome` is set once, by the entry, before the coroutine's
+//!   completion fires; a finished coroutine's outcome never changes.
+//! - **I3** `cancel` is set at most once (first reason wins) and is never
+//!   cleared (`is_cancellation_requested` is sticky). `cancel_pending` says
+//!   the coroutine has not seen it yet; it is cleared when delivered (D-1:
+//!   once) and may be set again only by I/O that returned data first (P-08).
+//! - **I4** A waiter is in a [`WaitList`] only while it runs the wait loop
+//!   that put it there; the loop removes it before returning (a drop guard
+//!   does it when the stack unwinds).
+//!
+//! Everything here is touched only on the loop thread (`!Send` by `Rc`).
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::panic::Location;
+use std::ptr;
+use std::rc::Rc;
+
+use async_abi::AaCoroutine;
+
+use super::error::{Cancelled, Failure};
+use super::CoroutineId;
+use crate::runtime;
+use crate::CancelCause;
+
+/// The body of a coroutine, type-erased: returns the value boxed.
+pub(crate) type Body = Box<dyn FnOnce() -> Box<dyn Any>>;
+
+/// How a finished coroutine ended (I2).
+pub(crate) enum Outcome {
+    /// Its body returned; the value until a `join` takes it.
+    Value(Option<Box<dyn Any>>),
+    /// It failed; shared by all waiters (E1 in `task::error`).
+    Failed(Rc<Failure>),
+}
+
+/// The host's record of one coroutine.
+pub(crate) struct CoroState {
+    /// Set right after `coroutine_new`.
+    pub(crate) id: Cell<u64>,
+    /// I1.
+    pub(crate) raw: Cell<*mut AaCoroutine>,
+    pub(crate) location: &'static Location<'static>,
+    /// The main coroutine: its panic shuts the runtime down.
+    pub(crate) is_main: bool,
+    started: Cell<bool>,
+    body: Cell<Option<Body>>,
+    /// I3.
+    cancel: RefCell<Option<Cancelled>>,
+    cancel_pending: Cell<bool>,
+    /// I2.
+    outcome: RefCell<Option<Outcome>>,
+    /// Fires when the coroutine finishes.
+    pub(crate) done: Completion,
+}
+
+impl CoroState {
+    pub(crate) fn new(body: Body, location: &'static Location<'static>, is_main: bool) -> Self {
+        CoroState {
+            id: Cell::new(0),
+            raw: Cell::new(ptr::null_mut()),
+            location,
+            is_main,
+            started: Cell::new(false),
+            body: Cell::new(Some(body)),
+            cancel: RefCell::new(None),
+            cancel_pending: Cell::new(false),
+            outcome: RefCell::new(None),
+            done: Completion::new(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> CoroutineId {
+        CoroutineId(self.id.get())
+    }
+
+    pub(crate) fn is_started(&self) -> bool {
+        self.started.get()
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.outcome.borrow().is_some()
+    }
+
+    pub(crate) fn take_body(&self) -> Option<Body> {
+        self.body.take()
+    }
+
+    pub(crate) fn mark_started(&self) {
+        self.started.set(true);
+    }
+
+    pub(crate) fn cancellation(&self) -> Option<Cancelled> {
+        self.cancel.borrow().clone()
+    }
+
+    pub(crate) fn is_cancellation_requested(&self) -> bool {
+        self.cancel.borrow().is_some()
+    }
+
+    /// Records a cancellation request (I3: first wins). Returns false if one
+    /// was already recorded or the coroutine has finished.
+    pub(crate) fn request_cancel(&self, cause: CancelCause, reason: Option<String>) -> bool {
+        if self.is_finished() || self.cancel.borrow().is_some() {
+            return false;
+        }
+        *self.cancel.borrow_mut() = Some(Cancelled::new(self.id(), cause, reason));
+        self.cancel_pending.set(true);
+        true
+    }
+
+    /// Delivers a pending cancellation (D-1: once).
+    pub(crate) fn take_pending_cancel(&self) -> Option<Cancelled> {
+        if self.cancel_pending.replace(false) {
+            self.cancellation()
+        } else {
+            None
+        }
+    }
+
+    /// Puts a delivered cancellation back, for the next suspension point
+    /// (P-08: I/O that returned data first).
+    pub(crate) fn repend_cancel(&self) {
+        if self.cancel.borrow().is_some() {
+            self.cancel_pending.set(true);
+        }
+    }
+
+    /// The scheduler found a deadlock while this coroutine waited: records a
+    /// cancellation with cause `Deadlock` if none was requested, and returns
+    /// the `Cancelled` to deliver now.
+    pub(crate) fn deadlocked(&self) -> Cancelled {
+        self.cancel_pending.set(false);
+        let mut slot = self.cancel.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Cancelled::new(self.id(), CancelCause::Deadlock, None));
+        }
+        Cancelled::new(self.id(), CancelCause::Deadlock, None)
+    }
+
+    /// Stores the outcome (I2) and wakes the coroutine's waiters.
+    pub(crate) fn finish(&self, outcome: Outcome) {
+        *self.outcome.borrow_mut() = Some(outcome);
+        self.done.complete();
+    }
+
+    /// Reads the outcome of a finished coroutine.
+    pub(crate) fn with_outcome<R>(&self, f: impl FnOnce(&mut Outcome) -> R) -> Option<R> {
+        self.outcome.borrow_mut().as_mut().map(f)
+    }
+
+    /// True if it finished without a value because it was cancelled, or it
+    /// finished after a cancellation was requested.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        match &*self.outcome.borrow() {
+            None => false,
+            Some(Outcome::Failed(f)) => {
+                matches!(**f, Failure::Cancelled(_)) || self.is_cancellation_requested()
+            }
+            Some(Outcome::Value(_)) => self.is_cancellation_requested(),
+        }
+    }
+}
+
+/// A one-shot completion with a list of waiting coroutines.
+pub(crate) struct Completion {
+    done: Cell<bool>,
+    waiters: RefCell<WaitList>,
+}
+
+impl Completion {
+    pub(crate) fn new() -> Self {
+        Completion {
+            done: Cell::new(false),
+            waiters: RefCell::new(WaitList::new()),
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.get()
+    }
+
+    /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
+    pub(crate) fn subscribe(&self, who: Rc<CoroState>) -> WaitKey {
+        self.waiters.borrow_mut().push(who)
+    }
+
+    /// Removes a waiter (O(1)).
+    pub(crate) fn unsubscribe(&self, key: WaitKey) {
+        self.waiters.borrow_mut().remove(key);
+    }
+
+    /// Marks it done and enqueues every waiter, oldest first. A wake-up is
+    /// only a hint: each waiter re-checks its own condition (P-22).
+    pub(crate) fn complete(&self) {
+        self.done.set(true);
+        let who: Vec<Rc<CoroState>> = self.waiters.borrow().iter().cloned().collect();
+        for w in who {
+            runtime::wake(&w);
+        }
+    }
+}
+
+/// A position in a [`WaitList`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WaitKey(usize);
+
+const NIL: usize = usize::MAX;
+
+struct Node {
+    who: Option<Rc<CoroState>>,
+    prev: usize,
+    next: usize,
+}
+
+/// An insertion-ordered set of waiters: a doubly linked list threaded
+/// through a slab, so add and remove are O(1) and wake order is FIFO.
+pub(crate) struct WaitList {
+    nodes: Vec<Node>,
+    head: usize,
+    tail: usize,
+    free: Vec<usize>,
+}
+
+impl WaitList {
+    pub(crate) fn new() -> Self {
+        WaitList {
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            free: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, who: Rc<CoroState>) -> WaitKey {
+        let node = Node {
+            who: Some(who),
+            prev: self.tail,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        if self.tail == NIL {
+            self.head = i;
+        } else {
+            self.nodes[self.tail].next = i;
+        }
+        self.tail = i;
+        WaitKey(i)
+    }
+
+    pub(crate) fn remove(&mut self, key: WaitKey) {
+        let i = key.0;
+        let Some(node) = self.nodes.get_mut(i) else {
+            return;
+        };
+        if node.who.take().is_none() {
+            return;
+        }
+        let (prev, next) = (node.prev, node.next);
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.nodes[prev].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.nodes[next].prev = prev;
+        }
+        self.free.push(i);
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Rc<CoroState>> {
+        let mut i = self.head;
+        std::iter::from_fn(move || {
+            while i != NIL {
+                let node = &self.nodes[i];
+                i = node.next;
+                if let Some(w) = &node.who {
+                    return Some(w);
+                }
+            }
+            None
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.iter().count()
+    }
+}
+
+/// Removes a waiter from a completion when dropped (I4), so a wait that
+/// returns early or unwinds never leaves itself behind.
+pub(crate) struct Subscription<'a> {
+    completion: &'a Completion,
+    key: WaitKey,
+}
+
+impl<'a> Subscription<'a> {
+    pub(crate) fn new(completion: &'a Completion, who: Rc<CoroState>) -> Self {
+        let key = completion.subscribe(who);
+        Subscription { completion, key }
+    }
+}
+
+impl Drop for Subscription<'_> {
+    fn drop(&mut self) {
+        self.completion.unsubscribe(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> Rc<CoroState> {
+        Rc::new(CoroState::new(
+            Box::new(|| Box::new(())),
+            Location::caller(),
+            false,
+        ))
+    }
+
+    #[test]
+    fn wait_list_keeps_fifo_order_across_removals() {
+        let mut list = WaitList::new();
+        let s: Vec<_> = (1..=4)
+            .map(|i| {
+                let st = state();
+                st.id.set(i);
+                st
+            })
+            .collect();
+        let keys: Vec<_> = s.iter().map(|st| list.push(st.clone())).collect();
+        list.remove(keys[1]);
+        list.remove(keys[1]);
+        let e = state();
+        e.id.set(5);
+        list.push(e);
+        list.remove(keys[0]);
+        let ids: Vec<u64> = list.iter().map(|w| w.id.get()).collect();
+        assert_eq!(ids, vec![3, 4, 5]);
+        assert_eq!(list.len(), 3);
+    }
+}

@@ -1,0 +1,222 @@
+//! Timers: [`delay`], [`sleep`] and [`timeout`].
+//!
+//! A timer is a reactor event armed on the loop's monotonic clock; the
+//! reactor refreshes its clock before arming, so a delay that follows a long
+//! burst of CPU work still waits its full duration (REF-24).
+
+use std::cell::Cell;
+use std::fmt;
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::Duration;
+
+use async_abi::AA_OK;
+
+use crate::awaitable::{sealed, Awaitable};
+use crate::runtime::{self, TimerEvent};
+use crate::task::state::Completion;
+use crate::task::wait::{checkpoint, me, suspend_once};
+use crate::Cancelled;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Suspends the calling coroutine for `ms` milliseconds: the RFC's
+/// `Async\delay`.
+///
+/// The coroutine analogue of [`std::thread::sleep`]: other coroutines run
+/// meanwhile. A zero delay is a yield ([`suspend`](crate::suspend)).
+///
+/// # Errors
+///
+/// [`Cancelled`] if the calling coroutine is cancelled before or while it
+/// waits; the timer is disposed first.
+///
+/// # Panics
+///
+/// Outside a coroutine.
+///
+/// # Cancellation
+///
+/// A cancellation point: the delay ends early with `Err(Cancelled)`, once;
+/// a later delay waits normally (D-1).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Instant;
+/// use async_std_api::{delay, run};
+///
+/// run(|| {
+///     let t = Instant::now();
+///     delay(20).unwrap();
+///     assert!(t.elapsed().as_millis() >= 20);
+/// })
+/// .unwrap();
+/// ```
+#[track_caller]
+pub fn delay(ms: u64) -> Result<(), Cancelled> {
+    sleep_at(Duration::from_millis(ms), Location::caller())
+}
+
+/// Suspends the calling coroutine for `duration`. See [`delay`].
+///
+/// # Errors
+///
+/// As [`delay`].
+///
+/// # Panics
+///
+/// Outside a coroutine.
+///
+/// # Cancellation
+///
+/// As [`delay`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use async_std_api::{run, sleep};
+///
+/// run(|| sleep(Duration::from_millis(5)).unwrap()).unwrap();
+/// ```
+#[track_caller]
+pub fn sleep(duration: Duration) -> Result<(), Cancelled> {
+    sleep_at(duration, Location::caller())
+}
+
+fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Cancelled> {
+    if duration.is_zero() {
+        return yield_at(at);
+    }
+    let (rt, me) = me("delay");
+    checkpoint(&me)?;
+    let fired = Rc::new(Cell::new(false));
+    let on_fire = {
+        let fired = fired.clone();
+        let me = me.clone();
+        Box::new(move |_status| {
+            fired.set(true);
+            runtime::wake(&me);
+        })
+    };
+    let _timer = rt
+        .reactor
+        .timer(nanos(duration), on_fire)
+        .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
+    let what = format!("delay {} ms", duration.as_millis());
+    while !fired.get() {
+        suspend_once(&rt, &me, &what, at)?; // `_timer` is disposed on return
+    }
+    Ok(())
+}
+
+fn yield_at(at: &'static Location<'static>) -> Result<(), Cancelled> {
+    let (rt, me) = me("delay");
+    checkpoint(&me)?;
+    let _ = rt.sched.enqueue(&me, AA_OK);
+    suspend_once(&rt, &me, "delay 0 ms", at)
+}
+
+/// A timer that completes `ms` milliseconds after it was created: the RFC's
+/// `Async\timeout`, an [`Awaitable`] for
+/// [`join_until`](crate::JoinHandle::join_until).
+///
+/// It is armed when created. Dropping it disposes the timer (no callback
+/// runs afterwards). It does not cancel anything by itself: a wait that uses
+/// it as its trigger ends with
+/// [`JoinError::is_await_cancelled`](crate::JoinError::is_await_cancelled).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{delay, run, timeout};
+///
+/// run(|| {
+///     let t = timeout(10);
+///     assert!(!t.is_expired());
+///     delay(30).unwrap();
+///     assert!(t.is_expired());
+/// })
+/// .unwrap();
+/// ```
+pub struct Timeout {
+    ms: u64,
+    done: Rc<Completion>,
+    _timer: Option<TimerEvent>,
+}
+
+/// Creates a [`Timeout`] that completes after `ms` milliseconds (`0`:
+/// already expired).
+///
+/// # Panics
+///
+/// Outside a runtime.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{run, timeout};
+///
+/// run(|| assert!(timeout(0).is_expired())).unwrap();
+/// ```
+#[track_caller]
+pub fn timeout(ms: u64) -> Timeout {
+    let rt = runtime::current().unwrap_or_else(|| {
+        panic!(
+            "timeout called outside a coroutine runtime: run the program inside async_std_api::run"
+        )
+    });
+    let done = Rc::new(Completion::new());
+    if ms == 0 {
+        done.complete();
+        return Timeout {
+            ms,
+            done,
+            _timer: None,
+        };
+    }
+    let on_fire = {
+        let done = done.clone();
+        Box::new(move |_status| done.complete())
+    };
+    let timer = rt
+        .reactor
+        .timer(nanos(Duration::from_millis(ms)), on_fire)
+        .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
+    Timeout {
+        ms,
+        done,
+        _timer: Some(timer),
+    }
+}
+
+impl Timeout {
+    /// True once the time is up.
+    pub fn is_expired(&self) -> bool {
+        self.done.is_done()
+    }
+}
+
+impl fmt::Debug for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("ms", &self.ms)
+            .field("expired", &self.is_expired())
+            .finish()
+    }
+}
+
+#[allow(private_interfaces)] // sealed: see `awaitable`
+impl sealed::Sealed for Timeout {
+    fn completion(&self) -> &Completion {
+        &self.done
+    }
+    fn describe(&self) -> String {
+        format!("timeout {} ms", self.ms)
+    }
+}
+
+impl Awaitable for Timeout {}
