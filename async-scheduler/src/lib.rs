@@ -1,1 +1,71 @@
-//! Work in progress.
+//! The scheduler plugin: stackful coroutines on pooled, guarded stacks,
+//! behind the `async-abi` C ABI (`"aa.scheduler.v1"`).
+//!
+//! ```text
+//!        host (async-std-api) --- AaSchedulerVTable ---> this crate
+//!                                                           |
+//!                                           AaReactorVTable (given in create)
+//!                                                           v
+//!                                                    reactor plugin
+//! ```
+//!
+//! The crate is built twice: as `libasync_scheduler.so`, which the host loads
+//! at run time through [`aa_scheduler_entry_v1`], and as an rlib the host links
+//! statically as its embedded default, through [`plugin_desc`]. Both return
+//! the same static descriptor, so a statically linked scheduler goes through
+//! the same negotiation as a loaded one.
+//!
+//! # How it works
+//!
+//! - A coroutine runs on a *fiber*: a pooled stack plus saved registers,
+//!   running a loop that calls one coroutine entry after another
+//!   ([`fiber`](crate::fiber)). A finished coroutine's fiber runs the next
+//!   not-yet-started coroutine in place, without a switch.
+//! - `suspend` runs the scheduler tick on the suspending stack
+//!   ([`tick`](crate::tick)) and switches straight to the next runnable
+//!   coroutine; only when nothing is runnable does control go to the
+//!   scheduler's own context (the thread stack inside `run`), where the
+//!   reactor may block.
+//! - Stack switching is behind one small trait with two engines, `context`
+//!   (symmetric, Boost.Context's `jump_fcontext`) and `corosensei`
+//!   (asymmetric). See the crate README for the benchmark that picks the
+//!   default.
+//! - Stacks are carved from large `mmap` slabs, each with one guard page
+//!   installed by `MADV_GUARD_INSTALL`, so 100,000 coroutines need a few
+//!   thousand mappings, not 200,000.
+//!
+//! # Example
+//!
+//! The host side, in outline (the test suite has a complete host):
+//!
+//! ```
+//! use async_abi::{AaPluginDesc, AA_ROLE_SCHEDULER};
+//!
+//! let desc: &AaPluginDesc = unsafe { &*async_scheduler::plugin_desc() };
+//! assert_eq!(desc.role, AA_ROLE_SCHEDULER);
+//! assert!(desc.init.is_some() && desc.get_interface.is_some());
+//! ```
+//!
+//! # Unsafe code
+//!
+//! Confined to [`ffi`](crate::ffi) (the `extern "C"` shims), `stack/`
+//! (mappings and guard pages), `switch/` (the engines) and the fiber core
+//! (`coroutine/`, `fiber.rs`), each with a `# Safety` module doc. Everything
+//! else is safe code over `Cell`s: the scheduler is re-entered from reactor
+//! callbacks, entries, microtasks and handlers, so no `&mut` to its state is
+//! ever held across such a call.
+
+mod coroutine;
+mod deadlock;
+mod ffi;
+mod fiber;
+mod microtask;
+mod options;
+mod run_queue;
+mod scheduler;
+mod shutdown;
+mod stack;
+mod switch;
+mod tick;
+
+pub use ffi::{aa_scheduler_entry_v1, plugin_desc, stats, SchedulerStats};

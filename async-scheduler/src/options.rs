@@ -1,0 +1,219 @@
+//! Scheduler options: parsing `AaSchedulerConfig::options` into [`Options`].
+//!
+//! | key | values | default |
+//! |---|---|---|
+//! | `engine` | `context`, `corosensei` | `corosensei` (see the README benchmark) |
+//! | `stack_size` | bytes, at least 16384, rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
+//! | `pool_max` | idle fibers kept for reuse | 1024 |
+//! | `policy` | `fifo` | `fifo` |
+//!
+//! A key may also be written with the `scheduler.` prefix. A key with another
+//! plugin's prefix (`uring.sq_entries`) is ignored, as the ABI asks. Any other
+//! unknown key, or a bad value, fails `create` with one line naming the option
+//! and what was expected: these texts are part of the interface and tests
+//! assert them.
+
+use crate::run_queue::Policy;
+use crate::switch::EngineKind;
+
+/// The smallest usable stack a coroutine may ask for.
+pub(crate) const MIN_STACK_SIZE: usize = 16 * 1024;
+
+/// The default usable stack size.
+pub(crate) const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+
+/// The largest usable stack a coroutine may ask for (1 GiB).
+pub(crate) const MAX_STACK_SIZE: usize = 1 << 30;
+
+/// The default number of idle fibers kept in the pool.
+pub(crate) const DEFAULT_POOL_MAX: usize = 1024;
+
+/// The engine used when none is configured: the winner of the floating-point
+/// round trip in `benches/engines.rs` (README, "Tests and benchmarks").
+pub(crate) const DEFAULT_ENGINE: EngineKind = EngineKind::Corosensei;
+
+/// Validated scheduler options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Options {
+    /// The stack-switching engine.
+    pub(crate) engine: EngineKind,
+    /// Default usable stack size in bytes, page-aligned.
+    pub(crate) stack_size: usize,
+    /// Maximum number of idle fibers kept for reuse.
+    pub(crate) pool_max: usize,
+    /// How the run queue picks the next coroutine.
+    pub(crate) policy: Policy,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            engine: DEFAULT_ENGINE,
+            stack_size: DEFAULT_STACK_SIZE,
+            pool_max: DEFAULT_POOL_MAX,
+            policy: Policy::Fifo,
+        }
+    }
+}
+
+/// One option as the host gave it: UTF-8 key and value, or the raw key bytes
+/// of an entry that is not UTF-8.
+pub(crate) type RawOption<'a> = Result<(&'a str, &'a str), &'a [u8]>;
+
+impl Options {
+    /// Parses the options of a config.
+    ///
+    /// `cfg_stack_size` is `AaSchedulerConfig::stack_size` (0: the default);
+    /// a `stack_size` option overrides it.
+    ///
+    /// # Errors
+    ///
+    /// One lowercase line naming the option at fault and what was expected.
+    pub(crate) fn parse<'a>(
+        cfg_stack_size: usize,
+        options: impl IntoIterator<Item = RawOption<'a>>,
+        page: usize,
+    ) -> Result<Options, String> {
+        let mut out = Options::default();
+        if cfg_stack_size != 0 {
+            out.stack_size = stack_size(cfg_stack_size, page).ok_or_else(|| {
+                format!(
+                    "invalid scheduler config stack_size={cfg_stack_size}: expected a size in \
+                     bytes of at least {MIN_STACK_SIZE}"
+                )
+            })?;
+        }
+        for option in options {
+            let (key, value) = match option {
+                Ok(kv) => kv,
+                Err(key) => {
+                    return Err(format!(
+                        "invalid scheduler option \"{}\": not UTF-8",
+                        String::from_utf8_lossy(key)
+                    ))
+                }
+            };
+            let bare = key.strip_prefix("scheduler.").unwrap_or(key);
+            match bare {
+                "engine" => {
+                    out.engine = match value {
+                        "context" => EngineKind::Context,
+                        "corosensei" => EngineKind::Corosensei,
+                        _ => return Err(invalid(key, value, "context or corosensei")),
+                    }
+                }
+                "stack_size" => {
+                    out.stack_size = parse_size(value)
+                        .and_then(|n| stack_size(n, page))
+                        .ok_or_else(|| {
+                            let what = format!("a size in bytes of at least {MIN_STACK_SIZE}");
+                            invalid(key, value, &what)
+                        })?
+                }
+                "pool_max" => {
+                    out.pool_max = value
+                        .parse::<usize>()
+                        .map_err(|_| invalid(key, value, "a number of idle fibers"))?
+                }
+                "policy" => {
+                    out.policy = match value {
+                        "fifo" => Policy::Fifo,
+                        _ => return Err(invalid(key, value, "fifo")),
+                    }
+                }
+                // Another plugin's option (`uring.sq_entries`): not ours.
+                _ if key.contains('.') && !key.starts_with("scheduler.") => {}
+                _ => return Err(format!("unknown scheduler option \"{key}\"")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn invalid(key: &str, value: &str, expected: &str) -> String {
+    format!("invalid scheduler option {key}=\"{value}\": expected {expected}")
+}
+
+/// Parses `262144`, `256k`, `256KiB`, `1m`, `1MiB` (binary multiples).
+fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(digits);
+    let number: usize = number.parse().ok()?;
+    let unit = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        _ => return None,
+    };
+    number.checked_mul(unit)
+}
+
+/// A requested usable stack size, checked and rounded up to the page size;
+/// `None` if it is below [`MIN_STACK_SIZE`] or above [`MAX_STACK_SIZE`].
+pub(crate) fn stack_size(requested: usize, page: usize) -> Option<usize> {
+    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&requested) {
+        return None;
+    }
+    Some(requested.div_ceil(page) * page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(kvs: &[(&str, &str)]) -> Result<Options, String> {
+        Options::parse(0, kvs.iter().map(|&kv| Ok(kv)), 4096)
+    }
+
+    #[test]
+    fn defaults_apply_without_options() {
+        assert_eq!(parse(&[]), Ok(Options::default()));
+    }
+
+    #[test]
+    fn stack_size_rounds_up_to_the_page_and_accepts_suffixes() {
+        assert_eq!(parse(&[("stack_size", "20000")]).unwrap().stack_size, 20480);
+        assert_eq!(parse(&[("stack_size", "64k")]).unwrap().stack_size, 65536);
+        assert_eq!(
+            parse(&[("scheduler.stack_size", "1MiB")])
+                .unwrap()
+                .stack_size,
+            1 << 20
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_option_and_what_was_expected() {
+        assert_eq!(
+            parse(&[("stack_size", "12")]).unwrap_err(),
+            "invalid scheduler option stack_size=\"12\": expected a size in bytes of at least 16384"
+        );
+        assert_eq!(
+            parse(&[("pool_max", "-1")]).unwrap_err(),
+            "invalid scheduler option pool_max=\"-1\": expected a number of idle fibers"
+        );
+        assert_eq!(
+            parse(&[("policy", "lifo")]).unwrap_err(),
+            "invalid scheduler option policy=\"lifo\": expected fifo"
+        );
+        assert_eq!(
+            Options::parse(100, std::iter::empty(), 4096).unwrap_err(),
+            "invalid scheduler config stack_size=100: expected a size in bytes of at least 16384"
+        );
+    }
+
+    #[test]
+    fn other_plugins_options_are_ignored() {
+        assert_eq!(
+            parse(&[("uring.sq_entries", "256")]),
+            Ok(Options::default())
+        );
+        assert_eq!(
+            parse(&[("scheduler.bogus", "1")]).unwrap_err(),
+            "unknown scheduler option \"scheduler.bogus\""
+        );
+    }
+}

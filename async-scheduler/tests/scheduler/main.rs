@@ -1,0 +1,16 @@
+//! The scheduler's behaviour through the C ABI, under both engines.
+//!
+//! Every test goes through the vtable a host gets from `plugin_desc()`
+//! (`host.rs`), with a fake reactor the test drives. Tests record events and
+//! assert whole sequences and exact counts, and end with a clean `finish()`
+//! (no coroutine alive, `destroy` succeeds).
+
+mod host;
+
+mod create;
+mod deadlock;
+mod handlers;
+mod order;
+mod pool;
+mod scale;
+mod shutdown;

@@ -1,0 +1,144 @@
+//! Fibers and stacks: inline starts, pooling, eviction, retirement.
+
+use async_abi::*;
+
+use crate::engine_tests;
+use crate::host::{assert_events, ev, ok, with_scheduler, Spawn, H};
+
+engine_tests! {
+    fn finished_fiber_runs_the_next_unstarted_coroutine_without_a_switch(h) {
+        h.spawn(move |_| ev(format!("a on fiber {}", h.stats().current_fiber)));
+        h.spawn(move |_| ev(format!("b on fiber {}", h.stats().current_fiber)));
+        h.spawn(move |_| ev(format!("c on fiber {}", h.stats().current_fiber)));
+        ok(h.run());
+        assert_events(&["a on fiber 1", "b on fiber 1", "c on fiber 1"]);
+        let stats = h.stats();
+        assert_eq!(stats.inline_starts, 2);
+        assert_eq!(stats.switches, 2, "root -> fiber, and back when the queue is empty");
+        assert_eq!(stats.fibers_created, 1);
+    }
+
+    fn started_coroutines_resume_on_their_own_fiber(h) {
+        let a = h.spawn(move |_| {
+            let before = h.stats().current_fiber;
+            ok(h.suspend());
+            ev(format!("a {before} -> {}", h.stats().current_fiber));
+        });
+        h.spawn(move |_| {
+            ev(format!("b on fiber {}", h.stats().current_fiber));
+            ok(h.enqueue(a, 0));
+        });
+        ok(h.run());
+        assert_events(&["b on fiber 2", "a 1 -> 1"]);
+    }
+
+    fn stacks_are_reused_from_the_pool(h) {
+        for round in 0..20 {
+            let waiters: Vec<_> = (0..100)
+                .map(|_| h.spawn(move |_| ok(h.suspend())))
+                .collect();
+            h.spawn(move |_| {
+                for c in waiters {
+                    ok(h.enqueue(c, 0));
+                }
+            });
+            ok(h.run());
+            let stats = h.stats();
+            assert_eq!(stats.fibers_created, 101, "round {round} mapped new stacks");
+            assert_eq!(stats.slabs, 2, "round {round}");
+            assert_eq!(stats.idle_fibers, 101);
+        }
+    }
+
+    fn coroutines_with_a_bigger_stack_get_their_own_fibers(h) {
+        let big = Spawn { stack_size: 1 << 20, ..Spawn::default() };
+        h.spawn(move |_| ev(format!("small on {}", h.stats().current_fiber)));
+        h.spawn_with(big, move |_| {
+            // More than the default 256 KiB stack holds.
+            let mut buf = [1u8; 400 * 1024];
+            std::hint::black_box(&mut buf);
+            ev(format!("big on {} {}", h.stats().current_fiber, buf[1000]));
+        });
+        h.spawn(move |_| ev(format!("small again on {}", h.stats().current_fiber)));
+        ok(h.run());
+        assert_events(&["small on 1", "big on 2 1", "small again on 2"]);
+    }
+
+    fn bad_spawn_options_are_rejected(h) {
+        let o = AaSpawnOptions {
+            struct_size: std::mem::size_of::<AaSpawnOptions>() as u32,
+            priority: 7,
+            stack_size: 0,
+            spawn_file: AaStr::EMPTY,
+            spawn_line: 0,
+            spawn_column: 0,
+        };
+        let mut out = std::ptr::null_mut();
+        unsafe extern "C" fn never(_: *mut std::ffi::c_void, _: AaStatus) {
+            panic!("never runs");
+        }
+        // SAFETY: a live scheduler; valid options and out pointer.
+        let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, Some(never), std::ptr::null_mut(), &mut out) };
+        assert_eq!(rc, AA_E_INVALID);
+        assert_eq!(h.last_error(), "invalid coroutine priority 7: expected 0 or 255");
+        let o = AaSpawnOptions { priority: 0, stack_size: 100, ..o };
+        // SAFETY: as above.
+        let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, Some(never), std::ptr::null_mut(), &mut out) };
+        assert_eq!(rc, AA_E_INVALID);
+        // SAFETY: as above.
+        let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, None, std::ptr::null_mut(), &mut out) };
+        assert_eq!(rc, AA_E_INVALID);
+    }
+}
+
+/// Spawns `n` coroutines that all suspend, then resumes them all.
+fn churn(h: H, n: usize) {
+    let waiters: Vec<_> = (0..n).map(|_| h.spawn(move |_| ok(h.suspend()))).collect();
+    h.spawn(move |_| {
+        for c in waiters {
+            ok(h.enqueue(c, 0));
+        }
+    });
+    ok(h.run());
+}
+
+#[test]
+fn pool_max_zero_retires_every_fiber_context() {
+    with_scheduler("context", &[("pool_max", "0")], |h| {
+        for _ in 0..5 {
+            churn(h, 70);
+            let stats = h.stats();
+            assert_eq!(stats.idle_fibers, 0);
+            assert_eq!(stats.fibers, 0);
+            assert_eq!(stats.stacks_in_use, 0);
+            assert!(stats.slabs <= 2, "released stacks are reused: {stats:?}");
+        }
+    });
+}
+
+#[test]
+fn pool_max_zero_retires_every_fiber_corosensei() {
+    with_scheduler("corosensei", &[("pool_max", "0")], |h| {
+        for _ in 0..5 {
+            churn(h, 70);
+            let stats = h.stats();
+            assert_eq!((stats.idle_fibers, stats.fibers, stats.stacks_in_use), (0, 0, 0));
+            assert!(stats.slabs <= 2, "released stacks are reused: {stats:?}");
+        }
+    });
+}
+
+#[test]
+fn pool_keeps_at_most_pool_max_idle_fibers() {
+    for engine in ["context", "corosensei"] {
+        with_scheduler(engine, &[("pool_max", "3")], |h| {
+            churn(h, 10);
+            let stats = h.stats();
+            assert_eq!(stats.idle_fibers, 3, "{engine}");
+            assert_eq!(stats.fibers, 3, "{engine}");
+            assert_eq!(stats.stacks_in_use, 3, "{engine}");
+            churn(h, 10);
+            assert_eq!(h.stats().idle_fibers, 3, "{engine}");
+        });
+    }
+}
