@@ -55,11 +55,35 @@ struct FileConfig {
     reactor: Option<FileEntry>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
+/// (not `untagged`) so errors inside the table keep their message and line.
+#[derive(Debug)]
 enum FileEntry {
     Short(String),
     Table(FileTable),
+}
+
+impl<'de> Deserialize<'de> for FileEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FileEntry, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = FileEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a plugin name or path, or a table with name or path")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<FileEntry, E> {
+                Ok(FileEntry::Short(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<FileEntry, A::Error> {
+                FileTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(FileEntry::Table)
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 #[derive(Debug, Deserialize)]

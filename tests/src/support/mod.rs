@@ -1,1 +1,217 @@
-//! Helpers for the suite (work in progress).
+//! Helpers for the suite's test binaries (STYLE S20): an event recorder
+//! that asserts whole sequences (with unordered groups where order is
+//! genuinely free), a child-process runner for the runtime probe, and the
+//! C fixture plugin builder. Every helper is `#[track_caller]`, so a failure
+//! names the test line.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+
+/// One expected step of a sequence: a single event, or a group of events
+/// that may occur in any order.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Exactly this event next.
+    One(String),
+    /// These events next, in any order.
+    AnyOrder(Vec<String>),
+}
+
+/// An expected single event.
+pub fn one(e: impl Into<String>) -> Step {
+    Step::One(e.into())
+}
+
+/// Expected events whose relative order is free.
+pub fn any_order<I, S>(events: I) -> Step
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    Step::AnyOrder(events.into_iter().map(Into::into).collect())
+}
+
+/// A shared, cloneable list of events, recorded from any coroutine.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    events: Rc<RefCell<Vec<String>>>,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// Appends an event.
+    pub fn push(&self, event: impl Into<String>) {
+        self.events.borrow_mut().push(event.into());
+    }
+
+    /// The events so far.
+    pub fn events(&self) -> Vec<String> {
+        self.events.borrow().clone()
+    }
+
+    /// Asserts the whole sequence: exactly these events, in this order.
+    #[track_caller]
+    pub fn assert_events(&self, expected: &[&str]) {
+        let got = self.events();
+        assert_eq!(got, expected, "recorded events differ");
+    }
+
+    /// Asserts the whole sequence, where [`Step::AnyOrder`] groups may come
+    /// in any order (Trio's `check_sequence_matches`).
+    #[track_caller]
+    pub fn assert_steps(&self, expected: &[Step]) {
+        let got = self.events();
+        let mut i = 0;
+        for step in expected {
+            match step {
+                Step::One(e) => {
+                    assert!(
+                        got.get(i) == Some(e),
+                        "event {i}: expected {e:?}, got {:?}\nall events: {got:?}",
+                        got.get(i)
+                    );
+                    i += 1;
+                }
+                Step::AnyOrder(group) => {
+                    let end = i + group.len();
+                    assert!(
+                        end <= got.len(),
+                        "events {i}..{end}: expected {group:?} in any order, got {:?}\nall events: {got:?}",
+                        &got[i.min(got.len())..]
+                    );
+                    let mut a = got[i..end].to_vec();
+                    let mut b = group.clone();
+                    a.sort();
+                    b.sort();
+                    assert_eq!(
+                        a, b,
+                        "events {i}..{end}: expected {group:?} in any order\nall events: {got:?}"
+                    );
+                    i = end;
+                }
+            }
+        }
+        assert_eq!(i, got.len(), "unexpected trailing events: {:?}", &got[i..]);
+    }
+}
+
+/// What a child process did.
+#[derive(Debug)]
+pub struct ChildOutput {
+    /// Its exit code (`None` if killed by a signal).
+    pub code: Option<i32>,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl ChildOutput {
+    /// Asserts a failure exit whose stderr is exactly `Error: <line>` (what
+    /// `fn main() -> Result<(), async_std_api::Error>` prints), with no
+    /// panic or backtrace text and no user code run (the probe's marker
+    /// absent from stdout).
+    #[track_caller]
+    pub fn assert_config_error(&self, line: &str) {
+        assert_eq!(
+            self.stderr.trim_end(),
+            format!("Error: {line}"),
+            "stderr differs (stdout: {:?})",
+            self.stdout
+        );
+        assert_eq!(self.code, Some(1), "exit code; stderr: {}", self.stderr);
+        assert!(
+            !self.stderr.contains("panicked") && !self.stderr.contains("backtrace"),
+            "panic text on stderr: {}",
+            self.stderr
+        );
+        assert!(
+            !self.stdout.contains(PROBE_MARKER),
+            "user code ran before the error: {}",
+            self.stdout
+        );
+    }
+}
+
+/// What the probe prints from inside its main coroutine.
+pub const PROBE_MARKER: &str = "probe: main coroutine ran";
+
+/// Runs the probe (or any helper binary) with a clean `ASYNC_*`
+/// environment plus `env`.
+#[track_caller]
+pub fn run_child(exe: &str, args: &[&str], env: &[(&str, &str)]) -> ChildOutput {
+    run_child_keeping(exe, args, env, false)
+}
+
+/// Runs a helper binary; with `keep_backend`, the matrix's
+/// `ASYNC_SCHEDULER`/`ASYNC_REACTOR` (and options) stay set, so the child
+/// runs on the same cell as the test.
+#[track_caller]
+pub fn run_child_keeping(
+    exe: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    keep_backend: bool,
+) -> ChildOutput {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    let mut cleared = vec![
+        "ASYNC_CONFIG",
+        "ASYNC_PLUGIN_PATH",
+        "RUST_BACKTRACE",
+        "RUST_LOG",
+    ];
+    if !keep_backend {
+        cleared.extend([
+            "ASYNC_SCHEDULER",
+            "ASYNC_REACTOR",
+            "ASYNC_SCHEDULER_OPTIONS",
+            "ASYNC_REACTOR_OPTIONS",
+        ]);
+    }
+    for k in cleared {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {exe}: {e}"));
+    ChildOutput {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Compiles `tests/fixtures/<name>.c` into `<out_dir>/lib<name>.so` with
+/// `cc -shared -fPIC` against the ABI header, once per build directory.
+#[track_caller]
+pub fn c_fixture(name: &str, out_dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("fixtures").join(format!("{name}.c"));
+    let include = root.join("../async-abi/include");
+    let dir = out_dir.join("fixtures");
+    std::fs::create_dir_all(&dir).expect("create the fixture directory");
+    let out = dir.join(format!("lib{name}.so"));
+    // Build under a unique name, then rename: tests run in parallel.
+    let tmp = dir.join(format!("lib{name}.{}.tmp.so", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O0", "-o"])
+        .arg(&tmp)
+        .arg("-I")
+        .arg(&include)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cc for fixture {name}: {e}"));
+    assert!(status.success(), "cc failed for fixture {name}");
+    std::fs::rename(&tmp, &out).expect("rename the fixture");
+    out
+}

@@ -1,0 +1,49 @@
+//! A helper binary for the suite's child-process tests: runs a runtime and
+//! prints what happened, so a test can check exit status and stderr.
+//!
+//! - `runtime_probe` (or `hello`): prints the marker from inside the main
+//!   coroutine; a configuration error therefore shows *no* marker.
+//! - `runtime_probe deadlock`: main and a child wait for each other; prints
+//!   each coroutine's id, spawn and wait location, then `run` fails with a
+//!   deadlock.
+//!
+//! `main` returns `Result<(), async_std_api::Error>`, so an error ends the
+//! process with `Error: <one line>` and exit status 1.
+
+use std::panic::Location;
+
+use async_std_api::{current, run, spawn};
+use tests::support::PROBE_MARKER;
+
+fn main() -> Result<(), async_std_api::Error> {
+    let mode = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "hello".to_owned());
+    match mode.as_str() {
+        "deadlock" => run(deadlock),
+        _ => run(|| println!("{PROBE_MARKER}")),
+    }
+}
+
+fn deadlock() {
+    let main = current();
+    println!("main {} spawned at {}", main.id(), main.spawn_location());
+    let child = spawn(move || {
+        let at = Location::caller();
+        println!("child waits at {}:{}", at.file(), at.line() + 1);
+        main.wait()
+    });
+    println!(
+        "child {} spawned at {}",
+        child.id(),
+        child.coroutine().spawn_location()
+    );
+    let at = Location::caller();
+    println!("main waits at {}:{}", at.file(), at.line() + 1);
+    let r = child.join();
+    println!(
+        "main woke: {}",
+        r.map(|_| "joined".to_owned())
+            .unwrap_or_else(|e| e.to_string())
+    );
+}

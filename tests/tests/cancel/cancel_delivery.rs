@@ -1,0 +1,221 @@
+//! Where and how often a cancellation is delivered.
+
+use std::rc::Rc;
+
+use async_std_api::{current, delay, run, spawn, suspend, CancelCause};
+use tests::support::Recorder;
+
+struct DropFlag(Recorder, &'static str);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.push(format!("{} dropped", self.1));
+    }
+}
+
+#[test]
+fn cancel_before_start_never_runs_the_body_and_drops_its_captures() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let flag = DropFlag(r.clone(), "capture");
+        let r1 = r.clone();
+        let h = spawn(move || {
+            let _keep = &flag;
+            r1.push("body ran");
+        });
+        let c = h.coroutine();
+        h.cancel();
+        assert!(c.is_cancellation_requested());
+        let id = h.id();
+        let err = h.join().unwrap_err();
+        r.push(format!("joined: cancelled={}", err.is_cancelled()));
+        assert_eq!(err.to_string(), format!("coroutine {id} cancelled"));
+        assert_eq!(
+            err.cancelled().map(|c| c.cause()),
+            Some(CancelCause::Explicit)
+        );
+        assert!(c.is_cancelled() && c.is_finished() && !c.is_started());
+    })
+    .unwrap();
+    rec.assert_events(&["capture dropped", "joined: cancelled=true"]);
+}
+
+#[test]
+fn cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        let h = spawn(move || {
+            r1.push("waiting");
+            let err = delay(60_000).unwrap_err();
+            r1.push(format!("caught: {err}"));
+            // Edge-triggered (D-1): cleanup may block again.
+            delay(1).unwrap();
+            r1.push(format!(
+                "cleanup done, requested={}",
+                current().is_cancellation_requested()
+            ));
+            "returned normally"
+        });
+        suspend().unwrap();
+        let id = h.id();
+        h.coroutine().cancel_with("shutting down");
+        r.push("cancel sent");
+        let v = h.join().unwrap();
+        r.push(v);
+        r.push(format!("id {id}"));
+    })
+    .unwrap();
+    let id = rec
+        .events()
+        .last()
+        .unwrap()
+        .trim_start_matches("id ")
+        .to_owned();
+    rec.assert_events(&[
+        "waiting",
+        "cancel sent",
+        &format!("caught: coroutine {id} cancelled: shutting down"),
+        "cleanup done, requested=true",
+        "returned normally",
+        &format!("id {id}"),
+    ]);
+}
+
+#[test]
+fn the_first_cancellation_reason_wins() {
+    run(|| {
+        let h = spawn(|| delay(60_000).unwrap_err());
+        suspend().unwrap();
+        let c = h.coroutine();
+        c.cancel_with("first");
+        c.cancel_with("second");
+        c.cancel();
+        let cancelled = h.join().unwrap();
+        assert_eq!(cancelled.reason(), Some("first"));
+        assert_eq!(cancelled.cause(), CancelCause::Explicit);
+        assert_eq!(cancelled.id(), c.id());
+        assert!(c.is_cancelled());
+    })
+    .unwrap();
+}
+
+#[test]
+fn self_cancel_is_delivered_at_the_next_suspension_point_once() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let me = current();
+        me.cancel_with("self");
+        r.push("still running after cancel");
+        match suspend() {
+            Err(c) => r.push(format!("suspend: {}", c.reason().unwrap_or(""))),
+            Ok(()) => r.push("suspend: ok"),
+        }
+        match suspend() {
+            Err(c) => r.push(format!("second suspend: {c}")),
+            Ok(()) => r.push("second suspend: ok"),
+        }
+        r.push(format!("requested={}", me.is_cancellation_requested()));
+    })
+    .unwrap();
+    rec.assert_events(&[
+        "still running after cancel",
+        "suspend: self",
+        "second suspend: ok",
+        "requested=true",
+    ]);
+}
+
+#[test]
+fn cancelling_a_finished_coroutine_does_nothing() {
+    run(|| {
+        let h = spawn(|| 3);
+        suspend().unwrap();
+        h.cancel();
+        assert!(!h.coroutine().is_cancellation_requested());
+        assert_eq!(h.join().unwrap(), 3);
+    })
+    .unwrap();
+}
+
+#[test]
+fn the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        let c = spawn(move || {
+            r1.push("Hello, World!");
+            if let Err(e) = suspend() {
+                r1.push(format!("Caught exception: {e}"));
+            }
+            r1.push("Goodbye, World!");
+        });
+        suspend().unwrap(); // pass control to the coroutine
+        c.cancel();
+        let id = c.id();
+        c.join().unwrap();
+        r.push(format!("id {id}"));
+    })
+    .unwrap();
+    let id = rec
+        .events()
+        .last()
+        .unwrap()
+        .trim_start_matches("id ")
+        .to_owned();
+    rec.assert_events(&[
+        "Hello, World!",
+        &format!("Caught exception: coroutine {id} cancelled"),
+        "Goodbye, World!",
+        &format!("id {id}"),
+    ]);
+}
+
+#[test]
+fn a_cancellation_becomes_an_io_error_of_kind_other_not_interrupted() {
+    run(|| {
+        let me = current();
+        me.cancel_with("io");
+        let err = std::io::Error::from(delay(1).unwrap_err());
+        assert_eq!(err.kind(), std::io::ErrorKind::Other);
+        let inner = async_std_api::io::cancelled(&err).expect("inner Cancelled");
+        assert_eq!(inner.id(), me.id());
+        assert_eq!(
+            err.to_string(),
+            format!("coroutine {} cancelled: io", me.id())
+        );
+        let plain = std::io::Error::other("x");
+        assert!(async_std_api::io::cancelled(&plain).is_none());
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_cancelled_coroutine_keeps_running_its_cleanup_with_blocking_calls() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    let shared = Rc::new(());
+    let s = shared.clone();
+    run(move || {
+        let r1 = r.clone();
+        let h = spawn(move || {
+            let _s = s;
+            if delay(60_000).is_err() {
+                for i in 0..3 {
+                    delay(1).unwrap();
+                    r1.push(format!("cleanup step {i}"));
+                }
+            }
+        });
+        suspend().unwrap();
+        h.cancel();
+        h.join().unwrap();
+    })
+    .unwrap();
+    assert_eq!(Rc::strong_count(&shared), 1);
+    rec.assert_events(&["cleanup step 0", "cleanup step 1", "cleanup step 2"]);
+}

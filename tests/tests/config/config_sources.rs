@@ -1,0 +1,91 @@
+//! Names, options and the config file; precedence between sources.
+
+use tests::support::{run_child, PROBE_MARKER};
+
+use crate::{scratch, PROBE};
+
+#[test]
+fn the_default_configuration_runs_the_main_coroutine() {
+    let out = run_child(PROBE, &[], &[]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), PROBE_MARKER);
+}
+
+#[test]
+fn an_unknown_reactor_name_lists_the_choices() {
+    run_child(PROBE, &[], &[("ASYNC_REACTOR", "foo")]).assert_config_error(
+        "unknown reactor \"foo\": expected embedded, mio, uring, auto or a path to a shared library",
+    );
+}
+
+#[test]
+fn an_unknown_scheduler_name_lists_the_choices() {
+    run_child(PROBE, &[], &[("ASYNC_SCHEDULER", "lifo")]).assert_config_error(
+        "unknown scheduler \"lifo\": expected embedded, fifo, context, corosensei or a path to a shared library",
+    );
+}
+
+#[test]
+fn options_without_an_equals_sign_are_rejected() {
+    run_child(PROBE, &[], &[("ASYNC_SCHEDULER_OPTIONS", "enginecontext")]).assert_config_error(
+        "invalid ASYNC_SCHEDULER_OPTIONS \"enginecontext\": expected key=value",
+    );
+    run_child(PROBE, &[], &[("ASYNC_REACTOR_OPTIONS", "a=1,b")])
+        .assert_config_error("invalid ASYNC_REACTOR_OPTIONS \"b\": expected key=value");
+}
+
+#[test]
+fn an_invalid_config_file_is_reported_on_one_line() {
+    let path = scratch("invalid").join("async.toml");
+    std::fs::write(
+        &path,
+        "[scheduler]\nname = \"fifo\"\nstack_size = \"big\"\n",
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    let out = run_child(PROBE, &[], &[("ASYNC_CONFIG", &p)]);
+    out.assert_config_error(&format!(
+        "invalid config file \"{p}\": invalid type: string \"big\", expected usize at line 3"
+    ));
+}
+
+#[test]
+fn a_missing_config_file_is_reported() {
+    let p = scratch("missing").join("nope.toml").display().to_string();
+    run_child(PROBE, &[], &[("ASYNC_CONFIG", &p)])
+        .assert_config_error(&format!("invalid config file \"{p}\": file not found"));
+}
+
+#[test]
+fn the_config_file_is_read_and_the_environment_overrides_it() {
+    let path = scratch("precedence").join("async.toml");
+    std::fs::write(
+        &path,
+        "scheduler = \"embedded\"\n[reactor]\nname = \"bogus\"\n[reactor.options]\n\"uring.sq_entries\" = 256\n",
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    // The file alone: its reactor name is read (and refused).
+    run_child(PROBE, &[], &[("ASYNC_CONFIG", &p)]).assert_config_error(
+        "unknown reactor \"bogus\": expected embedded, mio, uring, auto or a path to a shared library",
+    );
+    // The environment beats the file.
+    let out = run_child(
+        PROBE,
+        &[],
+        &[("ASYNC_CONFIG", &p), ("ASYNC_REACTOR", "embedded")],
+    );
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), PROBE_MARKER);
+}
+
+#[test]
+fn a_config_path_is_relative_to_the_config_file() {
+    let dir = scratch("relative");
+    let path = dir.join("async.toml");
+    std::fs::write(&path, "[reactor]\npath = \"plugins/libnothere.so\"\n").unwrap();
+    let expected = dir.join("plugins/libnothere.so").display().to_string();
+    run_child(PROBE, &[], &[("ASYNC_CONFIG", &path.display().to_string())]).assert_config_error(
+        &format!("cannot load reactor \"{expected}\": file not found"),
+    );
+}

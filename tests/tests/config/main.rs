@@ -1,0 +1,17 @@
+//! Configuration and loading errors, each in a child process: the exact one
+//! line on stderr (`Error: <line>`), exit status 1, no panic text, and no
+//! user code run before the error.
+
+mod config_load;
+mod config_sources;
+
+pub(crate) const PROBE: &str = env!("CARGO_BIN_EXE_runtime_probe");
+
+/// A scratch directory for this test binary's files.
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("config-tests")
+        .join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

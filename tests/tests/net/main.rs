@@ -1,0 +1,4 @@
+//! TCP: many concurrent connections with plain std::io code, cancelled I/O.
+
+mod tcp_cancel;
+mod tcp_echo;

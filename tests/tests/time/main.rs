@@ -1,0 +1,4 @@
+//! Timers: delay, sleep, timeout, and join_until with a timeout.
+
+mod time_delay;
+mod time_timeout;
