@@ -1,1 +1,170 @@
-//! Reactor conformance cases (work in progress).
+//! The reactor conformance kit: cases every reactor must pass, driven
+//! through its `AaReactorVTable` alone (no Rust-only types), so the same
+//! cases check `reactor-mio`, `reactor-uring` and a third party's reactor
+//! written in any language.
+//!
+//! # Using it
+//!
+//! A test binary invokes [`reactor_conformance_tests!`] with an expression
+//! that yields a [`Reactor`]; the macro expands to one `#[test]` per case,
+//! grouped in modules named after the tiers:
+//!
+//! ```ignore
+//! tests::reactor_conformance_tests!(
+//!     tests::conformance::Reactor::load(std::path::Path::new("./libmy_reactor.so"))
+//!         .unwrap_or_else(|e| panic!("{e}"))
+//! );
+//! ```
+//!
+//! # Tiers
+//!
+//! - [`lifecycle`]: create and destroy, `AA_E_BUSY` with live events,
+//!   options, `last_error_message`, the descriptor.
+//! - [`timers`]: deadline order, one-shot and periodic, re-arm, cancel,
+//!   a fresh clock before arming, a blocking `run_once` cut by the nearest
+//!   timer.
+//! - [`poll`]: readable and writable, `poll_set_interest` re-reports,
+//!   interest 0 disarms, hang-up, owned descriptors.
+//! - [`trigger`]: cross-thread wake-up, coalescing, hidden triggers.
+//! - [`io`]: inline and pending requests, accept and connect, end of
+//!   stream, reset peers, cancel, dispose and close of pending requests,
+//!   `AA_IO_CLOSE`, independence and order of requests on one descriptor,
+//!   re-entrant callbacks.
+//! - [`liveness`]: `alive()`, `set_ref`, `AA_EVF_HIDDEN`.
+//! - [`errors`]: AA-R8 (a failing call returns a negative status and never
+//!   calls back), NULL arguments, bad descriptors, short structs.
+//!
+//! Every case records its callbacks into a log, asserts exact sequences and
+//! counts, and ends with [`Loop::finish`]: everything disposed, nothing
+//! alive, nothing running afterwards, `destroy` returns `AA_OK`. A case
+//! whose capability the reactor lacks prints `SKIPPED` and why.
+
+pub mod errors;
+pub mod fds;
+pub mod harness;
+pub mod io;
+pub mod lifecycle;
+pub mod liveness;
+pub mod plugin;
+pub mod poll;
+pub mod timers;
+pub mod trigger;
+
+pub use harness::{skip_without, Ev, FireHandle, Loop, Rec, Submit, WakeHandle};
+pub use plugin::Reactor;
+
+/// Expands to one `#[test]` per conformance case, each calling
+/// `$loader` (an expression of type [`Reactor`]) to get the reactor under
+/// test.
+#[macro_export]
+macro_rules! reactor_conformance_tests {
+    ($loader:expr) => {
+        fn __conformance_reactor() -> $crate::conformance::Reactor {
+            $loader
+        }
+        $crate::__conformance_cases! {
+            lifecycle {
+                descriptor_names_a_reactor_of_this_abi,
+                unknown_interface_id_gives_null,
+                create_then_destroy_returns_ok,
+                destroy_with_a_live_event_returns_busy,
+                run_once_on_an_empty_loop_returns_zero,
+                options_of_other_plugins_are_ignored,
+                unknown_option_in_own_prefix_is_refused_with_its_name,
+                config_struct_size_too_small_is_invalid,
+                last_error_message_describes_the_last_failure,
+                now_ns_advances_with_the_loop,
+            }
+            timers {
+                timers_fire_in_deadline_order,
+                equal_durations_fire_in_arming_order,
+                one_shot_fires_once_then_is_inactive,
+                periodic_fires_until_cancelled,
+                rearm_replaces_the_deadline_without_a_callback,
+                rearm_restarts_a_fired_one_shot,
+                cancel_reason_is_delivered_once_from_a_later_run_once,
+                cancel_inside_a_callback_is_delivered_by_a_later_iteration,
+                timer_armed_after_cpu_work_waits_its_full_duration,
+                blocking_run_once_returns_when_the_nearest_timer_is_due,
+                dispose_of_an_armed_timer_stops_it,
+                dispose_inside_its_own_callback_stops_a_periodic_timer,
+                close_of_an_armed_timer_gives_only_on_closed,
+            }
+            poll {
+                pipe_read_end_reports_readable,
+                socketpair_reports_writable,
+                set_interest_reports_current_readiness_again,
+                interest_zero_disarms_the_poll,
+                cancel_of_a_poll_delivers_the_reason_once,
+                hang_up_is_reported,
+                poll_and_request_on_one_fd_both_see_data,
+                close_of_a_poll_owning_its_fd_closes_it,
+            }
+            trigger {
+                fire_from_another_thread_wakes_a_blocking_run_once,
+                fires_before_the_loop_runs_coalesce_into_one_callback,
+                fire_inside_the_callback_runs_it_again_in_a_later_iteration,
+                hidden_trigger_does_not_count_in_alive,
+                wake_from_another_thread_interrupts_run_once,
+                cancel_of_a_trigger_delivers_the_reason_once,
+                close_of_a_trigger_gives_on_closed_and_no_more_callbacks,
+            }
+            io {
+                write_then_read_inline_on_a_socketpair,
+                read_waits_for_data_then_completes_once,
+                request_without_inline_completes_from_run_once,
+                write_waits_for_room_then_completes,
+                accept_and_connect_over_loopback_fill_the_peer_address,
+                connect_to_a_closed_port_fails,
+                read_at_end_of_stream_returns_zero,
+                write_to_a_closed_peer_fails_with_epipe_or_econnreset,
+                cancel_of_a_pending_read_completes_once_with_the_reason,
+                cancel_after_completion_is_invalid,
+                dispose_of_a_pending_read_never_calls_back,
+                close_of_a_pending_read_gives_ecanceled_then_on_closed,
+                io_close_completes_other_pending_requests_with_ecanceled,
+                reader_and_writer_on_one_fd_complete_independently,
+                pending_reads_on_one_fd_complete_in_fifo_order,
+                callback_may_submit_the_next_request_and_dispose_itself,
+            }
+            liveness {
+                empty_loop_has_nothing_alive,
+                armed_timer_is_alive_until_it_fires,
+                set_ref_false_takes_an_event_out_of_alive,
+                hidden_timer_is_never_alive,
+                pending_request_is_alive_until_it_completes,
+                close_in_progress_is_alive_until_on_closed,
+            }
+            errors {
+                timer_new_with_null_callback_fails_without_callback,
+                constructor_with_null_out_fails,
+                poll_new_on_a_bad_fd_fails,
+                io_submit_on_a_bad_fd_fails_with_and_without_inline,
+                io_submit_with_a_short_struct_size_is_invalid,
+                io_submit_with_unknown_opcode_or_flags_is_invalid,
+                io_submit_read_with_null_buffer_is_invalid,
+                io_submit_with_null_op_is_invalid,
+                cancel_with_a_non_negative_reason_or_nothing_pending_fails,
+            }
+        }
+    };
+}
+
+/// The expansion behind [`reactor_conformance_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($($tier:ident { $($case:ident),* $(,)? })*) => {
+        $(
+            mod $tier {
+                $(
+                    #[test]
+                    fn $case() {
+                        let reactor = super::__conformance_reactor();
+                        $crate::conformance::$tier::$case(&reactor);
+                    }
+                )*
+            }
+        )*
+    };
+}

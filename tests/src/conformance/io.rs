@@ -1,0 +1,413 @@
+//! Tier: completion-level requests. Inline and pending paths, accept and
+//! connect over loopback, end of stream and reset peers, cancel, dispose and
+//! close of pending requests, `AA_IO_CLOSE`, and how requests on one
+//! descriptor relate (independent directions, FIFO within one).
+
+use async_abi::*;
+
+use super::fds;
+use super::harness::{Loop, Rec, Submit};
+use super::plugin::Reactor;
+
+const REASON: AaStatus = -4545;
+const ECANCELED: i64 = -(libc::ECANCELED as i64);
+
+/// A socket pair whose ends the loop closes at the end.
+fn pair(lp: &Loop) -> (i32, i32) {
+    let (a, b) = fds::socketpair();
+    (lp.track_fd(a), lp.track_fd(b))
+}
+
+fn skip(reactor: &Reactor, caps: u64, case: &str) -> bool {
+    super::skip_without(reactor, AA_CAP_IO | caps, case)
+}
+
+/// Checks the inline fast path: with data available, a write and a read
+/// complete inside `io_submit` (`AA_DONE`, no event, no callback).
+pub fn write_then_read_inline_on_a_socketpair(reactor: &Reactor) {
+    if skip(reactor, AA_CAP_IO_INLINE, "write_then_read_inline_on_a_socketpair") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    assert_eq!(lp.write("w", a, b"hello", AA_IO_TRY_INLINE).done(), 5);
+    let mut buf = [0u8; 16];
+    assert_eq!(lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).done(), 5);
+    assert_eq!(&buf[..5], b"hello");
+    assert_eq!(lp.alive(), 0);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks the pending path: a read with nothing to read stays pending,
+/// alive, and completes exactly once with the data written later.
+pub fn read_waits_for_data_then_completes_once(reactor: &Reactor) {
+    if skip(reactor, 0, "read_waits_for_data_then_completes_once") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let mut buf = [0u8; 16];
+    lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
+    assert_eq!(lp.alive(), 1);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    assert_eq!(fds::raw_write(a, b"abc"), 3);
+    lp.run_until_tag("r");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r", 3)]);
+    assert_eq!(&buf[..3], b"abc");
+    assert_eq!(lp.alive(), 0);
+    lp.finish();
+}
+
+/// Checks that without `AA_IO_TRY_INLINE` the result always comes through
+/// the callback, from `run_once`, even when the data is already there.
+pub fn request_without_inline_completes_from_run_once(reactor: &Reactor) {
+    if skip(reactor, 0, "request_without_inline_completes_from_run_once") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    assert_eq!(fds::raw_write(a, b"xyz"), 3);
+    let mut buf = [0u8; 16];
+    lp.read("r", b, &mut buf, 0).pending();
+    lp.write("w", a, b"more", 0).pending();
+    assert_eq!(lp.log(), vec![], "io_submit called back synchronously");
+    lp.run_until("both requests", |log| log.len() == 2);
+    let mut log = lp.log();
+    log.sort_by_key(|r| r.tag());
+    assert_eq!(log, vec![Rec::Io("r", 3), Rec::Io("w", 4)]);
+    assert_eq!(&buf[..3], b"xyz");
+    lp.finish();
+}
+
+/// Checks that a write to a full socket waits and completes once the peer
+/// drains it.
+pub fn write_waits_for_room_then_completes(reactor: &Reactor) {
+    if skip(reactor, 0, "write_waits_for_room_then_completes") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    fds::fill(a);
+    let data = vec![7u8; 4096];
+    lp.write("w", a, &data, AA_IO_TRY_INLINE).pending();
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    fds::drain(b);
+    lp.run_until_tag("w");
+    match lp.log()[..] {
+        [Rec::Io("w", n)] => assert!(n > 0 && n <= 4096, "wrote {n}"),
+        ref other => panic!("unexpected log {other:?}"),
+    }
+    lp.finish();
+}
+
+/// Checks accept and connect over `127.0.0.1`: both complete, the accepted
+/// descriptor is valid and the peer address (family, address, port) is the
+/// connecting socket's.
+pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor) {
+    if skip(reactor, 0, "accept_and_connect_over_loopback_fill_the_peer_address") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (listener, mut addr) = fds::tcp_listener();
+    lp.track_fd(listener);
+    let client = lp.track_fd(fds::tcp_socket());
+    let mut peer = AaSockAddr::EMPTY;
+    lp.accept("accept", listener, &mut peer, AA_IO_TRY_INLINE).pending();
+    match lp.connect("connect", client, &mut addr, AA_IO_TRY_INLINE) {
+        Submit::Done(result) => assert_eq!(result, 0),
+        Submit::Pending(_) => lp.run_until_tag("connect"),
+        Submit::Failed(s) => panic!("connect failed with {s}"),
+    }
+    lp.run_until_tag("accept");
+    let accepted = lp
+        .log()
+        .iter()
+        .find_map(|r| match r {
+            Rec::Io("accept", fd) => Some(*fd),
+            _ => None,
+        })
+        .expect("accept completed");
+    assert!(accepted >= 0, "accept failed with {accepted}");
+    let accepted = lp.track_fd(accepted as i32);
+    if let Some(Rec::Io("connect", result)) = lp.log().iter().find(|r| r.tag() == "connect") {
+        assert_eq!(*result, 0);
+    }
+    let (family, ip, port) = fds::parse_ipv4(&peer);
+    assert_eq!(family, libc::AF_INET);
+    assert_eq!(ip, [127, 0, 0, 1]);
+    assert_eq!(port, fds::parse_ipv4(&fds::local_addr(client)).2);
+    assert!(peer.len as usize >= std::mem::size_of::<libc::sockaddr_in>());
+    // The accepted socket carries data.
+    assert_eq!(fds::raw_write(client, b"ping"), 4);
+    let mut buf = [0u8; 4];
+    match lp.read("read", accepted, &mut buf, AA_IO_TRY_INLINE) {
+        Submit::Done(n) => assert_eq!(n, 4),
+        Submit::Pending(_) => {
+            lp.run_until_tag("read");
+            assert!(lp.log().contains(&Rec::Io("read", 4)));
+        }
+        Submit::Failed(s) => panic!("read on the accepted socket failed with {s}"),
+    }
+    assert_eq!(&buf, b"ping");
+    lp.finish();
+}
+
+/// Checks that a connect to a port nobody listens on completes with
+/// `-ECONNREFUSED`.
+pub fn connect_to_a_closed_port_fails(reactor: &Reactor) {
+    if skip(reactor, 0, "connect_to_a_closed_port_fails") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (listener, mut addr) = fds::tcp_listener();
+    fds::raw_close(listener);
+    let client = lp.track_fd(fds::tcp_socket());
+    let result = match lp.connect("connect", client, &mut addr, 0) {
+        Submit::Pending(_) => {
+            lp.run_until_tag("connect");
+            match lp.log()[..] {
+                [Rec::Io("connect", r)] => r,
+                ref other => panic!("unexpected log {other:?}"),
+            }
+        }
+        other => panic!("expected a pending connect, got {other:?}"),
+    };
+    assert_eq!(result, -(libc::ECONNREFUSED as i64));
+    lp.finish();
+}
+
+/// Checks that a read on a stream whose peer closed returns 0.
+pub fn read_at_end_of_stream_returns_zero(reactor: &Reactor) {
+    if skip(reactor, 0, "read_at_end_of_stream_returns_zero") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(b);
+    let mut buf = [0u8; 8];
+    lp.read("r", b, &mut buf, 0).pending();
+    fds::raw_close(a);
+    lp.run_until_tag("r");
+    assert_eq!(lp.log(), vec![Rec::Io("r", 0)]);
+    lp.finish();
+}
+
+/// Checks that writing to a socket whose peer is gone fails with `-EPIPE`
+/// or `-ECONNRESET` (and does not raise `SIGPIPE`).
+pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) {
+    if skip(reactor, 0, "write_to_a_closed_peer_fails_with_epipe_or_econnreset") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(a);
+    fds::raw_close(b);
+    let result = match lp.write("w", a, b"lost", 0) {
+        Submit::Pending(_) => {
+            lp.run_until_tag("w");
+            match lp.log()[..] {
+                [Rec::Io("w", r)] => r,
+                ref other => panic!("unexpected log {other:?}"),
+            }
+        }
+        other => panic!("expected a pending write, got {other:?}"),
+    };
+    assert!(
+        result == -(libc::EPIPE as i64) || result == -(libc::ECONNRESET as i64),
+        "write to a closed peer gave {result}"
+    );
+    lp.finish();
+}
+
+/// Checks that cancelling a pending read completes it exactly once, with the
+/// reason, from a later `run_once`; that the buffer is never written after;
+/// and that the data that arrives later is still there for the next read.
+pub fn cancel_of_a_pending_read_completes_once_with_the_reason(reactor: &Reactor) {
+    if skip(reactor, 0, "cancel_of_a_pending_read_completes_once_with_the_reason") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let mut buf = [0xaau8; 8];
+    let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
+    assert_eq!(lp.cancel(r, REASON), AA_OK);
+    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
+    assert_eq!(fds::raw_write(a, b"late"), 4);
+    lp.run_until_tag("r");
+    lp.run_once(0);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
+    assert_eq!(buf, [0xaa; 8], "the buffer was written after cancel");
+    let mut again = [0u8; 8];
+    match lp.read("again", b, &mut again, AA_IO_TRY_INLINE) {
+        Submit::Done(n) => assert_eq!(n, 4),
+        Submit::Pending(_) => {
+            lp.run_until_tag("again");
+            assert!(lp.log().contains(&Rec::Io("again", 4)));
+        }
+        Submit::Failed(s) => panic!("second read failed with {s}"),
+    }
+    assert_eq!(&again[..4], b"late");
+    lp.finish();
+}
+
+/// Checks that a request whose callback ran has nothing left to cancel.
+pub fn cancel_after_completion_is_invalid(reactor: &Reactor) {
+    if skip(reactor, 0, "cancel_after_completion_is_invalid") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, _b) = pair(&lp);
+    let w = lp.write("w", a, b"x", 0).pending();
+    lp.run_until_tag("w");
+    assert_eq!(lp.cancel(w, REASON), AA_E_INVALID);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("w", 1)]);
+    lp.finish();
+}
+
+/// Checks that a disposed pending read never calls back and never consumes
+/// the data that arrives afterwards.
+pub fn dispose_of_a_pending_read_never_calls_back(reactor: &Reactor) {
+    if skip(reactor, 0, "dispose_of_a_pending_read_never_calls_back") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let mut buf = [0u8; 8];
+    let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
+    lp.dispose(r);
+    assert_eq!(lp.alive(), 0);
+    assert_eq!(fds::raw_write(a, b"kept"), 4);
+    let mut again = [0u8; 8];
+    lp.read("again", b, &mut again, 0).pending();
+    lp.run_until_tag("again");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("again", 4)]);
+    assert_eq!(&again[..4], b"kept");
+    lp.finish();
+}
+
+/// Checks AA-R4 for a pending read: nothing inside `close`; then the read
+/// completes with `-ECANCELED` and `on_closed` runs exactly once, in that
+/// order, from a later `run_once`.
+pub fn close_of_a_pending_read_gives_ecanceled_then_on_closed(reactor: &Reactor) {
+    if skip(reactor, 0, "close_of_a_pending_read_gives_ecanceled_then_on_closed") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (_a, b) = pair(&lp);
+    let mut buf = [0u8; 8];
+    let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
+    assert_eq!(lp.close(r), AA_OK);
+    assert_eq!(lp.log(), vec![], "close called back synchronously");
+    lp.run_until("on_closed", |log| log.contains(&Rec::Closed("r")));
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r", ECANCELED), Rec::Closed("r")]);
+    lp.finish();
+}
+
+/// Checks that `AA_IO_CLOSE` completes the descriptor's other pending
+/// requests with `-ECANCELED`, each exactly once.
+pub fn io_close_completes_other_pending_requests_with_ecanceled(reactor: &Reactor) {
+    if skip(reactor, 0, "io_close_completes_other_pending_requests_with_ecanceled") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(a);
+    let mut buf1 = [0u8; 8];
+    let mut buf2 = [0u8; 8];
+    lp.read("r1", b, &mut buf1, 0).pending();
+    lp.read("r2", b, &mut buf2, 0).pending();
+    lp.run_once(0);
+    assert_eq!(lp.close_fd(b), 0);
+    lp.run_until("both cancellations", |log| log.len() == 2);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r1", ECANCELED), Rec::Io("r2", ECANCELED)]);
+    lp.finish();
+}
+
+/// Checks that a pending read does not hold up a write on the same
+/// descriptor, and that each completes with its own result.
+pub fn reader_and_writer_on_one_fd_complete_independently(reactor: &Reactor) {
+    if skip(reactor, 0, "reader_and_writer_on_one_fd_complete_independently") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let mut buf = [0u8; 8];
+    lp.read("read", a, &mut buf, 0).pending();
+    lp.write("write", a, b"out", 0).pending();
+    lp.run_until_tag("write");
+    assert_eq!(lp.log(), vec![Rec::Io("write", 3)]);
+    let mut peer = [0u8; 8];
+    assert_eq!(fds::raw_read(b, &mut peer), 3);
+    assert_eq!(fds::raw_write(b, b"in!!"), 4);
+    lp.run_until_tag("read");
+    assert_eq!(lp.log(), vec![Rec::Io("write", 3), Rec::Io("read", 4)]);
+    assert_eq!(&buf[..4], b"in!!");
+    lp.finish();
+}
+
+/// Checks that reads queued on one descriptor complete in submission order,
+/// each with the data that arrived for it.
+pub fn pending_reads_on_one_fd_complete_in_fifo_order(reactor: &Reactor) {
+    if skip(reactor, 0, "pending_reads_on_one_fd_complete_in_fifo_order") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let mut first = [0u8; 1];
+    let mut second = [0u8; 1];
+    lp.read("first", b, &mut first, AA_IO_TRY_INLINE).pending();
+    lp.read("second", b, &mut second, AA_IO_TRY_INLINE).pending();
+    lp.run_once(0);
+    assert_eq!(fds::raw_write(a, b"1"), 1);
+    lp.run_until_tag("first");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("first", 1)]);
+    assert_eq!(fds::raw_write(a, b"2"), 1);
+    lp.run_until_tag("second");
+    assert_eq!(lp.log(), vec![Rec::Io("first", 1), Rec::Io("second", 1)]);
+    assert_eq!((first[0], second[0]), (b'1', b'2'));
+    lp.finish();
+}
+
+/// Checks re-entrancy: a read callback that disposes its own event and
+/// submits the next read; each read completes once, in order.
+pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor) {
+    if skip(reactor, 0, "callback_may_submit_the_next_request_and_dispose_itself") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    let bufs: &'static mut [[u8; 1]; 3] = Box::leak(Box::new([[0u8; 1]; 3]));
+    let bufs_ptr = bufs.as_mut_ptr();
+    let tags = ["r0", "r1", "r2"];
+    fn chain(lp: &Loop, fd: i32, bufs: *mut [u8; 1], tags: [&'static str; 3], i: usize) {
+        // SAFETY: `bufs` is leaked for the case and holds three entries.
+        let buf = unsafe { &mut *bufs.add(i) };
+        let ev = lp.read(tags[i], fd, buf, 0).pending();
+        lp.on(ev, move |lp, rec| {
+            assert_eq!(*rec, Rec::Io(tags[i], 1));
+            lp.dispose(ev);
+            if i + 1 < tags.len() {
+                chain(lp, fd, bufs, tags, i + 1);
+            }
+        });
+    }
+    chain(&lp, b, bufs_ptr, tags, 0);
+    assert_eq!(fds::raw_write(a, b"ab"), 2);
+    lp.run_until("two reads", |log| log.len() == 2);
+    assert_eq!(fds::raw_write(a, b"c"), 1);
+    lp.run_until("three reads", |log| log.len() == 3);
+    assert_eq!(lp.log(), vec![Rec::Io("r0", 1), Rec::Io("r1", 1), Rec::Io("r2", 1)]);
+    assert_eq!(*bufs, [[b'a'], [b'b'], [b'c']]);
+    lp.finish();
+}

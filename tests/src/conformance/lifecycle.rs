@@ -1,0 +1,128 @@
+//! Tier: lifecycle. The descriptor and interface negotiation, `create` and
+//! its options, `destroy` while events are alive (`AA_E_BUSY`), and
+//! `last_error_message`.
+
+use std::ffi::CStr;
+
+use async_abi::*;
+
+use super::harness::{create_raw, Loop, Rec};
+use super::plugin::Reactor;
+
+/// Checks that the descriptor names a reactor of this ABI major with a
+/// name and version, and that `aa.reactor.v1` has a sized header.
+pub fn descriptor_names_a_reactor_of_this_abi(reactor: &Reactor) {
+    let desc = reactor.desc();
+    assert_eq!(desc.abi_major, AA_ABI_MAJOR);
+    assert_eq!(desc.role, AA_ROLE_REACTOR);
+    assert!(!desc.name.is_null() && !desc.version.is_null());
+    // SAFETY: AA-R7: static NUL-terminated strings.
+    let version = unsafe { CStr::from_ptr(desc.version) };
+    assert!(!version.to_bytes().is_empty(), "empty plugin version");
+    assert!(!reactor.name().is_empty());
+    let hdr = reactor.vtable().hdr;
+    assert!(hdr.struct_size as usize >= std::mem::offset_of!(AaReactorVTable, last_error_message));
+}
+
+/// Checks that `get_interface` answers NULL for an interface it does not
+/// have.
+pub fn unknown_interface_id_gives_null(reactor: &Reactor) {
+    let get_interface = reactor.desc().get_interface.expect("checked at load");
+    // SAFETY: `ctx` came from `init`; the id is borrowed for the call.
+    let hdr = unsafe { get_interface(reactor.ctx(), AaStr::from_str("aa.no-such-interface.v9")) };
+    assert!(hdr.is_null());
+}
+
+/// Checks that a loop with nothing in it is destroyed with `AA_OK`.
+pub fn create_then_destroy_returns_ok(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    assert_eq!(lp.destroy(), AA_OK);
+}
+
+/// Checks that `destroy` refuses with `AA_E_BUSY` while an event is not
+/// disposed, and succeeds once it is.
+pub fn destroy_with_a_live_event_returns_busy(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", 10_000_000_000, 0, 0);
+    assert_eq!(lp.destroy(), AA_E_BUSY);
+    assert!(!lp.last_error().is_empty(), "AA_E_BUSY without a message");
+    lp.dispose(t);
+    lp.finish();
+}
+
+/// Checks that `run_once(0)` on an empty loop runs nothing and returns 0.
+pub fn run_once_on_an_empty_loop_returns_zero(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    assert_eq!(lp.run_once(0), 0);
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks that keys with another plugin's prefix are ignored.
+pub fn options_of_other_plugins_are_ignored(reactor: &Reactor) {
+    let lp = Loop::with_options(reactor, &[("conformance-other.key", "1")])
+        .unwrap_or_else(|(s, m)| panic!("create refused a foreign option: {s}: {m}"));
+    lp.finish();
+}
+
+/// Checks that an unknown key in the reactor's own prefix fails `create`
+/// with `AA_E_INVALID` and a message naming it.
+pub fn unknown_option_in_own_prefix_is_refused_with_its_name(reactor: &Reactor) {
+    let key = format!("{}conformance-no-such-option", reactor.option_prefix());
+    match Loop::with_options(reactor, &[(&key, "1")]) {
+        Ok(lp) => {
+            lp.finish();
+            panic!("create accepted the unknown option {key:?}");
+        }
+        Err((status, msg)) => {
+            assert_eq!(status, AA_E_INVALID);
+            assert!(msg.contains(&key), "message {msg:?} does not name {key:?}");
+            assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+        }
+    }
+}
+
+/// Checks that a config whose `struct_size` is too small is refused.
+pub fn config_struct_size_too_small_is_invalid(reactor: &Reactor) {
+    let cfg = AaReactorConfig {
+        struct_size: 4,
+        flags: 0,
+        options: std::ptr::null(),
+        n_options: 0,
+        err_buf: std::ptr::null_mut(),
+        err_cap: 0,
+    };
+    assert_eq!(create_raw(reactor, &cfg).err(), Some(AA_E_INVALID));
+}
+
+/// Checks that a failing call leaves a one-line message, that the full
+/// length is returned and that a short buffer gets a truncated,
+/// NUL-terminated copy.
+pub fn last_error_message_describes_the_last_failure(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let mut op = AaIoOp::new(0x7777, 0);
+    assert!(matches!(lp.submit("bad", &mut op, 0), super::Submit::Failed(AA_E_INVALID)));
+    let msg = lp.last_error();
+    assert!(!msg.is_empty(), "no message after a failure");
+    assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+    let f = lp.vt().last_error_message.expect("checked at load");
+    let mut small = [0xffu8; 4];
+    // SAFETY: live reactor; `small` is a local of 4 bytes.
+    let n = unsafe { f(lp.raw(), small.as_mut_ptr(), small.len()) };
+    assert_eq!(n, msg.len());
+    assert_eq!(&small[..3], &msg.as_bytes()[..3]);
+    assert_eq!(small[3], 0);
+    lp.finish();
+}
+
+/// Checks that the cached clock moves forward across iterations.
+pub fn now_ns_advances_with_the_loop(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    lp.run_once(0);
+    let before = lp.now_ns();
+    lp.timer("t", 2_000_000, 0, 0);
+    lp.run_until_tag("t");
+    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    assert!(lp.now_ns() >= before + 2_000_000, "clock did not advance by the timer's 2 ms");
+    lp.finish();
+}

@@ -1,0 +1,183 @@
+//! Tier: readiness watches. Readable and writable reports, re-evaluation by
+//! `poll_set_interest`, interest 0, cancel, hang-up, sharing a descriptor
+//! with requests, and `AA_EVF_OWNS_FD`.
+
+use async_abi::*;
+
+use super::fds;
+use super::harness::{Loop, Rec};
+use super::plugin::Reactor;
+
+const REASON: AaStatus = -4343;
+
+fn polls_of(log: &[Rec], tag: &str) -> Vec<(AaStatus, u32)> {
+    log.iter()
+        .filter_map(|r| match r {
+            Rec::Poll(t, s, ready) if *t == tag => Some((*s, *ready)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks that a pipe's read end is reported readable once data is written,
+/// and not before.
+pub fn pipe_read_end_reports_readable(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "pipe_read_end_reports_readable") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    lp.poll("r", r, AA_POLL_READABLE, 0);
+    lp.run_once(0);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![], "readable before any data");
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    lp.run_until_tag("r");
+    let polls = polls_of(&lp.log(), "r");
+    assert_eq!(polls.len(), 1);
+    assert_eq!(polls[0].0, 0);
+    assert_ne!(polls[0].1 & AA_POLL_READABLE, 0, "ready bits {:#x}", polls[0].1);
+    lp.finish();
+}
+
+/// Checks that a fresh socket is reported writable.
+pub fn socketpair_reports_writable(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "socketpair_reports_writable") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(a);
+    lp.track_fd(b);
+    lp.poll("w", a, AA_POLL_WRITABLE, 0);
+    lp.run_until_tag("w");
+    let polls = polls_of(&lp.log(), "w");
+    assert_eq!(polls.len(), 1);
+    assert_eq!(polls[0].0, 0);
+    assert_ne!(polls[0].1 & AA_POLL_WRITABLE, 0);
+    assert_eq!(polls[0].1 & AA_POLL_READABLE, 0, "readable reported without interest");
+    lp.finish();
+}
+
+/// Checks that `poll_set_interest` re-evaluates readiness: a descriptor
+/// still readable (not drained) is reported again.
+pub fn set_interest_reports_current_readiness_again(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "set_interest_reports_current_readiness_again") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(a);
+    lp.track_fd(b);
+    assert_eq!(fds::raw_write(b, b"data"), 4);
+    let p = lp.poll("p", a, AA_POLL_READABLE, 0);
+    lp.run_until_tag("p");
+    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    lp.run_until("a second report", |log| log.len() == 2);
+    let polls = polls_of(&lp.log(), "p");
+    assert!(polls.iter().all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0));
+    lp.finish();
+}
+
+/// Checks that interest 0 disarms a poll (no report, not alive) and that a
+/// new interest re-arms it.
+pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "interest_zero_disarms_the_poll") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, 0);
+    assert_eq!(lp.alive(), 1);
+    assert_eq!(lp.set_interest(p, 0), AA_OK);
+    assert_eq!(lp.alive(), 0);
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    lp.run_once(0);
+    lp.run_once(10_000_000);
+    assert_eq!(lp.log(), vec![], "a disarmed poll reported");
+    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    assert_eq!(lp.alive(), 1);
+    lp.run_until_tag("p");
+    lp.finish();
+}
+
+/// Checks that cancelling an armed poll calls it once with the reason, from
+/// a later `run_once`, and never again for readiness.
+pub fn cancel_of_a_poll_delivers_the_reason_once(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "cancel_of_a_poll_delivers_the_reason_once") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, 0);
+    assert_eq!(lp.cancel(p, REASON), AA_OK);
+    assert_eq!(lp.log(), vec![]);
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    lp.run_until_tag("p");
+    lp.run_once(10_000_000);
+    assert_eq!(lp.log(), vec![Rec::Poll("p", REASON, 0)]);
+    lp.finish();
+}
+
+/// Checks that the peer's hang-up is reported (as `AA_POLL_HUP` or as
+/// readable, where a read returns end of stream).
+pub fn hang_up_is_reported(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "hang_up_is_reported") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.poll("p", r, AA_POLL_READABLE, 0);
+    fds::raw_close(w);
+    lp.run_until_tag("p");
+    let polls = polls_of(&lp.log(), "p");
+    assert_eq!(polls[0].0, 0);
+    assert_ne!(polls[0].1 & (AA_POLL_HUP | AA_POLL_READABLE), 0, "ready {:#x}", polls[0].1);
+    lp.finish();
+}
+
+/// Checks that a poll and a pending read on the same descriptor both see the
+/// data: one registration serves both.
+pub fn poll_and_request_on_one_fd_both_see_data(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL | AA_CAP_IO, "poll_and_request_on_one_fd_both_see_data") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(a);
+    lp.track_fd(b);
+    lp.poll("p", a, AA_POLL_READABLE, 0);
+    let mut buf = [0u8; 8];
+    lp.read("read", a, &mut buf, 0).pending();
+    lp.run_once(0);
+    assert_eq!(fds::raw_write(b, b"hi"), 2);
+    lp.run_until("the read and the poll", |log| {
+        log.contains(&Rec::Io("read", 2)) && log.iter().any(|r| r.tag() == "p")
+    });
+    assert_eq!(&buf[..2], b"hi");
+    lp.finish();
+}
+
+/// Checks that closing a poll created with `AA_EVF_OWNS_FD` closes its
+/// descriptor: the pipe's write end then sees no reader (`EPIPE`).
+pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_POLL, "close_of_a_poll_owning_its_fd_closes_it") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, AA_EVF_OWNS_FD);
+    assert_eq!(lp.close(p), AA_OK);
+    lp.run_until("on_closed", |log| log.contains(&Rec::Closed("p")));
+    assert_eq!(lp.log(), vec![Rec::Closed("p")]);
+    assert_eq!(fds::raw_write(w, b"x"), -(libc::EPIPE as isize), "the read end is still open");
+    lp.finish();
+}

@@ -1,0 +1,210 @@
+//! Tier: timers. Deadline order, one-shot and periodic timers, re-arm,
+//! cancel (the reason delivered once, from a later `run_once`), a fresh
+//! clock before arming, and a blocking `run_once` cut short by the nearest
+//! timer.
+
+use std::time::{Duration, Instant};
+
+use async_abi::*;
+
+use super::harness::{Loop, Rec};
+use super::plugin::Reactor;
+
+const MS: u64 = 1_000_000;
+const FAR: u64 = 3_600_000 * MS;
+const REASON: AaStatus = -4242;
+
+fn fired_timers(log: &[Rec]) -> usize {
+    log.iter().filter(|r| matches!(r, Rec::Timer(_, 0))).count()
+}
+
+/// Checks that timers armed out of order fire in deadline order.
+pub fn timers_fire_in_deadline_order(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    lp.timer("c", 30 * MS, 0, 0);
+    lp.timer("a", 10 * MS, 0, 0);
+    lp.timer("b", 20 * MS, 0, 0);
+    lp.run_until("three timers", |log| log.len() == 3);
+    assert_eq!(lp.log(), vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)]);
+    lp.finish();
+}
+
+/// Checks that timers of equal duration fire in the order they were armed.
+pub fn equal_durations_fire_in_arming_order(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    for tag in ["t1", "t2", "t3", "t4"] {
+        lp.timer(tag, MS, 0, 0);
+    }
+    lp.run_until("four timers", |log| log.len() == 4);
+    let order: Vec<_> = lp.log().iter().map(Rec::tag).collect();
+    assert_eq!(order, ["t1", "t2", "t3", "t4"]);
+    lp.finish();
+}
+
+/// Checks that a one-shot timer fires exactly once, then has nothing to
+/// cancel.
+pub fn one_shot_fires_once_then_is_inactive(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", MS, 0, 0);
+    lp.run_until_tag("t");
+    lp.run_once(5 * MS as i64);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    assert_eq!(lp.cancel(t, REASON), AA_E_INVALID);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    lp.finish();
+}
+
+/// Checks that a periodic timer keeps firing until cancelled, then gets the
+/// reason exactly once and stops.
+pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("p", MS, 2 * MS, 0);
+    lp.run_until("three periods", |log| fired_timers(log) == 3);
+    assert_eq!(lp.cancel(t, REASON), AA_OK);
+    lp.run_until("the cancellation", |log| log.contains(&Rec::Timer("p", REASON)));
+    lp.run_once(10 * MS as i64);
+    let log = lp.log();
+    assert_eq!(fired_timers(&log), 3, "a period fired after cancel: {log:?}");
+    assert_eq!(log.iter().filter(|r| **r == Rec::Timer("p", REASON)).count(), 1);
+    lp.finish();
+}
+
+/// Checks that re-arming replaces the pending deadline with no callback for
+/// the old one.
+pub fn rearm_replaces_the_deadline_without_a_callback(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", FAR, 0, 0);
+    assert_eq!(lp.rearm(t, MS, 0), AA_OK);
+    lp.run_until_tag("t");
+    lp.run_once(5 * MS as i64);
+    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    lp.finish();
+}
+
+/// Checks that a one-shot timer that fired can be re-armed and fires again.
+pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", MS, 0, 0);
+    lp.run_until_tag("t");
+    assert_eq!(lp.alive(), 0);
+    assert_eq!(lp.rearm(t, MS, 0), AA_OK);
+    assert_eq!(lp.alive(), 1);
+    lp.run_until("the second firing", |log| log.len() == 2);
+    assert_eq!(lp.log(), vec![Rec::Timer("t", 0), Rec::Timer("t", 0)]);
+    lp.finish();
+}
+
+/// Checks that `cancel` calls nothing itself, that the next `run_once`
+/// delivers the reason exactly once, and that a second cancel finds nothing
+/// pending.
+pub fn cancel_reason_is_delivered_once_from_a_later_run_once(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", FAR, 0, 0);
+    assert_eq!(lp.cancel(t, REASON), AA_OK);
+    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
+    lp.run_until_tag("t");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Timer("t", REASON)]);
+    assert_eq!(lp.cancel(t, REASON), AA_E_INVALID);
+    lp.finish();
+}
+
+/// Checks that a cancel made inside a callback is delivered by a later
+/// iteration, not by the one running.
+pub fn cancel_inside_a_callback_is_delivered_by_a_later_iteration(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let victim = lp.timer("victim", FAR, 0, 0);
+    let a = lp.timer("a", 0, 0, 0);
+    lp.on(a, move |lp, _| assert_eq!(lp.cancel(victim, REASON), AA_OK));
+    lp.run_until_tag("a");
+    lp.mark("iteration");
+    lp.run_until_tag("victim");
+    assert_eq!(
+        lp.log(),
+        vec![Rec::Timer("a", 0), Rec::Mark("iteration"), Rec::Timer("victim", REASON)]
+    );
+    lp.finish();
+}
+
+/// Checks that a timer armed after 50 ms of CPU work (with no iteration in
+/// between) waits its full duration from the arming, not from the last
+/// iteration: the reactor refreshes its clock before arming.
+pub fn timer_armed_after_cpu_work_waits_its_full_duration(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    lp.run_once(0);
+    let busy = Instant::now();
+    let mut x = 0u64;
+    while busy.elapsed() < Duration::from_millis(50) {
+        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+    }
+    let armed = Instant::now();
+    lp.timer("t", 100 * MS, 0, 0);
+    lp.run_until_tag("t");
+    let waited = armed.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100),
+        "timer fired after {waited:?}, before its 100 ms"
+    );
+    lp.finish();
+}
+
+/// Checks that `run_once(-1)` returns once the nearest timer is due, having
+/// run its callback, without waiting for farther ones.
+pub fn blocking_run_once_returns_when_the_nearest_timer_is_due(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    lp.timer("far", FAR, 0, 0);
+    let start = Instant::now();
+    lp.timer("near", 20 * MS, 0, 0);
+    let mut runs = 0;
+    while lp.log().is_empty() {
+        runs += 1;
+        assert!(runs <= 3, "run_once(-1) returned {runs} times without the timer");
+        lp.run_once(-1);
+    }
+    let waited = start.elapsed();
+    assert_eq!(lp.log(), vec![Rec::Timer("near", 0)]);
+    assert!(waited >= Duration::from_millis(20), "fired early: {waited:?}");
+    assert!(waited < Duration::from_secs(5), "returned late: {waited:?}");
+    lp.finish();
+}
+
+/// Checks that disposing an armed timer stops it silently.
+pub fn dispose_of_an_armed_timer_stops_it(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", MS, 0, 0);
+    let witness = lp.timer("witness", 10 * MS, 0, 0);
+    lp.dispose(t);
+    assert_eq!(lp.alive(), 1);
+    lp.run_until_tag("witness");
+    assert_eq!(lp.log(), vec![Rec::Timer("witness", 0)]);
+    lp.dispose(witness);
+    lp.finish();
+}
+
+/// Checks that a periodic timer disposed inside its own callback never runs
+/// again.
+pub fn dispose_inside_its_own_callback_stops_a_periodic_timer(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("p", MS, MS, 0);
+    lp.on(t, move |lp, _| lp.dispose(t));
+    lp.timer("witness", 20 * MS, 0, 0);
+    lp.run_until_tag("witness");
+    assert_eq!(lp.log(), vec![Rec::Timer("p", 0), Rec::Timer("witness", 0)]);
+    lp.finish();
+}
+
+/// Checks that closing an armed timer gives exactly one `on_closed`, from a
+/// later `run_once`, and no timer callback.
+pub fn close_of_an_armed_timer_gives_only_on_closed(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let t = lp.timer("t", MS, 0, 0);
+    assert_eq!(lp.close(t), AA_OK);
+    assert_eq!(lp.log(), vec![], "close called back synchronously");
+    lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
+    lp.run_once(5 * MS as i64);
+    assert_eq!(lp.log(), vec![Rec::Closed("t")]);
+    assert!(lp.close(t) < 0, "a second close was accepted");
+    lp.finish();
+}

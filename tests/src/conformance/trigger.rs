@@ -1,0 +1,180 @@
+//! Tier: cross-thread triggers and `wake`. A fire from another thread
+//! wakes a blocking `run_once`; fires coalesce; a hidden trigger does not
+//! keep the loop alive; cancel and close end a trigger.
+
+use std::time::{Duration, Instant};
+
+use async_abi::*;
+
+use super::fds;
+use super::harness::{Loop, Rec};
+use super::plugin::Reactor;
+
+const REASON: AaStatus = -4444;
+
+fn triggers_of(log: &[Rec], tag: &'static str) -> usize {
+    log.iter().filter(|r| **r == Rec::Trigger(tag, 0)).count()
+}
+
+/// Waits (without sleeping) until thread `tid` is blocked, so the fire
+/// really interrupts a blocking wait. Gives up after a few seconds: firing
+/// early must work too.
+fn until_blocked(tid: i32) {
+    let start = Instant::now();
+    while !fds::is_sleeping(tid) && start.elapsed() < Duration::from_secs(3) {
+        std::thread::yield_now();
+    }
+}
+
+/// Checks that `trigger_fire` from another thread wakes a `run_once(-1)`
+/// blocked in the OS and that the callback runs exactly once.
+pub fn fire_from_another_thread_wakes_a_blocking_run_once(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "fire_from_another_thread_wakes_a_blocking_run_once") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let t = lp.trigger("t", 0);
+    let fire = lp.fire_handle(t);
+    let tid = fds::gettid();
+    let start = Instant::now();
+    let thread = std::thread::spawn(move || {
+        until_blocked(tid);
+        fire.fire()
+    });
+    let mut runs = 0;
+    while lp.log().is_empty() {
+        runs += 1;
+        assert!(runs <= 3, "run_once(-1) kept returning without the trigger");
+        lp.run_once(-1);
+    }
+    assert_eq!(thread.join().expect("firing thread"), AA_OK);
+    assert!(start.elapsed() < Duration::from_secs(8));
+    assert_eq!(lp.log(), vec![Rec::Trigger("t", 0)]);
+    lp.finish();
+}
+
+/// Checks that several fires before the loop notices give one callback, and
+/// a fire after it gives another.
+pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "fires_before_the_loop_runs_coalesce_into_one_callback") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let t = lp.trigger("t", 0);
+    let fire = lp.fire_handle(t);
+    let thread = std::thread::spawn(move || (0..100).all(|_| fire.fire() == AA_OK));
+    assert!(thread.join().expect("firing thread"));
+    for _ in 0..3 {
+        assert_eq!(lp.fire(t), AA_OK);
+    }
+    assert_eq!(lp.log(), vec![], "trigger_fire called back synchronously");
+    lp.run_until_tag("t");
+    lp.run_once(0);
+    lp.run_once(0);
+    assert_eq!(triggers_of(&lp.log(), "t"), 1);
+    assert_eq!(lp.fire(t), AA_OK);
+    lp.run_until("a second callback", |log| triggers_of(log, "t") == 2);
+    lp.finish();
+}
+
+/// Checks that a fire made inside the trigger's own callback runs it once
+/// more, in a later iteration (no loop inside one `run_once`).
+pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "fire_inside_the_callback_runs_it_again_in_a_later_iteration") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let t = lp.trigger("t", 0);
+    let mut left = 2;
+    lp.on(t, move |lp, _| {
+        if left > 0 {
+            left -= 1;
+            assert_eq!(lp.fire(t), AA_OK);
+        }
+    });
+    assert_eq!(lp.fire(t), AA_OK);
+    let mut per_iteration = Vec::new();
+    while triggers_of(&lp.log(), "t") < 3 {
+        let before = triggers_of(&lp.log(), "t");
+        lp.run_once(100_000_000);
+        per_iteration.push(triggers_of(&lp.log(), "t") - before);
+        assert!(per_iteration.len() < 50, "trigger stalled: {per_iteration:?}");
+    }
+    assert!(per_iteration.iter().all(|n| *n <= 1), "{per_iteration:?}");
+    lp.run_once(0);
+    assert_eq!(triggers_of(&lp.log(), "t"), 3);
+    lp.finish();
+}
+
+/// Checks that an open trigger keeps the loop alive unless hidden.
+pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "hidden_trigger_does_not_count_in_alive") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let hidden = lp.trigger("hidden", AA_EVF_HIDDEN);
+    assert_eq!(lp.alive(), 0);
+    let visible = lp.trigger("visible", 0);
+    assert_eq!(lp.alive(), 1);
+    assert_eq!(lp.fire(hidden), AA_OK);
+    lp.run_until_tag("hidden");
+    assert_eq!(lp.alive(), 1);
+    lp.dispose(visible);
+    assert_eq!(lp.alive(), 0);
+    lp.finish();
+}
+
+/// Checks that `wake` from another thread makes a blocked `run_once(-1)`
+/// return with no callback.
+pub fn wake_from_another_thread_interrupts_run_once(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let wake = lp.wake_handle();
+    let tid = fds::gettid();
+    let start = Instant::now();
+    let thread = std::thread::spawn(move || {
+        until_blocked(tid);
+        wake.wake()
+    });
+    assert_eq!(lp.run_once(-1), 0);
+    assert_eq!(thread.join().expect("waking thread"), AA_OK);
+    assert!(start.elapsed() < Duration::from_secs(8));
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks that cancelling a trigger calls it once with the reason and that
+/// later fires run nothing.
+pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "cancel_of_a_trigger_delivers_the_reason_once") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let t = lp.trigger("t", 0);
+    assert_eq!(lp.cancel(t, REASON), AA_OK);
+    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
+    lp.fire(t);
+    lp.run_until_tag("t");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Trigger("t", REASON)]);
+    assert_eq!(lp.alive(), 0);
+    lp.finish();
+}
+
+/// Checks that closing a trigger gives one `on_closed` from a later
+/// `run_once` and that fires after it run nothing.
+pub fn close_of_a_trigger_gives_on_closed_and_no_more_callbacks(reactor: &Reactor) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, "close_of_a_trigger_gives_on_closed_and_no_more_callbacks") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let t = lp.trigger("t", 0);
+    assert_eq!(lp.close(t), AA_OK);
+    lp.fire(t);
+    assert_eq!(lp.log(), vec![]);
+    lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
+    lp.fire(t);
+    lp.run_once(0);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Closed("t")]);
+    lp.finish();
+}
