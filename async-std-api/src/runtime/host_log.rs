@@ -4,7 +4,8 @@
 //! A plugin logs through `AaHostApi::log`; each record is re-emitted into
 //! `tracing` (through a `log::Record` and `tracing_log::format_trace`) with
 //! the plugin's own target, file and line, so one subscriber sees the host's
-//! and every plugin's records. Both callbacks are `[any]`-thread and never
+//! and every plugin's records. Without a subscriber, warnings and errors
+//! are printed to stderr as `WARN <target>: <message>`. Both callbacks are `[any]`-thread and never
 //! unwind: a panic inside is caught and the record dropped.
 //!
 //! # Safety
@@ -57,10 +58,20 @@ fn tracing_level(level: log::Level) -> tracing::Level {
     }
 }
 
+/// True if the application installed no `tracing` subscriber: plugin
+/// warnings and errors (a deadlock report) then go to stderr, so they are
+/// never lost silently.
+fn no_subscriber() -> bool {
+    !tracing::dispatcher::has_been_set()
+}
+
 /// True if a record at this level could be emitted by the current
-/// subscriber (its max-level hint) or the `log` facade.
+/// subscriber (its max-level hint), the `log` facade, or the stderr
+/// fallback.
 fn enabled(lvl: log::Level) -> bool {
-    tracing_level(lvl) <= LevelFilter::current() || lvl <= log::max_level()
+    tracing_level(lvl) <= LevelFilter::current()
+        || lvl <= log::max_level()
+        || (no_subscriber() && lvl <= log::Level::Warn)
 }
 
 /// # Safety
@@ -87,6 +98,10 @@ unsafe extern "C" fn host_log(
         // SAFETY: the plugin passes strings borrowed for this call (AA-R2),
         // and they are copied before it returns.
         let (target, msg, file) = unsafe { (text(target), text(msg), text(file)) };
+        if no_subscriber() {
+            eprintln!("{} {target}: {msg}", lvl.as_str());
+            return;
+        }
         let _ = tracing_log::format_trace(
             &log::Record::builder()
                 .level(lvl)

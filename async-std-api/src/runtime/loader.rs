@@ -175,7 +175,7 @@ fn dlopen_reason(msg: &str) -> String {
         "file not found".to_owned()
     } else {
         // dlerror text starts with the path; keep the reason after it, one line.
-        let reason = msg.rsplit(": ").next().unwrap_or(msg);
+        let reason = msg.split_once(": ").map_or(msg, |(_, r)| r);
         reason.replace('\n', " ")
     }
 }

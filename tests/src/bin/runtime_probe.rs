@@ -30,7 +30,7 @@ fn deadlock() {
     println!("main {} spawned at {}", main.id(), main.spawn_location());
     let child = spawn(move || {
         let at = Location::caller();
-        println!("child waits at {}:{}", at.file(), at.line() + 1);
+        println!("child waits at {}:{}", at.file(), at.line() + 2);
         main.wait()
     });
     println!(
@@ -39,7 +39,7 @@ fn deadlock() {
         child.coroutine().spawn_location()
     );
     let at = Location::caller();
-    println!("main waits at {}:{}", at.file(), at.line() + 1);
+    println!("main waits at {}:{}", at.file(), at.line() + 2);
     let r = child.join();
     println!(
         "main woke: {}",

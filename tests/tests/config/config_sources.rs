@@ -89,3 +89,26 @@ fn a_config_path_is_relative_to_the_config_file() {
         &format!("cannot load reactor \"{expected}\": file not found"),
     );
 }
+
+#[test]
+fn a_plugin_refusing_an_option_is_reported_with_its_message() {
+    run_child(PROBE, &[], &[("ASYNC_SCHEDULER_OPTIONS", "engine=bogus")]).assert_config_error(
+        "cannot start scheduler \"embedded\": invalid scheduler option engine=\"bogus\": expected context or corosensei",
+    );
+    let lib = std::path::Path::new(PROBE).with_file_name("libasync_scheduler.so");
+    if !lib.is_file() {
+        eprintln!(
+            "skipped: the fifo half needs {} (cargo build -p async-scheduler)",
+            lib.display()
+        );
+        return;
+    }
+    run_child(
+        PROBE,
+        &[],
+        &[("ASYNC_SCHEDULER", "fifo"), ("ASYNC_SCHEDULER_OPTIONS", "engine=bogus")],
+    )
+    .assert_config_error(
+        "cannot start scheduler \"fifo\": invalid scheduler option engine=\"bogus\": expected context or corosensei",
+    );
+}

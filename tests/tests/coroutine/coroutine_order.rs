@@ -131,7 +131,11 @@ fn spawn_outside_a_runtime_panics_naming_the_fix() {
         spawn(|| ());
     })
     .unwrap_err();
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    let msg = err
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| err.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
     assert_eq!(
         msg,
         "spawn called outside a coroutine runtime: run the program inside async_std_api::run"
