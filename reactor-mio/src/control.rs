@@ -73,14 +73,12 @@ impl Reactor {
                 self.timer_disarm(ev);
             }
             AA_EVENT_POLL => self.release_poll(ev),
-            AA_EVENT_IO => {
-                if self.withdraw_request(ev) {
-                    self.defer(Deferred::Notify {
-                        ev: Rc::clone(ev),
-                        status: 0,
-                        value: -i64::from(libc::ECANCELED),
-                    });
-                }
+            AA_EVENT_IO if self.withdraw_request(ev) => {
+                self.defer(Deferred::Notify {
+                    ev: Rc::clone(ev),
+                    status: 0,
+                    value: -i64::from(libc::ECANCELED),
+                });
             }
             AA_EVENT_TRIGGER => {
                 self.end_trigger(ev);

@@ -815,3 +815,17 @@ unsafe extern "C" fn dispose(ev: *mut AaEvent) {
         }
     })
 }
+
+#[cfg(test)]
+unsafe extern "C" fn ignore_timer(_: *mut AaEvent, _: AaStatus, _: *mut c_void) {}
+
+#[cfg(test)]
+impl HostCallback {
+    /// A timer callback that does nothing, for unit tests.
+    pub(crate) fn ignore() -> HostCallback {
+        HostCallback {
+            f: CallbackFn::Timer(ignore_timer),
+            ud: ptr::null_mut(),
+        }
+    }
+}

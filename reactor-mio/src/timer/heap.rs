@@ -152,3 +152,72 @@ impl TimerHeap {
         self.stale = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bump(timer: &Event) -> u64 {
+        match &mut *timer.state.borrow_mut() {
+            State::Timer(t) => {
+                t.generation += 1;
+                t.generation
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn due_timers_pop_by_deadline_then_arming_order() {
+        let mut heap = TimerHeap::default();
+        let (a, b, c) = (
+            Event::test_timer(20),
+            Event::test_timer(10),
+            Event::test_timer(10),
+        );
+        heap.push(&a, 20, 0);
+        heap.push(&b, 10, 0);
+        heap.push(&c, 10, 0);
+        let horizon = heap.horizon();
+        assert_eq!(heap.next_deadline(), Some(10));
+        let order: Vec<_> = std::iter::from_fn(|| heap.pop_due(20, horizon))
+            .map(|(ev, deadline)| (Rc::as_ptr(&ev), deadline))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (Rc::as_ptr(&b), 10),
+                (Rc::as_ptr(&c), 10),
+                (Rc::as_ptr(&a), 20)
+            ]
+        );
+    }
+
+    #[test]
+    fn entries_past_the_horizon_wait_for_the_next_pass() {
+        let mut heap = TimerHeap::default();
+        let a = Event::test_timer(5);
+        let horizon = heap.horizon();
+        heap.push(&a, 5, 0);
+        assert!(heap.pop_due(10, horizon).is_none());
+        assert!(heap.pop_due(10, heap.horizon()).is_some());
+    }
+
+    #[test]
+    fn stale_and_dropped_entries_are_skipped_and_compacted() {
+        let mut heap = TimerHeap::default();
+        let t = Event::test_timer(1);
+        for i in 0..200 {
+            heap.push(&t, 1000 + i, bump(&t));
+            if i > 0 {
+                heap.note_stale();
+            }
+        }
+        assert!(heap.len() < 200, "never compacted: {}", heap.len());
+        assert_eq!(heap.next_deadline(), Some(1199));
+        let gone = Event::test_timer(1);
+        heap.push(&gone, 1, 0);
+        drop(gone);
+        assert_eq!(heap.next_deadline(), Some(1199));
+    }
+}

@@ -41,7 +41,17 @@ pub fn constructor_with_null_out_fails(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let f = lp.vt().timer_new.expect("required slot");
     // SAFETY: live reactor; a NULL `out` is what is being tested.
-    let status = unsafe { f(lp.raw(), 0, 0, 0, Some(never_timer), ptr::null_mut(), ptr::null_mut()) };
+    let status = unsafe {
+        f(
+            lp.raw(),
+            0,
+            0,
+            0,
+            Some(never_timer),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
     assert!(status < 0, "timer_new with a NULL out gave {status}");
     nothing_ran(&lp);
     lp.finish();
@@ -54,7 +64,10 @@ pub fn poll_new_on_a_bad_fd_fails(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let status = lp.try_poll("p", fds::BAD_FD, AA_POLL_READABLE, 0).err();
-    assert!(status.is_some_and(|s| s < 0), "poll_new on a bad fd gave {status:?}");
+    assert!(
+        status.is_some_and(|s| s < 0),
+        "poll_new on a bad fd gave {status:?}"
+    );
     nothing_ran(&lp);
     lp.finish();
 }
@@ -62,7 +75,11 @@ pub fn poll_new_on_a_bad_fd_fails(reactor: &Reactor) {
 /// Checks that requests on a descriptor that is not open fail with a
 /// negative status, with and without `AA_IO_TRY_INLINE`.
 pub fn io_submit_on_a_bad_fd_fails_with_and_without_inline(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_IO, "io_submit_on_a_bad_fd_fails_with_and_without_inline") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_IO,
+        "io_submit_on_a_bad_fd_fails_with_and_without_inline",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -71,10 +88,16 @@ pub fn io_submit_on_a_bad_fd_fails_with_and_without_inline(reactor: &Reactor) {
         let read = lp.read("r", fds::BAD_FD, &mut buf, flags);
         assert!(matches!(read, Submit::Failed(s) if s < 0), "read: {read:?}");
         let write = lp.write("w", fds::BAD_FD, b"x", flags);
-        assert!(matches!(write, Submit::Failed(s) if s < 0), "write: {write:?}");
+        assert!(
+            matches!(write, Submit::Failed(s) if s < 0),
+            "write: {write:?}"
+        );
         let mut op = AaIoOp::new(AA_IO_CLOSE, i64::from(fds::BAD_FD));
         let close = lp.submit("c", &mut op, flags);
-        assert!(matches!(close, Submit::Failed(s) if s < 0), "close: {close:?}");
+        assert!(
+            matches!(close, Submit::Failed(s) if s < 0),
+            "close: {close:?}"
+        );
     }
     nothing_ran(&lp);
     lp.finish();
@@ -83,7 +106,11 @@ pub fn io_submit_on_a_bad_fd_fails_with_and_without_inline(reactor: &Reactor) {
 /// Checks that an `AaIoOp` whose `struct_size` is too small is refused with
 /// `AA_E_INVALID`.
 pub fn io_submit_with_a_short_struct_size_is_invalid(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_IO, "io_submit_with_a_short_struct_size_is_invalid") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_IO,
+        "io_submit_with_a_short_struct_size_is_invalid",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -94,7 +121,10 @@ pub fn io_submit_with_a_short_struct_size_is_invalid(reactor: &Reactor) {
     op.buf = b"x".as_ptr().cast_mut();
     op.len = 1;
     op.struct_size = 8;
-    assert_eq!(lp.submit("w", &mut op, AA_IO_TRY_INLINE), Submit::Failed(AA_E_INVALID));
+    assert_eq!(
+        lp.submit("w", &mut op, AA_IO_TRY_INLINE),
+        Submit::Failed(AA_E_INVALID)
+    );
     nothing_ran(&lp);
     lp.finish();
 }
@@ -102,7 +132,11 @@ pub fn io_submit_with_a_short_struct_size_is_invalid(reactor: &Reactor) {
 /// Checks that an unknown opcode and unknown `io_submit` flag bits are
 /// refused with `AA_E_INVALID`.
 pub fn io_submit_with_unknown_opcode_or_flags_is_invalid(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_IO, "io_submit_with_unknown_opcode_or_flags_is_invalid") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_IO,
+        "io_submit_with_unknown_opcode_or_flags_is_invalid",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -111,14 +145,21 @@ pub fn io_submit_with_unknown_opcode_or_flags_is_invalid(reactor: &Reactor) {
     lp.track_fd(b);
     let mut op = AaIoOp::new(0x4000, i64::from(a));
     assert_eq!(lp.submit("op", &mut op, 0), Submit::Failed(AA_E_INVALID));
-    assert_eq!(lp.write("w", a, b"x", 1 << 30), Submit::Failed(AA_E_INVALID));
+    assert_eq!(
+        lp.write("w", a, b"x", 1 << 30),
+        Submit::Failed(AA_E_INVALID)
+    );
     nothing_ran(&lp);
     lp.finish();
 }
 
 /// Checks that a read with a NULL buffer and a non-zero length is refused.
 pub fn io_submit_read_with_null_buffer_is_invalid(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_IO, "io_submit_read_with_null_buffer_is_invalid") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_IO,
+        "io_submit_read_with_null_buffer_is_invalid",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -141,7 +182,16 @@ pub fn io_submit_with_null_op_is_invalid(reactor: &Reactor) {
     let f = lp.vt().io_submit.expect("required slot");
     let mut out = ptr::null_mut();
     // SAFETY: live reactor; a NULL op is what is being tested.
-    let status = unsafe { f(lp.raw(), ptr::null_mut(), 0, None, ptr::null_mut(), &mut out) };
+    let status = unsafe {
+        f(
+            lp.raw(),
+            ptr::null_mut(),
+            0,
+            None,
+            ptr::null_mut(),
+            &mut out,
+        )
+    };
     assert!(status < 0, "io_submit with a NULL op gave {status}");
     nothing_ran(&lp);
     lp.finish();

@@ -78,7 +78,12 @@ pub fn ipv4(ip: [u8; 4], port: u16) -> AaSockAddr {
     };
     let mut addr = AaSockAddr::EMPTY;
     // SAFETY: `storage` is 128 bytes, 8-aligned: room for a `sockaddr_in`.
-    unsafe { addr.storage.as_mut_ptr().cast::<libc::sockaddr_in>().write(sin) };
+    unsafe {
+        addr.storage
+            .as_mut_ptr()
+            .cast::<libc::sockaddr_in>()
+            .write(sin)
+    };
     addr.len = size_of::<libc::sockaddr_in>() as u32;
     addr
 }

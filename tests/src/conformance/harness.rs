@@ -261,7 +261,10 @@ impl Loop {
 
     /// Creates a loop with options; on failure returns the status and the
     /// message `create` wrote into `err_buf`.
-    pub fn with_options(reactor: &Reactor, options: &[(&str, &str)]) -> Result<Loop, (AaStatus, String)> {
+    pub fn with_options(
+        reactor: &Reactor,
+        options: &[(&str, &str)],
+    ) -> Result<Loop, (AaStatus, String)> {
         let kvs: Vec<AaKv> = options
             .iter()
             .map(|(k, v)| AaKv {
@@ -320,7 +323,10 @@ impl Loop {
     }
 
     fn adopt(&self, slot: &Slot, index: usize, ev: *mut AaEvent) -> Ev {
-        assert!(!ev.is_null(), "constructor returned AA_OK with a NULL event");
+        assert!(
+            !ev.is_null(),
+            "constructor returned AA_OK with a NULL event"
+        );
         slot.ev.set(ev);
         self.0.disposed.borrow_mut()[index] = false;
         Ev { ptr: ev, index }
@@ -342,7 +348,11 @@ impl Loop {
         if let Some(msg) = self.0.failure.borrow_mut().take() {
             panic!("inside a callback: {msg}");
         }
-        assert!(n >= 0, "run_once({timeout_ns}) failed with {n}: {}", self.last_error());
+        assert!(
+            n >= 0,
+            "run_once({timeout_ns}) failed with {n}: {}",
+            self.last_error()
+        );
         n
     }
 
@@ -427,12 +437,28 @@ impl Loop {
     // -- constructors -------------------------------------------------------
 
     /// `timer_new`; the status on failure.
-    pub fn try_timer(&self, tag: &'static str, first_ns: u64, repeat_ns: u64, flags: u32) -> Result<Ev, AaStatus> {
+    pub fn try_timer(
+        &self,
+        tag: &'static str,
+        first_ns: u64,
+        repeat_ns: u64,
+        flags: u32,
+    ) -> Result<Ev, AaStatus> {
         let (slot, index) = self.new_slot(tag);
         let mut out = ptr::null_mut();
         let f = self.0.vt.timer_new.expect("required slot");
         // SAFETY: live reactor; the slot outlives the event (H4).
-        let status = unsafe { f(self.raw(), first_ns, repeat_ns, flags, Some(timer_cb), Self::ud(&slot), &mut out) };
+        let status = unsafe {
+            f(
+                self.raw(),
+                first_ns,
+                repeat_ns,
+                flags,
+                Some(timer_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
         match status {
             AA_OK => Ok(self.adopt(&slot, index, out)),
             s => Err(s),
@@ -454,12 +480,28 @@ impl Loop {
     }
 
     /// `poll_new`; the status on failure.
-    pub fn try_poll(&self, tag: &'static str, fd: i32, interest: u32, flags: u32) -> Result<Ev, AaStatus> {
+    pub fn try_poll(
+        &self,
+        tag: &'static str,
+        fd: i32,
+        interest: u32,
+        flags: u32,
+    ) -> Result<Ev, AaStatus> {
         let (slot, index) = self.new_slot(tag);
         let mut out = ptr::null_mut();
         let f = self.0.vt.poll_new.expect("required slot");
         // SAFETY: live reactor; the slot outlives the event (H4).
-        let status = unsafe { f(self.raw(), i64::from(fd), interest, flags, Some(poll_cb), Self::ud(&slot), &mut out) };
+        let status = unsafe {
+            f(
+                self.raw(),
+                i64::from(fd),
+                interest,
+                flags,
+                Some(poll_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
         match status {
             AA_OK => Ok(self.adopt(&slot, index, out)),
             s => Err(s),
@@ -487,7 +529,15 @@ impl Loop {
         let mut out = ptr::null_mut();
         let f = self.0.vt.trigger_new.expect("required slot");
         // SAFETY: live reactor; the slot outlives the event (H4).
-        let status = unsafe { f(self.raw(), flags, Some(trigger_cb), Self::ud(&slot), &mut out) };
+        let status = unsafe {
+            f(
+                self.raw(),
+                flags,
+                Some(trigger_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
         assert_eq!(status, AA_OK, "trigger_new failed: {}", self.last_error());
         self.adopt(&slot, index, out)
     }
@@ -514,7 +564,16 @@ impl Loop {
         // SAFETY: live reactor; `op` is valid for the call and the case
         // keeps its buffer and address alive (AA-R5); the slot outlives the
         // event (H4).
-        let status = unsafe { f(self.raw(), op, flags, Some(io_cb), Self::ud(&slot), &mut out) };
+        let status = unsafe {
+            f(
+                self.raw(),
+                op,
+                flags,
+                Some(io_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
         match status {
             AA_OK => Submit::Pending(self.adopt(&slot, index, out)),
             AA_DONE => Submit::Done(op.result),
@@ -650,11 +709,20 @@ impl Loop {
         assert_eq!(self.alive(), 0, "alive() after disposing everything");
         self.run_once(0);
         self.run_once(0);
-        assert_eq!(self.log(), log, "callbacks ran after every event was disposed");
+        assert_eq!(
+            self.log(),
+            log,
+            "callbacks ran after every event was disposed"
+        );
         let destroy = self.0.vt.destroy.expect("required slot");
         // SAFETY: the reactor is alive and no callback is running.
         let status = unsafe { destroy(self.raw()) };
-        assert_eq!(status, AA_OK, "destroy after disposing everything: {}", self.last_error());
+        assert_eq!(
+            status,
+            AA_OK,
+            "destroy after disposing everything: {}",
+            self.last_error()
+        );
         self.0.r.set(ptr::null_mut());
         // Break the Loop <-> hook cycles.
         for slot in self.0.slots.borrow().iter() {

@@ -25,7 +25,11 @@ fn skip(reactor: &Reactor, caps: u64, case: &str) -> bool {
 /// Checks the inline fast path: with data available, a write and a read
 /// complete inside `io_submit` (`AA_DONE`, no event, no callback).
 pub fn write_then_read_inline_on_a_socketpair(reactor: &Reactor) {
-    if skip(reactor, AA_CAP_IO_INLINE, "write_then_read_inline_on_a_socketpair") {
+    if skip(
+        reactor,
+        AA_CAP_IO_INLINE,
+        "write_then_read_inline_on_a_socketpair",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -109,7 +113,11 @@ pub fn write_waits_for_room_then_completes(reactor: &Reactor) {
 /// descriptor is valid and the peer address (family, address, port) is the
 /// connecting socket's.
 pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor) {
-    if skip(reactor, 0, "accept_and_connect_over_loopback_fill_the_peer_address") {
+    if skip(
+        reactor,
+        0,
+        "accept_and_connect_over_loopback_fill_the_peer_address",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -117,7 +125,8 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
     lp.track_fd(listener);
     let client = lp.track_fd(fds::tcp_socket());
     let mut peer = AaSockAddr::EMPTY;
-    lp.accept("accept", listener, &mut peer, AA_IO_TRY_INLINE).pending();
+    lp.accept("accept", listener, &mut peer, AA_IO_TRY_INLINE)
+        .pending();
     match lp.connect("connect", client, &mut addr, AA_IO_TRY_INLINE) {
         Submit::Done(result) => assert_eq!(result, 0),
         Submit::Pending(_) => lp.run_until_tag("connect"),
@@ -200,7 +209,11 @@ pub fn read_at_end_of_stream_returns_zero(reactor: &Reactor) {
 /// Checks that writing to a socket whose peer is gone fails with `-EPIPE`
 /// or `-ECONNRESET` (and does not raise `SIGPIPE`).
 pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) {
-    if skip(reactor, 0, "write_to_a_closed_peer_fails_with_epipe_or_econnreset") {
+    if skip(
+        reactor,
+        0,
+        "write_to_a_closed_peer_fails_with_epipe_or_econnreset",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -228,7 +241,11 @@ pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) 
 /// reason, from a later `run_once`; that the buffer is never written after;
 /// and that the data that arrives later is still there for the next read.
 pub fn cancel_of_a_pending_read_completes_once_with_the_reason(reactor: &Reactor) {
-    if skip(reactor, 0, "cancel_of_a_pending_read_completes_once_with_the_reason") {
+    if skip(
+        reactor,
+        0,
+        "cancel_of_a_pending_read_completes_once_with_the_reason",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -297,7 +314,11 @@ pub fn dispose_of_a_pending_read_never_calls_back(reactor: &Reactor) {
 /// completes with `-ECANCELED` and `on_closed` runs exactly once, in that
 /// order, from a later `run_once`.
 pub fn close_of_a_pending_read_gives_ecanceled_then_on_closed(reactor: &Reactor) {
-    if skip(reactor, 0, "close_of_a_pending_read_gives_ecanceled_then_on_closed") {
+    if skip(
+        reactor,
+        0,
+        "close_of_a_pending_read_gives_ecanceled_then_on_closed",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -315,7 +336,11 @@ pub fn close_of_a_pending_read_gives_ecanceled_then_on_closed(reactor: &Reactor)
 /// Checks that `AA_IO_CLOSE` completes the descriptor's other pending
 /// requests with `-ECANCELED`, each exactly once.
 pub fn io_close_completes_other_pending_requests_with_ecanceled(reactor: &Reactor) {
-    if skip(reactor, 0, "io_close_completes_other_pending_requests_with_ecanceled") {
+    if skip(
+        reactor,
+        0,
+        "io_close_completes_other_pending_requests_with_ecanceled",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -329,14 +354,21 @@ pub fn io_close_completes_other_pending_requests_with_ecanceled(reactor: &Reacto
     assert_eq!(lp.close_fd(b), 0);
     lp.run_until("both cancellations", |log| log.len() == 2);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r1", ECANCELED), Rec::Io("r2", ECANCELED)]);
+    assert_eq!(
+        lp.log(),
+        vec![Rec::Io("r1", ECANCELED), Rec::Io("r2", ECANCELED)]
+    );
     lp.finish();
 }
 
 /// Checks that a pending read does not hold up a write on the same
 /// descriptor, and that each completes with its own result.
 pub fn reader_and_writer_on_one_fd_complete_independently(reactor: &Reactor) {
-    if skip(reactor, 0, "reader_and_writer_on_one_fd_complete_independently") {
+    if skip(
+        reactor,
+        0,
+        "reader_and_writer_on_one_fd_complete_independently",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -366,7 +398,8 @@ pub fn pending_reads_on_one_fd_complete_in_fifo_order(reactor: &Reactor) {
     let mut first = [0u8; 1];
     let mut second = [0u8; 1];
     lp.read("first", b, &mut first, AA_IO_TRY_INLINE).pending();
-    lp.read("second", b, &mut second, AA_IO_TRY_INLINE).pending();
+    lp.read("second", b, &mut second, AA_IO_TRY_INLINE)
+        .pending();
     lp.run_once(0);
     assert_eq!(fds::raw_write(a, b"1"), 1);
     lp.run_until_tag("first");
@@ -382,7 +415,11 @@ pub fn pending_reads_on_one_fd_complete_in_fifo_order(reactor: &Reactor) {
 /// Checks re-entrancy: a read callback that disposes its own event and
 /// submits the next read; each read completes once, in order.
 pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor) {
-    if skip(reactor, 0, "callback_may_submit_the_next_request_and_dispose_itself") {
+    if skip(
+        reactor,
+        0,
+        "callback_may_submit_the_next_request_and_dispose_itself",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -407,7 +444,10 @@ pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor
     lp.run_until("two reads", |log| log.len() == 2);
     assert_eq!(fds::raw_write(a, b"c"), 1);
     lp.run_until("three reads", |log| log.len() == 3);
-    assert_eq!(lp.log(), vec![Rec::Io("r0", 1), Rec::Io("r1", 1), Rec::Io("r2", 1)]);
+    assert_eq!(
+        lp.log(),
+        vec![Rec::Io("r0", 1), Rec::Io("r1", 1), Rec::Io("r2", 1)]
+    );
     assert_eq!(*bufs, [[b'a'], [b'b'], [b'c']]);
     lp.finish();
 }

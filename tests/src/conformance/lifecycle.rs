@@ -101,7 +101,10 @@ pub fn config_struct_size_too_small_is_invalid(reactor: &Reactor) {
 pub fn last_error_message_describes_the_last_failure(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let mut op = AaIoOp::new(0x7777, 0);
-    assert!(matches!(lp.submit("bad", &mut op, 0), super::Submit::Failed(AA_E_INVALID)));
+    assert!(matches!(
+        lp.submit("bad", &mut op, 0),
+        super::Submit::Failed(AA_E_INVALID)
+    ));
     let msg = lp.last_error();
     assert!(!msg.is_empty(), "no message after a failure");
     assert!(!msg.contains('\n'), "message {msg:?} is not one line");
@@ -123,6 +126,9 @@ pub fn now_ns_advances_with_the_loop(reactor: &Reactor) {
     lp.timer("t", 2_000_000, 0, 0);
     lp.run_until_tag("t");
     assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
-    assert!(lp.now_ns() >= before + 2_000_000, "clock did not advance by the timer's 2 ms");
+    assert!(
+        lp.now_ns() >= before + 2_000_000,
+        "clock did not advance by the timer's 2 ms"
+    );
     lp.finish();
 }

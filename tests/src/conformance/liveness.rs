@@ -59,7 +59,11 @@ pub fn hidden_timer_is_never_alive(reactor: &Reactor) {
 
 /// Checks that a pending request counts until its callback.
 pub fn pending_request_is_alive_until_it_completes(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_IO, "pending_request_is_alive_until_it_completes") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_IO,
+        "pending_request_is_alive_until_it_completes",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);

@@ -85,7 +85,13 @@ impl Reactor {
     /// One line naming the reason: NULL descriptor, ABI major mismatch,
     /// struct too small, wrong role, `init` failure, missing interface or
     /// required slot.
-    pub fn from_desc(desc: *const AaPluginDesc) -> Result<Reactor, String> {
+    ///
+    /// # Safety
+    ///
+    /// `desc` must be NULL or what a reactor's entry symbol (or its
+    /// `plugin_desc()`) returned: a descriptor valid for its `struct_size`
+    /// bytes for the life of the process (AA-R7).
+    pub unsafe fn from_desc(desc: *const AaPluginDesc) -> Result<Reactor, String> {
         if desc.is_null() {
             return Err("plugin descriptor is NULL".into());
         }
@@ -120,14 +126,18 @@ impl Reactor {
         let (Some(init), Some(_), Some(get_interface)) =
             (desc.init, desc.deinit, desc.get_interface)
         else {
-            return Err(format!("reactor {name:?}: init, deinit or get_interface is NULL"));
+            return Err(format!(
+                "reactor {name:?}: init, deinit or get_interface is NULL"
+            ));
         };
         let mut ctx = ptr::null_mut();
         // SAFETY: `HOST` is static and `ctx` a local slot ([init]: the kit
         // serializes nothing else against this call).
         let status = unsafe { init(&HOST, &mut ctx) };
         if status != AA_OK {
-            return Err(format!("reactor {name:?}: init failed with status {status}"));
+            return Err(format!(
+                "reactor {name:?}: init failed with status {status}"
+            ));
         }
         let id = AaStr {
             ptr: AA_IFACE_REACTOR_V1.as_ptr(),
@@ -208,7 +218,10 @@ impl Reactor {
         let desc = unsafe { entry() };
         // AA-R7: the library is never unloaded.
         std::mem::forget(lib);
-        Reactor::from_desc(desc).map_err(|e| format!("cannot load reactor \"{shown}\": {e}"))
+        // SAFETY: the entry symbol's result, static for the life of the
+        // process since the library is never unloaded.
+        unsafe { Reactor::from_desc(desc) }
+            .map_err(|e| format!("cannot load reactor \"{shown}\": {e}"))
     }
 
     /// The plugin's name, from its descriptor.

@@ -38,7 +38,12 @@ pub fn pipe_read_end_reports_readable(reactor: &Reactor) {
     let polls = polls_of(&lp.log(), "r");
     assert_eq!(polls.len(), 1);
     assert_eq!(polls[0].0, 0);
-    assert_ne!(polls[0].1 & AA_POLL_READABLE, 0, "ready bits {:#x}", polls[0].1);
+    assert_ne!(
+        polls[0].1 & AA_POLL_READABLE,
+        0,
+        "ready bits {:#x}",
+        polls[0].1
+    );
     lp.finish();
 }
 
@@ -57,14 +62,22 @@ pub fn socketpair_reports_writable(reactor: &Reactor) {
     assert_eq!(polls.len(), 1);
     assert_eq!(polls[0].0, 0);
     assert_ne!(polls[0].1 & AA_POLL_WRITABLE, 0);
-    assert_eq!(polls[0].1 & AA_POLL_READABLE, 0, "readable reported without interest");
+    assert_eq!(
+        polls[0].1 & AA_POLL_READABLE,
+        0,
+        "readable reported without interest"
+    );
     lp.finish();
 }
 
 /// Checks that `poll_set_interest` re-evaluates readiness: a descriptor
 /// still readable (not drained) is reported again.
 pub fn set_interest_reports_current_readiness_again(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_POLL, "set_interest_reports_current_readiness_again") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "set_interest_reports_current_readiness_again",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -77,7 +90,9 @@ pub fn set_interest_reports_current_readiness_again(reactor: &Reactor) {
     assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
     lp.run_until("a second report", |log| log.len() == 2);
     let polls = polls_of(&lp.log(), "p");
-    assert!(polls.iter().all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0));
+    assert!(polls
+        .iter()
+        .all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0));
     lp.finish();
 }
 
@@ -108,7 +123,11 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
 /// Checks that cancelling an armed poll calls it once with the reason, from
 /// a later `run_once`, and never again for readiness.
 pub fn cancel_of_a_poll_delivers_the_reason_once(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_POLL, "cancel_of_a_poll_delivers_the_reason_once") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "cancel_of_a_poll_delivers_the_reason_once",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -139,14 +158,23 @@ pub fn hang_up_is_reported(reactor: &Reactor) {
     lp.run_until_tag("p");
     let polls = polls_of(&lp.log(), "p");
     assert_eq!(polls[0].0, 0);
-    assert_ne!(polls[0].1 & (AA_POLL_HUP | AA_POLL_READABLE), 0, "ready {:#x}", polls[0].1);
+    assert_ne!(
+        polls[0].1 & (AA_POLL_HUP | AA_POLL_READABLE),
+        0,
+        "ready {:#x}",
+        polls[0].1
+    );
     lp.finish();
 }
 
 /// Checks that a poll and a pending read on the same descriptor both see the
 /// data: one registration serves both.
 pub fn poll_and_request_on_one_fd_both_see_data(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_POLL | AA_CAP_IO, "poll_and_request_on_one_fd_both_see_data") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL | AA_CAP_IO,
+        "poll_and_request_on_one_fd_both_see_data",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -168,7 +196,11 @@ pub fn poll_and_request_on_one_fd_both_see_data(reactor: &Reactor) {
 /// Checks that closing a poll created with `AA_EVF_OWNS_FD` closes its
 /// descriptor: the pipe's write end then sees no reader (`EPIPE`).
 pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_POLL, "close_of_a_poll_owning_its_fd_closes_it") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "close_of_a_poll_owning_its_fd_closes_it",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -178,6 +210,10 @@ pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
     assert_eq!(lp.close(p), AA_OK);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("p")));
     assert_eq!(lp.log(), vec![Rec::Closed("p")]);
-    assert_eq!(fds::raw_write(w, b"x"), -(libc::EPIPE as isize), "the read end is still open");
+    assert_eq!(
+        fds::raw_write(w, b"x"),
+        -(libc::EPIPE as isize),
+        "the read end is still open"
+    );
     lp.finish();
 }

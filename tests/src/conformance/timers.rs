@@ -25,7 +25,10 @@ pub fn timers_fire_in_deadline_order(reactor: &Reactor) {
     lp.timer("a", 10 * MS, 0, 0);
     lp.timer("b", 20 * MS, 0, 0);
     lp.run_until("three timers", |log| log.len() == 3);
-    assert_eq!(lp.log(), vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)]);
+    assert_eq!(
+        lp.log(),
+        vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)]
+    );
     lp.finish();
 }
 
@@ -63,11 +66,22 @@ pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
     let t = lp.timer("p", MS, 2 * MS, 0);
     lp.run_until("three periods", |log| fired_timers(log) == 3);
     assert_eq!(lp.cancel(t, REASON), AA_OK);
-    lp.run_until("the cancellation", |log| log.contains(&Rec::Timer("p", REASON)));
+    lp.run_until("the cancellation", |log| {
+        log.contains(&Rec::Timer("p", REASON))
+    });
     lp.run_once(10 * MS as i64);
     let log = lp.log();
-    assert_eq!(fired_timers(&log), 3, "a period fired after cancel: {log:?}");
-    assert_eq!(log.iter().filter(|r| **r == Rec::Timer("p", REASON)).count(), 1);
+    assert_eq!(
+        fired_timers(&log),
+        3,
+        "a period fired after cancel: {log:?}"
+    );
+    assert_eq!(
+        log.iter()
+            .filter(|r| **r == Rec::Timer("p", REASON))
+            .count(),
+        1
+    );
     lp.finish();
 }
 
@@ -123,7 +137,11 @@ pub fn cancel_inside_a_callback_is_delivered_by_a_later_iteration(reactor: &Reac
     lp.run_until_tag("victim");
     assert_eq!(
         lp.log(),
-        vec![Rec::Timer("a", 0), Rec::Mark("iteration"), Rec::Timer("victim", REASON)]
+        vec![
+            Rec::Timer("a", 0),
+            Rec::Mark("iteration"),
+            Rec::Timer("victim", REASON)
+        ]
     );
     lp.finish();
 }
@@ -160,12 +178,18 @@ pub fn blocking_run_once_returns_when_the_nearest_timer_is_due(reactor: &Reactor
     let mut runs = 0;
     while lp.log().is_empty() {
         runs += 1;
-        assert!(runs <= 3, "run_once(-1) returned {runs} times without the timer");
+        assert!(
+            runs <= 3,
+            "run_once(-1) returned {runs} times without the timer"
+        );
         lp.run_once(-1);
     }
     let waited = start.elapsed();
     assert_eq!(lp.log(), vec![Rec::Timer("near", 0)]);
-    assert!(waited >= Duration::from_millis(20), "fired early: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(20),
+        "fired early: {waited:?}"
+    );
     assert!(waited < Duration::from_secs(5), "returned late: {waited:?}");
     lp.finish();
 }

@@ -29,7 +29,11 @@ fn until_blocked(tid: i32) {
 /// Checks that `trigger_fire` from another thread wakes a `run_once(-1)`
 /// blocked in the OS and that the callback runs exactly once.
 pub fn fire_from_another_thread_wakes_a_blocking_run_once(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "fire_from_another_thread_wakes_a_blocking_run_once") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "fire_from_another_thread_wakes_a_blocking_run_once",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -56,7 +60,11 @@ pub fn fire_from_another_thread_wakes_a_blocking_run_once(reactor: &Reactor) {
 /// Checks that several fires before the loop notices give one callback, and
 /// a fire after it gives another.
 pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "fires_before_the_loop_runs_coalesce_into_one_callback") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "fires_before_the_loop_runs_coalesce_into_one_callback",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -80,7 +88,11 @@ pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) 
 /// Checks that a fire made inside the trigger's own callback runs it once
 /// more, in a later iteration (no loop inside one `run_once`).
 pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "fire_inside_the_callback_runs_it_again_in_a_later_iteration") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "fire_inside_the_callback_runs_it_again_in_a_later_iteration",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -98,7 +110,10 @@ pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Rea
         let before = triggers_of(&lp.log(), "t");
         lp.run_once(100_000_000);
         per_iteration.push(triggers_of(&lp.log(), "t") - before);
-        assert!(per_iteration.len() < 50, "trigger stalled: {per_iteration:?}");
+        assert!(
+            per_iteration.len() < 50,
+            "trigger stalled: {per_iteration:?}"
+        );
     }
     assert!(per_iteration.iter().all(|n| *n <= 1), "{per_iteration:?}");
     lp.run_once(0);
@@ -108,7 +123,11 @@ pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Rea
 
 /// Checks that an open trigger keeps the loop alive unless hidden.
 pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "hidden_trigger_does_not_count_in_alive") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "hidden_trigger_does_not_count_in_alive",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -145,7 +164,11 @@ pub fn wake_from_another_thread_interrupts_run_once(reactor: &Reactor) {
 /// Checks that cancelling a trigger calls it once with the reason and that
 /// later fires run nothing.
 pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "cancel_of_a_trigger_delivers_the_reason_once") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "cancel_of_a_trigger_delivers_the_reason_once",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);
@@ -163,7 +186,11 @@ pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
 /// Checks that closing a trigger gives one `on_closed` from a later
 /// `run_once` and that fires after it run nothing.
 pub fn close_of_a_trigger_gives_on_closed_and_no_more_callbacks(reactor: &Reactor) {
-    if super::skip_without(reactor, AA_CAP_TRIGGER, "close_of_a_trigger_gives_on_closed_and_no_more_callbacks") {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "close_of_a_trigger_gives_on_closed_and_no_more_callbacks",
+    ) {
         return;
     }
     let lp = Loop::new(reactor);

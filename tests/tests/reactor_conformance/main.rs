@@ -22,7 +22,9 @@ fn target_dir() -> PathBuf {
 fn reactor() -> Reactor {
     let value = std::env::var("ASYNC_REACTOR").unwrap_or_default();
     let loaded = match value.as_str() {
-        "" | "embedded" => Reactor::from_desc(reactor_mio::plugin_desc()),
+        // SAFETY: `plugin_desc` returns the plugin's static descriptor
+        // (AA-R7).
+        "" | "embedded" => unsafe { Reactor::from_desc(reactor_mio::plugin_desc()) },
         path if path.contains('/') || path.ends_with(".so") => Reactor::load(Path::new(path)),
         name @ ("mio" | "uring") => {
             let file = target_dir().join(format!("libreactor_{name}.so"));
