@@ -40,8 +40,9 @@
 //!
 //! # Drop order
 //!
-//! `destroy` (with no live event) clears the deferred queue, the triggers,
-//! the timers and the registry, then drops the poll, which closes the epoll
+//! `destroy` (with no live event) clears the deferred queue, the triggers
+//! and their fired list (a fired flag holds the shared waker), the timers
+//! and the registry, then drops the poll, which closes the epoll
 //! descriptor; events that were disposed and still sat in a queue go with
 //! them.
 
@@ -291,6 +292,8 @@ impl Reactor {
         }
         self.deferred.borrow_mut().clear();
         self.triggers.borrow_mut().clear();
+        self.shared.clear_fired();
+        self.spare_fired.borrow_mut().clear();
         self.timers.borrow_mut().clear();
         self.registry.borrow_mut().clear();
         self.dirty.borrow_mut().clear();

@@ -147,9 +147,10 @@ pub(crate) fn write(fd: RawFd, buf: HostBuf, offset: i64, socket: bool) -> io::R
 pub(crate) fn accept(fd: RawFd, peer: &mut AaSockAddr) -> io::Result<RawFd> {
     retry(|| {
         let mut len = size_of::<[u64; 16]>() as libc::socklen_t;
+        // SAFETY: S1; S3: `peer.storage` is the caller's 128-byte, 8-aligned
+        // buffer and `len` its size.
         let res = syscall!(accept4(
             fd,
-            // S3: `peer.storage` is a local 128-byte, 8-aligned buffer.
             peer.storage.as_mut_ptr().cast(),
             &mut len,
             libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
@@ -167,11 +168,11 @@ pub(crate) fn accept(fd: RawFd, peer: &mut AaSockAddr) -> io::Result<RawFd> {
     })
 }
 
-/// Starts (or restarts) a connect to `addr`. Retries `EINTR`.
+/// Starts a connect to `addr`.
 pub(crate) fn connect(fd: RawFd, addr: &AaSockAddr) -> io::Result<()> {
     let len = (addr.len as usize).min(size_of::<[u64; 16]>()) as libc::socklen_t;
-    // A connect interrupted by a signal keeps going in the kernel: a retry
-    // answers `EALREADY`, which the caller treats as in progress.
+    // Not retried on EINTR: an interrupted connect keeps going in the
+    // kernel, and the caller treats EINTR as in progress.
     // SAFETY: S1; S3: `addr` is the reactor's own copy of the address, `len`
     // bytes of it are valid.
     syscall!(connect(fd, addr.storage.as_ptr().cast(), len)).map(drop)

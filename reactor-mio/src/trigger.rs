@@ -74,6 +74,14 @@ impl Shared {
         self.fired().reserve(flags);
     }
 
+    /// Empties the fired list (`destroy`): a flag in it holds this `Shared`,
+    /// so leaving one there would keep the waker's eventfd alive forever.
+    pub(crate) fn clear_fired(&self) {
+        self.any_fired.store(false, Ordering::Release);
+        let fired = std::mem::take(&mut *self.fired());
+        drop(fired);
+    }
+
     /// Swaps the fired list with `batch` (empty, with reserved capacity) if
     /// anything fired. Loop thread.
     pub(crate) fn take_fired(&self, batch: &mut Vec<Arc<TriggerFlag>>) {
