@@ -327,7 +327,10 @@ unsafe extern "C" fn coroutine_new(
             unsafe { read_sized(opts, defaults) }.0
         };
         if o.priority != AA_PRIORITY_NORMAL && o.priority != AA_PRIORITY_HIGH {
-            let msg = format!("invalid coroutine priority {}: expected 0 or 255", o.priority);
+            let msg = format!(
+                "invalid coroutine priority {}: expected 0 or 255",
+                o.priority
+            );
             return sch.fail(AA_E_INVALID, msg);
         }
         let stack_size = match o.stack_size {
@@ -584,6 +587,7 @@ pub(crate) struct Reactor {
 impl Reactor {
     /// One loop iteration: -1 blocks, 0 polls. Callbacks run inside and
     /// re-enter the scheduler (scheduler R-I1).
+    #[inline]
     pub(crate) fn run_once(&self, timeout_ns: i64) -> AaStatus {
         // SAFETY: the vtable is static and the instance outlives the
         // scheduler (config contract); we are on the loop thread.
@@ -591,6 +595,7 @@ impl Reactor {
     }
 
     /// The number of visible active events.
+    #[inline]
     pub(crate) fn alive(&self) -> u32 {
         // SAFETY: as in `run_once`.
         unsafe { (self.alive)(self.instance) }
@@ -598,6 +603,7 @@ impl Reactor {
 }
 
 /// Calls a coroutine entry (C1: once, on the coroutine's stack).
+#[inline]
 pub(crate) fn call_entry(entry: EntryFn, arg: *mut c_void, status: AaStatus) {
     // SAFETY: the host gave this entry and argument to `coroutine_new`; the
     // entry does not unwind (C3).
@@ -605,13 +611,20 @@ pub(crate) fn call_entry(entry: EntryFn, arg: *mut c_void, status: AaStatus) {
 }
 
 /// Calls a switch handler; returns whether it stays registered.
-pub(crate) fn call_handler(f: HandlerFn, coro: *mut AaCoroutine, kind: u32, arg: *mut c_void) -> bool {
+#[inline]
+pub(crate) fn call_handler(
+    f: HandlerFn,
+    coro: *mut AaCoroutine,
+    kind: u32,
+    arg: *mut c_void,
+) -> bool {
     // SAFETY: the host registered `f` with `arg` for this coroutine; it does
     // not unwind or suspend (AaSwitchHandlerFn contract).
     unsafe { f(coro, kind, arg) }
 }
 
 /// Calls a microtask.
+#[inline]
 pub(crate) fn call_microtask(task: TaskFn, arg: *mut c_void) {
     // SAFETY: the host deferred `task` with `arg`; it does not unwind or
     // suspend (AaMicrotaskFn contract).

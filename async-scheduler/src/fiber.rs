@@ -83,6 +83,7 @@ pub(crate) struct Fiber {
 
 impl Fiber {
     /// The scheduler this fiber belongs to (F-I1).
+    #[inline]
     pub(crate) fn sched(&self) -> &Scheduler {
         // SAFETY: F-I1: the scheduler is boxed (stable address) and outlives
         // every fiber.
@@ -104,6 +105,7 @@ impl FiberPtr {
     }
 
     /// The record's address, never 0.
+    #[inline]
     pub(crate) fn addr(self) -> usize {
         self.0.as_ptr() as usize
     }

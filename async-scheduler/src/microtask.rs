@@ -48,13 +48,22 @@ impl Microtasks {
     }
 
     /// Whether any microtask is waiting.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.queue.borrow().is_empty()
     }
 
     /// Runs every queued microtask, including those queued meanwhile (M-I2).
-    /// Returns how many ran.
-    pub(crate) fn drain(&self) -> usize {
+    #[inline]
+    pub(crate) fn drain(&self) {
+        if !self.is_empty() {
+            self.drain_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drain_slow(&self) -> usize {
         let mut ran = 0;
         loop {
             // M-I3: the borrow ends with this statement.

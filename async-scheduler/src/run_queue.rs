@@ -59,16 +59,19 @@ impl RunQueue {
     }
 
     /// Appends a normal-priority coroutine (Q-I3).
+    #[inline]
     pub(crate) fn push_back(&self, c: CoroPtr) {
         self.ring.borrow_mut().push_back(c);
     }
 
     /// Puts a high-priority coroutine at the head (Q-I3).
+    #[inline]
     pub(crate) fn push_front(&self, c: CoroPtr) {
         self.ring.borrow_mut().push_front(c);
     }
 
     /// Takes the next coroutine to run.
+    #[inline]
     pub(crate) fn pop(&self) -> Option<CoroPtr> {
         match self.policy {
             Policy::Fifo => self.ring.borrow_mut().pop_front(),
@@ -85,6 +88,7 @@ impl RunQueue {
     }
 
     /// Whether nothing is runnable.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.ring.borrow().is_empty()
     }

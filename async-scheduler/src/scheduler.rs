@@ -68,6 +68,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    #[inline]
     pub(crate) fn bump(cell: &Cell<u64>) {
         cell.set(cell.get() + 1);
     }
@@ -180,6 +181,7 @@ impl Scheduler {
     /// # Errors
     ///
     /// `AA_E_INVALID` for a finished coroutine.
+    #[inline]
     pub(crate) fn enqueue(&self, c: CoroPtr, status: AaStatus) -> AaStatus {
         let co = c.get();
         let (action, next) = state::enqueue(co.state.get(), co.in_queue.get());

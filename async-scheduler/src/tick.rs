@@ -76,8 +76,12 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo) -> AaStatus {
     };
     co.wait.set(wait);
     let queued = co.in_queue.replace(false);
-    co.state.set(if queued { State::Queued } else { State::Suspended });
-    s.forbid_suspend(|| c.fire_handlers(AA_SWITCH_LEAVE));
+    co.state.set(if queued {
+        State::Queued
+    } else {
+        State::Suspended
+    });
+    c.fire_handlers(s, AA_SWITCH_LEAVE);
     s.current.set(None);
     match next_runnable(s) {
         Some(n) if n == c => {}
@@ -97,7 +101,7 @@ pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
     let status = co.status.replace(0);
     ffi::call_entry(co.entry, co.arg, status);
     co.state.set(State::Finished);
-    s.forbid_suspend(|| c.fire_handlers(AA_SWITCH_FINISH));
+    c.fire_handlers(s, AA_SWITCH_FINISH);
     s.current.set(None);
     coroutine::release(c, &s.live, &s.queue);
     Counters::bump(&s.counters.finished);
@@ -226,5 +230,5 @@ fn enter(s: &Scheduler, c: CoroPtr) {
     co.wait.set(std::ptr::null());
     s.current.set(Some(c));
     co.switches.set(co.switches.get() + 1);
-    s.forbid_suspend(|| c.fire_handlers(AA_SWITCH_ENTER));
+    c.fire_handlers(s, AA_SWITCH_ENTER);
 }

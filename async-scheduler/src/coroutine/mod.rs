@@ -98,6 +98,9 @@ pub(crate) struct Coro {
     /// How many times it received control.
     pub(crate) switches: Cell<u64>,
     handlers: Cell<Vec<(HandlerFn, *mut c_void)>>,
+    /// Whether `handlers` may be non-empty: the fast path of every switch
+    /// skips them without touching the vector.
+    has_handlers: Cell<bool>,
     prev: Cell<Option<CoroPtr>>,
     next: Cell<Option<CoroPtr>>,
 }
@@ -136,6 +139,7 @@ impl Coro {
             wait: Cell::new(std::ptr::null()),
             switches: Cell::new(0),
             handlers: Cell::new(Vec::new()),
+            has_handlers: Cell::new(false),
             prev: Cell::new(None),
             next: Cell::new(None),
         }
@@ -146,6 +150,7 @@ impl Coro {
         let mut hs = self.handlers.take();
         hs.push((f, arg));
         self.handlers.set(hs);
+        self.has_handlers.set(true);
     }
 }
 
@@ -170,6 +175,7 @@ impl CoroPtr {
     }
 
     /// The handle given to the host.
+    #[inline]
     pub(crate) fn as_abi(self) -> *mut AaCoroutine {
         self.0.as_ptr().cast()
     }
@@ -198,18 +204,26 @@ impl CoroPtr {
     }
 
     /// Runs this coroutine's switch handlers with `kind`, removing those that
-    /// return false (C-I5). Called on the coroutine's own stack.
-    pub(crate) fn fire_handlers(self, kind: u32) {
+    /// return false (C-I5), with suspension forbidden (scheduler R-I3).
+    /// Called on the coroutine's own stack.
+    #[inline]
+    pub(crate) fn fire_handlers(self, s: &crate::scheduler::Scheduler, kind: u32) {
+        if self.get().has_handlers.get() {
+            self.fire_handlers_slow(s, kind);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fire_handlers_slow(self, s: &crate::scheduler::Scheduler, kind: u32) {
         let coro = self.get();
         let mut hs = coro.handlers.take();
-        if hs.is_empty() {
-            // Put back the (empty) vector to keep its capacity.
-            coro.handlers.set(hs);
-            return;
-        }
-        hs.retain(|&(f, arg)| crate::ffi::call_handler(f, self.as_abi(), kind, arg));
+        s.forbid_suspend(|| {
+            hs.retain(|&(f, arg)| crate::ffi::call_handler(f, self.as_abi(), kind, arg))
+        });
         let mut added = coro.handlers.take();
         hs.append(&mut added);
+        coro.has_handlers.set(!hs.is_empty());
         coro.handlers.set(hs);
     }
 }

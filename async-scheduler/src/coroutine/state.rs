@@ -21,8 +21,7 @@
 //! itself by a microtask it triggered), which `Coro::in_queue` says.
 
 use async_abi::{
-    AaStatus, AA_CORO_CREATED, AA_CORO_FINISHED, AA_CORO_QUEUED, AA_CORO_RUNNING,
-    AA_CORO_SUSPENDED,
+    AaStatus, AA_CORO_CREATED, AA_CORO_FINISHED, AA_CORO_QUEUED, AA_CORO_RUNNING, AA_CORO_SUSPENDED,
 };
 
 /// Where a coroutine is in its lifecycle. See the module diagram.
@@ -70,6 +69,7 @@ pub(crate) enum Enqueue {
 
 /// The transition `enqueue` makes from `state`. `in_queue` is the running
 /// coroutine's flag (ignored in other states).
+#[inline]
 pub(crate) fn enqueue(state: State, in_queue: bool) -> (Enqueue, State) {
     match state {
         State::Created | State::Suspended => (Enqueue::Push, State::Queued),
@@ -83,6 +83,7 @@ pub(crate) fn enqueue(state: State, in_queue: bool) -> (Enqueue, State) {
 /// The status of a coroutine enqueued twice: the first error wins, so a
 /// negative status replaces a non-negative one and nothing replaces an
 /// error.
+#[inline]
 pub(crate) fn merge_status(current: AaStatus, new: AaStatus) -> AaStatus {
     if new < 0 && current >= 0 {
         new

@@ -127,7 +127,10 @@ impl Stacks {
         let (slab_idx, index) = if let Some(slot) = class.free.pop() {
             slot
         } else {
-            let need_slab = class.slabs.last().is_none_or(|s| s.carved == class.per_slab);
+            let need_slab = class
+                .slabs
+                .last()
+                .is_none_or(|s| s.carved == class.per_slab);
             if need_slab {
                 class.slabs.push(map_slab(class.per_slab * class.stride)?);
             }

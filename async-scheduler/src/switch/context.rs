@@ -176,7 +176,7 @@ unsafe impl Engine for ContextEngine {
     }
 
     fn discard(fiber: FiberPtr) {
-        drop(state(&fiber).saved.take());
+        state(&fiber).saved.set(None);
     }
 }
 
@@ -234,7 +234,9 @@ extern "C" fn reap(t: Transfer) -> Transfer {
     let s = fiber.get().sched();
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         fiber::destroy_retired(s, fiber)
-    })).is_err() {
+    }))
+    .is_err()
+    {
         die("panic while releasing a retired fiber");
     }
     Transfer::new(t.context, 0)

@@ -124,7 +124,8 @@ unsafe impl Engine for CorosenseiEngine {
 
     fn prepare(fiber: FiberPtr) {
         let slot = fiber.get().stack;
-        let (Some(base), Some(limit)) = (NonZeroUsize::new(slot.base), NonZeroUsize::new(slot.limit))
+        let (Some(base), Some(limit)) =
+            (NonZeroUsize::new(slot.base), NonZeroUsize::new(slot.limit))
         else {
             die("corosensei engine: null stack slot")
         };

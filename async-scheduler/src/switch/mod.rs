@@ -68,6 +68,7 @@ pub(crate) enum Ctx {
 impl Ctx {
     /// `Ctx` as one machine word (0 is the root), for engines that pass it
     /// through a register.
+    #[inline]
     pub(crate) fn encode(self) -> usize {
         match self {
             Ctx::Root => 0,
@@ -80,6 +81,7 @@ impl Ctx {
     /// # Safety
     ///
     /// `word` came from `encode` of a context that still exists.
+    #[inline]
     pub(crate) unsafe fn decode(word: usize) -> Ctx {
         match word {
             0 => Ctx::Root,

@@ -31,7 +31,10 @@ fn create_rejects_bad_options_with_one_line_naming_them() {
         &[("pool_max", "lots")],
         "invalid scheduler option pool_max=\"lots\": expected a number of idle fibers",
     );
-    rejected(&[("policy", "lifo")], "invalid scheduler option policy=\"lifo\": expected fifo");
+    rejected(
+        &[("policy", "lifo")],
+        "invalid scheduler option policy=\"lifo\": expected fifo",
+    );
 }
 
 #[test]
@@ -88,7 +91,8 @@ fn create_rejects_a_reactor_without_required_slots() {
     };
     let mut s = std::ptr::null_mut();
     // SAFETY: a valid config for the call.
-    assert_eq!(unsafe { vt.create.unwrap()(std::ptr::null_mut(), &cfg, &mut s) }, AA_E_INVALID);
+    let rc = unsafe { vt.create.unwrap()(std::ptr::null_mut(), &cfg, &mut s) };
+    assert_eq!(rc, AA_E_INVALID);
     let n = err.iter().position(|&b| b == 0).unwrap();
     assert_eq!(
         std::str::from_utf8(&err[..n]).unwrap(),

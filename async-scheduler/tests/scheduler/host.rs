@@ -43,15 +43,21 @@ pub(crate) fn vtable() -> &'static AaSchedulerVTable {
         let id = &AA_IFACE_SCHEDULER_V1[..AA_IFACE_SCHEDULER_V1.len() - 1];
         // SAFETY: `ctx` came from init; the id is borrowed for the call.
         let hdr = unsafe {
-            desc.get_interface.unwrap()(ctx, AaStr {
-                ptr: id.as_ptr(),
-                len: id.len(),
-            })
+            desc.get_interface.unwrap()(
+                ctx,
+                AaStr {
+                    ptr: id.as_ptr(),
+                    len: id.len(),
+                },
+            )
         };
         assert!(!hdr.is_null());
         // SAFETY: the interface is the static scheduler vtable.
         let vt = unsafe { *(hdr as *const AaSchedulerVTable) };
-        assert_eq!(vt.hdr.struct_size as usize, std::mem::size_of::<AaSchedulerVTable>());
+        assert_eq!(
+            vt.hdr.struct_size as usize,
+            std::mem::size_of::<AaSchedulerVTable>()
+        );
         Api(vt)
     })
     .0
@@ -159,7 +165,10 @@ unsafe extern "C" fn fake_run_once(r: *mut AaReactor, timeout_ns: i64) -> AaStat
             }
         }
     }
-    let h = r.sched.get().expect("reactor used before the scheduler was made");
+    let h = r
+        .sched
+        .get()
+        .expect("reactor used before the scheduler was made");
     for w in &due {
         assert_eq!(h.enqueue(w.coro, w.status), AA_OK);
     }
@@ -344,7 +353,11 @@ impl H {
     }
 
     /// Adds a switch handler; `f(kind)` returns whether it stays.
-    pub(crate) fn on_switch(&self, c: Option<Co>, f: impl FnMut(u32) -> bool + 'static) -> AaStatus {
+    pub(crate) fn on_switch(
+        &self,
+        c: Option<Co>,
+        f: impl FnMut(u32) -> bool + 'static,
+    ) -> AaStatus {
         unsafe extern "C" fn call(_c: *mut AaCoroutine, kind: u32, arg: *mut c_void) -> bool {
             // SAFETY: the Box made below; leaked when removed (test only).
             let f = unsafe { &mut *(arg as *mut Box<dyn FnMut(u32) -> bool>) };
@@ -452,7 +465,10 @@ pub(crate) fn finish(h: H) {
     let panics = PANICS.with(|p| std::mem::take(&mut *p.borrow_mut()));
     assert!(panics.is_empty(), "coroutines panicked: {panics:?}");
     let stats = h.stats();
-    assert_eq!(stats.live_coroutines, 0, "coroutines still alive at the end");
+    assert_eq!(
+        stats.live_coroutines, 0,
+        "coroutines still alive at the end"
+    );
     // SAFETY: a live scheduler, destroyed once.
     assert_eq!(unsafe { h.vt.destroy.unwrap()(h.s) }, AA_OK);
 }

@@ -122,7 +122,10 @@ fn pool_max_zero_retires_every_fiber_corosensei() {
         for _ in 0..5 {
             churn(h, 70);
             let stats = h.stats();
-            assert_eq!((stats.idle_fibers, stats.fibers, stats.stacks_in_use), (0, 0, 0));
+            assert_eq!(
+                (stats.idle_fibers, stats.fibers, stats.stacks_in_use),
+                (0, 0, 0)
+            );
             assert!(stats.slabs <= 2, "released stacks are reused: {stats:?}");
         }
     });

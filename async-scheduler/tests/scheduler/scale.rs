@@ -1,8 +1,6 @@
 //! 100,000 coroutines suspended at once, on the default stack size and the
 //! default `vm.max_map_count`.
 
-
-
 use crate::engine_tests;
 use crate::host::{ev, ok, take_events};
 
