@@ -403,6 +403,10 @@ unsafe extern "C" fn create(
         };
         match Reactor::new(&config) {
             Ok(reactor) => {
+                async_abi::plugin_debug!(
+                    "created a reactor (events_capacity {})",
+                    config.events_capacity
+                );
                 // SAFETY: `out` is non-NULL and writable (checked above).
                 unsafe { out.write(Rc::into_raw(reactor).cast_mut().cast()) };
                 AA_OK

@@ -312,9 +312,10 @@ impl Reactor {
             )));
         }
         self.running.set(true);
-        let result = self.iterate(timeout_ns);
-        self.running.set(false);
-        result
+        // Reset even if the iteration panics (the panic becomes AA_E_PANIC at
+        // the boundary and the host may still call `destroy`).
+        let _running = Running(&self.running);
+        self.iterate(timeout_ns)
     }
 
     fn iterate(&self, timeout_ns: i64) -> Result<i32> {
@@ -488,6 +489,15 @@ impl Reactor {
             ));
         }
         Ok(())
+    }
+}
+
+/// Clears the `running` flag when dropped.
+struct Running<'a>(&'a Cell<bool>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
     }
 }
 

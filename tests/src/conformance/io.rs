@@ -451,3 +451,27 @@ pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor
     assert_eq!(*bufs, [[b'a'], [b'b'], [b'c']]);
     lp.finish();
 }
+
+/// Checks that after `AA_IO_CLOSE` a new descriptor (very likely reusing the
+/// number) works: the reactor forgot everything about the old one.
+pub fn descriptor_reused_after_io_close_works(reactor: &Reactor) {
+    if skip(reactor, 0, "descriptor_reused_after_io_close_works") {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    let mut old = [0u8; 4];
+    lp.read("old", b, &mut old, AA_IO_TRY_INLINE).pending();
+    assert_eq!(lp.close_fd(b), 0);
+    assert_eq!(lp.close_fd(a), 0);
+    lp.run_until_tag("old");
+    let (c, d) = pair(&lp);
+    let mut new = [0u8; 4];
+    lp.read("new", d, &mut new, AA_IO_TRY_INLINE).pending();
+    lp.run_once(0);
+    assert_eq!(fds::raw_write(c, b"new!"), 4);
+    lp.run_until_tag("new");
+    assert_eq!(lp.log(), vec![Rec::Io("old", ECANCELED), Rec::Io("new", 4)]);
+    assert_eq!(&new, b"new!");
+    lp.finish();
+}

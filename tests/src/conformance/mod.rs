@@ -89,6 +89,7 @@ macro_rules! reactor_conformance_tests {
                 dispose_of_an_armed_timer_stops_it,
                 dispose_inside_its_own_callback_stops_a_periodic_timer,
                 close_of_an_armed_timer_gives_only_on_closed,
+                many_timers_fire_in_deadline_order,
             }
             poll {
                 pipe_read_end_reports_readable,
@@ -126,6 +127,7 @@ macro_rules! reactor_conformance_tests {
                 reader_and_writer_on_one_fd_complete_independently,
                 pending_reads_on_one_fd_complete_in_fifo_order,
                 callback_may_submit_the_next_request_and_dispose_itself,
+                descriptor_reused_after_io_close_works,
             }
             liveness {
                 empty_loop_has_nothing_alive,

@@ -232,3 +232,22 @@ pub fn close_of_an_armed_timer_gives_only_on_closed(reactor: &Reactor) {
     assert!(lp.close(t) < 0, "a second close was accepted");
     lp.finish();
 }
+
+/// Checks that a few hundred timers armed in scrambled order fire in
+/// deadline order, each once.
+pub fn many_timers_fire_in_deadline_order(reactor: &Reactor) {
+    const TAGS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    let lp = Loop::new(reactor);
+    // 300 timers, 30 per deadline; equal deadlines keep arming order, so
+    // the tags must come out sorted by deadline.
+    for i in 0..300u64 {
+        let slot = (i * 7) % 10;
+        lp.timer(TAGS[slot as usize], (slot + 1) * 2 * MS, 0, 0);
+    }
+    lp.run_until("300 timers", |log| log.len() == 300);
+    let tags: Vec<&str> = lp.log().iter().map(Rec::tag).collect();
+    let mut sorted = tags.clone();
+    sorted.sort();
+    assert_eq!(tags, sorted);
+    lp.finish();
+}
