@@ -295,7 +295,7 @@ where
             ));
         }
     };
-    log_loaded(Role::Scheduler, &s_label, &s_desc, 0, &s_origin);
+    log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
 
     let rt = Rc::new(Runtime {
         sched,

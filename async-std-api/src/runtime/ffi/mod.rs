@@ -306,6 +306,10 @@ impl Scheduler {
         &self.plugin.vt
     }
 
+    pub(crate) fn caps(&self) -> u64 {
+        self.plugin.vt.caps
+    }
+
     /// Runs the loop until no coroutine is left.
     pub(crate) fn run(&self) -> AaStatus {
         let s = self.s.get();
