@@ -197,10 +197,8 @@ impl Sched {
         };
         let mut s = ptr::null_mut();
         // SAFETY: a valid config for the call.
-        assert_eq!(
-            unsafe { vt.create.unwrap()(ptr::null_mut(), &cfg, &mut s) },
-            AA_OK
-        );
+        let rc = unsafe { vt.create.unwrap()(ptr::null_mut(), &cfg, &mut s) };
+        assert_eq!(rc, AA_OK);
         Sched { vt, s }
     }
 }
@@ -307,10 +305,11 @@ fn main() {
     // `cargo bench --bench engines -- pingpong-corosensei` runs one case (for
     // profiling); the table needs them all.
     if let Some(only) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        let n = std::env::var("ENGINES_ITERS").map_or(sched * 5, |v| v.parse().unwrap());
         let ns = match only.as_str() {
-            "pingpong-context" => ping_pong(vt, "context", true, sched * 5),
-            "pingpong-corosensei" => ping_pong(vt, "corosensei", true, sched * 5),
-            "spawn-corosensei" => spawn_finish(vt, "corosensei", sched * 5),
+            "pingpong-context" => ping_pong(vt, "context", true, n),
+            "pingpong-corosensei" => ping_pong(vt, "corosensei", true, n),
+            "spawn-corosensei" => spawn_finish(vt, "corosensei", n),
             other => panic!("unknown case {other}"),
         };
         println!("{only}: {ns:.1} ns/op");

@@ -51,11 +51,16 @@
 //! flags set before it saves it ([`equalize_mxcsr`]); arithmetic can only set
 //! flags, so once each context has gone through one jump, every saved MXCSR
 //! has all flags set and the restores no longer change the register.
-//! Control bits are untouched: a coroutine that changes its rounding mode or
-//! FTZ/DAZ keeps them, and they are restored per context exactly as before.
+//! Control bits are untouched: each context keeps its own rounding mode and
+//! FTZ/DAZ, restored at every jump exactly as before. (A context is a fiber,
+//! not a coroutine: a fresh fiber starts with the control bits of the context
+//! that made it, and a pooled fiber keeps those of its last coroutine. So a
+//! coroutine that changes them must restore them before it finishes, as under
+//! the corosensei engine, where they are thread-wide.)
 //! What is lost: the sticky flags no longer tell which operation raised what
 //! (`fetestexcept` reports every exception as raised inside coroutines run by
-//! this engine). Rust code does not read them; C code that does should use
+//! this engine, and on the thread after `run`, since the root context is
+//! equalized too). Rust code does not read them; C code that does should use
 //! the corosensei engine, which leaves MXCSR alone altogether.
 //!
 //! # Safety

@@ -9,6 +9,7 @@ mod host;
 
 mod create;
 mod deadlock;
+mod guard;
 mod handlers;
 mod order;
 mod pool;
