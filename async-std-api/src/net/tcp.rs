@@ -2,9 +2,11 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
+use std::marker::PhantomData;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::panic::Location;
+use std::rc::Rc;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
@@ -13,7 +15,16 @@ use crate::runtime::io::{accepted_fd, IoReq};
 
 /// A socket owned by the host; dropped through the reactor's close (so a
 /// reused descriptor number is never mistaken for this one).
-struct Sock(Option<Socket>);
+///
+/// `!Send`: the reactor of the thread that used it may keep state about its
+/// descriptor until it is closed through that same reactor.
+struct Sock(Option<Socket>, PhantomData<Rc<()>>);
+
+impl Sock {
+    fn new(s: Socket) -> Sock {
+        Sock(Some(s), PhantomData)
+    }
+}
 
 impl Sock {
     fn get(&self) -> &Socket {
@@ -133,9 +144,7 @@ impl TcpListener {
             s.set_reuse_address(true)?;
             s.bind(&SockAddr::from(*a))?;
             s.listen(1024)?;
-            Ok(TcpListener {
-                sock: Sock(Some(s)),
-            })
+            Ok(TcpListener { sock: Sock::new(s) })
         })
     }
 
@@ -182,7 +191,7 @@ impl TcpListener {
         )?;
         let owned = accepted_fd(r).ok_or_else(|| io::Error::other("accept returned no socket"))?;
         let stream = TcpStream {
-            sock: Sock(Some(Socket::from(owned))),
+            sock: Sock::new(Socket::from(owned)),
         };
         let addr = match from_aa(&peer) {
             Some(a) => a,
@@ -223,6 +232,9 @@ impl Iterator for Incoming<'_> {
 }
 
 /// A TCP connection.
+///
+/// Like every handle of this crate it is `!Send`: it belongs to the thread
+/// (and reactor) that made it.
 ///
 /// The coroutine analogue of [`std::net::TcpStream`]: reads, writes and
 /// `connect` suspend the calling coroutine instead of the thread. It
@@ -267,7 +279,7 @@ impl TcpStream {
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let at = Location::caller();
         each_addr(addr, |a| {
-            let s = Sock(Some(new_socket(a)?));
+            let s = Sock::new(new_socket(a)?);
             let target = to_aa(a);
             submit(&s, IoReq::Connect(&target), || format!("connect {a}"), at)?;
             Ok(TcpStream { sock: s })

@@ -112,3 +112,10 @@ fn a_plugin_refusing_an_option_is_reported_with_its_message() {
         "cannot start scheduler \"fifo\": invalid scheduler option engine=\"bogus\": expected context or corosensei",
     );
 }
+
+#[test]
+fn reactor_auto_falls_back_to_a_reactor_that_starts() {
+    let out = run_child(PROBE, &[], &[("ASYNC_REACTOR", "auto")]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), PROBE_MARKER);
+}

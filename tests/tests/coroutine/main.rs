@@ -3,3 +3,4 @@
 mod coroutine_join;
 mod coroutine_order;
 mod coroutine_state;
+mod coroutine_types;

@@ -84,3 +84,31 @@ fn a_pending_cancellation_fails_the_next_io_call_before_it_starts() {
     })
     .unwrap();
 }
+
+#[test]
+fn a_main_panic_unwinds_a_coroutine_blocked_in_accept() {
+    struct Guard(Recorder);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.push("acceptor unwound");
+        }
+    }
+    let rec = Recorder::new();
+    let r = rec.clone();
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        run(move || {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let r1 = r.clone();
+            spawn(move || {
+                let _g = Guard(r1.clone());
+                let _ = listener.accept();
+                r1.push("accept returned");
+            });
+            suspend().unwrap();
+            panic!("main gives up");
+        })
+    }))
+    .unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"main gives up"));
+    rec.assert_events(&["acceptor unwound"]);
+}
