@@ -1,1 +1,70 @@
-//! Work in progress.
+//! `reactor-uring`: the native io_uring reactor plugin behind the runtime's
+//! C ABI (`async_abi::AaReactorVTable`, interface `"aa.reactor.v1"`),
+//! interchangeable with the epoll reactor `reactor-mio`.
+//!
+//! It knows nothing of coroutines: it runs timers, readiness watches,
+//! cross-thread triggers and completion-level socket requests, and completes
+//! each by calling its typed callback from inside `run_once`. Requests are
+//! real ring operations (`RECV`, `SEND`, `ACCEPT`, `CONNECT`, `CLOSE`, ...),
+//! not readiness emulation: the kernel does the I/O and reports a result.
+//! The host loads it as `libreactor_uring.so` (reactor name `uring`) through
+//! the entry symbol [`aa_reactor_entry_v1`]; [`plugin_desc`] gives the same
+//! descriptor to a program that links the crate.
+//!
+//! ```
+//! use async_abi::{AA_CAP_IO_NATIVE, AA_IFACE_REACTOR_V1, AaReactorVTable, AaStr};
+//!
+//! // SAFETY: the descriptor is static (AA-R7); `init` accepts a NULL host
+//! // (logging then goes to stderr) and `get_interface` returns a static
+//! // vtable.
+//! unsafe {
+//!     let desc = &*reactor_uring::plugin_desc();
+//!     let mut ctx = std::ptr::null_mut();
+//!     assert_eq!((desc.init.unwrap())(std::ptr::null(), &mut ctx), 0);
+//!     let id = std::str::from_utf8(&AA_IFACE_REACTOR_V1[..13]).unwrap();
+//!     let vt = (desc.get_interface.unwrap())(ctx, AaStr::from_str(id));
+//!     let vt = &*vt.cast::<AaReactorVTable>();
+//!     assert_ne!(vt.caps & AA_CAP_IO_NATIVE, 0);
+//!     (desc.deinit.unwrap())(ctx);
+//! }
+//! ```
+//!
+//! # Layout
+//!
+//! - `ffi`: the descriptor, the vtable and the `extern "C"` shims;
+//! - `reactor`: the owned driver and the loop iteration (one
+//!   `io_uring_enter` per iteration);
+//! - `ring`: the ring wrapper (push, overflow queue, enter, reap);
+//! - `probe`: what `create` checks of the kernel;
+//! - `ops/`: ring operations and their typed lifecycle (`mod`), requests
+//!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
+//!   (`cancel`), and the few plain system calls (`sys`);
+//! - `registry`: per-descriptor state (socket or not, ops in flight, the
+//!   parked close);
+//! - `timer/`: the deadline heap and timer arming;
+//! - `poll`: readiness watches; `trigger`: cross-thread triggers and the
+//!   waker; `control`: cancel, close, dispose, set_ref;
+//! - `event`: event memory; `config`: `create` options; `error`.
+//!
+//! Unsafe code is confined to `ffi`, `ring` and `ops/`, each with a
+//! `# Safety` module doc.
+#![deny(unsafe_code)]
+
+mod config;
+mod control;
+mod error;
+mod event;
+#[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
+mod ffi;
+#[allow(unsafe_code)] // lending memory to the kernel (module `# Safety`)
+mod ops;
+mod poll;
+mod probe;
+mod reactor;
+mod registry;
+#[allow(unsafe_code)] // pushing entries into the ring (module `# Safety`)
+mod ring;
+mod timer;
+mod trigger;
+
+pub use ffi::{aa_reactor_entry_v1, plugin_desc};

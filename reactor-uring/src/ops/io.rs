@@ -1,0 +1,397 @@
+//! `AA_IO_*` requests as ring operations: `RECV`/`READ`, `SEND`/`WRITE`,
+//! `ACCEPT`, `CONNECT` and `CLOSE`, one entry and one completion each.
+//!
+//! A request is built from the host's `AaIoOp` by `ffi.rs` into a
+//! [`Request`] (the op struct itself is borrowed only for `io_submit`,
+//! AA-R2), then into an entry whose pointers are the host's buffer and
+//! address (AA-R5) or the op's own boxed memory (ops invariant O1). Its
+//! final completion is delivered to the host exactly once: the real result,
+//! or the cancellation reason when the kernel confirms the cancel with
+//! `-ECANCELED`.
+//!
+//! # Safety
+//!
+//! [`HostBuf`] and [`HostAddr`] carry host pointers; their `unsafe`
+//! constructors (called by `ffi.rs` only) carry the AA-R5 promise, and the
+//! one write into host memory outside the kernel (an accept's peer address
+//! length) happens on the request's final completion, before its callback.
+
+use std::mem::size_of;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use async_abi::{AaSockAddr, AA_EVENT_IO};
+use io_uring::{opcode, squeue, types};
+
+use crate::error::{Error, Result};
+use crate::event::{Event, IoState, State};
+use crate::ffi::HostCallback;
+use crate::ops::{NewOp, OpKey, OpKind, OwnedBuf};
+use crate::reactor::{Deferred, Reactor};
+use crate::ring::Cqe;
+
+/// The operation of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opcode {
+    /// `AA_IO_READ`.
+    Read,
+    /// `AA_IO_WRITE`.
+    Write,
+    /// `AA_IO_ACCEPT`.
+    Accept,
+    /// `AA_IO_CONNECT`.
+    Connect,
+    /// `AA_IO_CLOSE`.
+    Close,
+}
+
+/// A host buffer lent to one request until its callback (AA-R5).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl HostBuf {
+    /// The empty buffer.
+    pub(crate) const EMPTY: HostBuf = HostBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+
+    /// Wraps the buffer of a request.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes, and stay so
+    /// and unmoved, until the request's callback has run (AA-R5), or `len`
+    /// must be 0.
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostBuf {
+        HostBuf { ptr, len }
+    }
+
+    /// The length the kernel is given: one request moves at most
+    /// `u32::MAX` bytes (a short read or write, as the ABI allows).
+    fn kernel_len(&self) -> u32 {
+        u32::try_from(self.len).unwrap_or(u32::MAX)
+    }
+}
+
+/// Where an accept writes the peer address: host memory lent until the
+/// request's callback (AA-R5).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostAddr {
+    ptr: *mut AaSockAddr,
+}
+
+impl HostAddr {
+    /// Wraps the address slot of a request.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be non-NULL, aligned and valid for reads and writes of an
+    /// [`AaSockAddr`], and stay so and unmoved, until the request's callback
+    /// has run (AA-R5).
+    pub(crate) unsafe fn new(ptr: *mut AaSockAddr) -> HostAddr {
+        HostAddr { ptr }
+    }
+}
+
+/// A request, converted from `AaIoOp` by `ffi.rs`.
+#[derive(Debug)]
+pub(crate) struct Request {
+    /// The operation.
+    pub(crate) opcode: Opcode,
+    /// The descriptor.
+    pub(crate) fd: RawFd,
+    /// The data buffer (read, write); empty otherwise.
+    pub(crate) buf: HostBuf,
+    /// File offset, -1 for the current position or a stream.
+    pub(crate) offset: i64,
+    /// Accept: where to write the peer address.
+    pub(crate) peer: Option<HostAddr>,
+    /// Connect: the address (copied into the op's own memory).
+    pub(crate) target: Option<AaSockAddr>,
+    /// Whether the descriptor is a socket (`RECV`/`SEND` rather than
+    /// `READ`/`WRITE`), from the registry.
+    pub(crate) socket: bool,
+}
+
+impl Request {
+    /// The `poll(2)` mask that means "this request can make progress".
+    fn readiness_mask(&self) -> u32 {
+        match self.opcode {
+            Opcode::Read | Opcode::Accept => libc::POLLIN as u32,
+            _ => libc::POLLOUT as u32,
+        }
+    }
+}
+
+/// The offset field of a `READ`/`WRITE`: -1 (all ones) is the file's
+/// current position (`IORING_FEAT_RW_CUR_POS`).
+fn file_offset(offset: i64) -> u64 {
+    if offset < 0 {
+        u64::MAX
+    } else {
+        offset as u64
+    }
+}
+
+/// The memory a request lends the kernel from the reactor's side.
+fn owned_buf(req: &Request) -> OwnedBuf {
+    match req.opcode {
+        Opcode::Accept if req.peer.is_some() => {
+            OwnedBuf::AddrLen(Box::new(size_of::<[u64; 16]>() as libc::socklen_t))
+        }
+        Opcode::Connect => OwnedBuf::Addr(Box::new(req.target.unwrap_or(AaSockAddr::EMPTY))),
+        _ => OwnedBuf::None,
+    }
+}
+
+/// The entry of a request, naming the host's buffer and address (AA-R5)
+/// and the op's own `buf` (O1).
+fn entry(req: &Request, buf: &OwnedBuf) -> squeue::Entry {
+    let fd = types::Fd(req.fd);
+    match req.opcode {
+        Opcode::Read if req.socket => {
+            opcode::Recv::new(fd, req.buf.ptr, req.buf.kernel_len()).build()
+        }
+        Opcode::Read => opcode::Read::new(fd, req.buf.ptr, req.buf.kernel_len())
+            .offset(file_offset(req.offset))
+            .build(),
+        Opcode::Write if req.socket => {
+            opcode::Send::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+        }
+        Opcode::Write => opcode::Write::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
+            .offset(file_offset(req.offset))
+            .build(),
+        Opcode::Accept => {
+            let (addr, len) = match (req.peer, buf) {
+                (Some(peer), OwnedBuf::AddrLen(len)) => (
+                    // The peer address is written straight into the host's
+                    // storage (AA-R5); its length into the op's box (O1).
+                    peer.ptr
+                        .cast::<u8>()
+                        .wrapping_add(std::mem::offset_of!(AaSockAddr, storage)),
+                    &**len as *const libc::socklen_t as *mut libc::socklen_t,
+                ),
+                _ => (std::ptr::null_mut(), std::ptr::null_mut()),
+            };
+            opcode::Accept::new(fd, addr.cast(), len)
+                .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                .build()
+        }
+        Opcode::Connect => {
+            let (addr, len) = match buf {
+                OwnedBuf::Addr(addr) => (addr.storage.as_ptr(), addr.len),
+                _ => (std::ptr::null(), 0),
+            };
+            opcode::Connect::new(fd, addr.cast(), len).build()
+        }
+        Opcode::Close => close_entry(req.fd),
+    }
+}
+
+/// The entry that closes `fd` (no memory).
+pub(crate) fn close_entry(fd: RawFd) -> squeue::Entry {
+    opcode::Close::new(types::Fd(fd)).build()
+}
+
+/// Turns a request's final completion into its result, finishing what the
+/// kernel left to user space: an accept's peer address length.
+fn finish(req: &Request, buf: &OwnedBuf, result: i32) -> i64 {
+    if let (Opcode::Accept, Some(peer), OwnedBuf::AddrLen(len)) = (req.opcode, req.peer, buf) {
+        if result >= 0 {
+            // SAFETY: AA-R5: the host keeps `peer` valid and unmoved until
+            // this request's callback, which has not run yet (it runs after
+            // this function returns); `ptr` is aligned (checked by ffi.rs).
+            unsafe { (*peer.ptr).len = **len };
+        }
+    }
+    i64::from(result)
+}
+
+impl Reactor {
+    /// `io_submit` for a converted request: one ring operation, never
+    /// completed inline (the ABI lets a reactor ignore `AA_IO_TRY_INLINE`).
+    pub(crate) fn io_submit(&self, mut req: Request, callback: HostCallback) -> Result<Rc<Event>> {
+        let fd = req.fd;
+        req.socket = self
+            .registry
+            .borrow_mut()
+            .open(fd)
+            .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?
+            .socket;
+        let ev = self.new_event(
+            AA_EVENT_IO,
+            0,
+            callback,
+            None,
+            State::Io(IoState {
+                op: None,
+                cancel: None,
+            }),
+        );
+        let key = if req.opcode == Opcode::Close {
+            self.close_fd(fd, Rc::clone(&ev), OpKind::Request(req))
+        } else {
+            let buf = owned_buf(&req);
+            self.start_op(
+                NewOp {
+                    owner: Some(Rc::clone(&ev)),
+                    kind: OpKind::Request(req),
+                    fd: Some(fd),
+                    buf,
+                    parked: false,
+                },
+                |kind, buf| match kind {
+                    OpKind::Request(req) => entry(req, buf),
+                    _ => unreachable!("a request op"),
+                },
+            )
+        };
+        if let State::Io(io) = &mut *ev.state.borrow_mut() {
+            io.op = Some(key);
+        }
+        self.touch(&ev);
+        Ok(ev)
+    }
+
+    /// A request's completion (see the module doc). Returns the number of
+    /// host callbacks run.
+    pub(super) fn complete_request(&self, key: OpKey, cqe: Cqe) -> i32 {
+        if self.retry_request(key, cqe) {
+            return 0;
+        }
+        let Some(op) = self.retire(key) else { return 0 };
+        let (Some(ev), OpKind::Request(req)) = (op.owner, op.kind) else {
+            return 0;
+        };
+        let result = finish(&req, &op.buf, cqe.result);
+        if req.opcode == Opcode::Close {
+            self.registry.borrow_mut().forget(req.fd);
+        }
+        let cancel = match &mut *ev.state.borrow_mut() {
+            State::Io(io) => {
+                io.op = None;
+                io.cancel
+            }
+            _ => None,
+        };
+        self.touch(&ev);
+        if !ev.deliverable() {
+            if req.opcode == Opcode::Accept && result >= 0 {
+                // Nobody will ever see this connection: the host disposed of
+                // the request before the kernel finished it.
+                super::sys::close_orphan(result as RawFd);
+            }
+            self.settle_close(&ev);
+            return 0;
+        }
+        // E6: a confirmed cancel reports its reason; a request that finished
+        // first reports its real result (P-08: data is never lost).
+        let (value, now) = match cancel {
+            Some(c) if cqe.result == -libc::ECANCELED => (i64::from(c.reason), c.iteration),
+            Some(c) => (result, c.iteration),
+            None => (result, 0),
+        };
+        let count = if now < self.iteration() {
+            ev.callback.notify(&ev, 0, value);
+            1
+        } else {
+            // R2: cancelled during this very iteration; the callback waits
+            // for the next one.
+            self.defer(Deferred::Notify {
+                ev: Rc::clone(&ev),
+                status: 0,
+                value,
+            });
+            0
+        };
+        self.settle_close(&ev);
+        count
+    }
+
+    /// Retries that stay inside the request: `EAGAIN` (wait for readiness,
+    /// then push again) and `ENOTSOCK` (the descriptor number was reused for
+    /// a non-socket behind the reactor's back: `RECV`/`SEND` become
+    /// `READ`/`WRITE`). Returns whether the completion was consumed.
+    fn retry_request(&self, key: OpKey, cqe: Cqe) -> bool {
+        let (fd, mask, opcode, socket) = match self.ops.borrow().get(key) {
+            Some(op) => match &op.kind {
+                OpKind::Request(req) => (req.fd, req.readiness_mask(), req.opcode, req.socket),
+                _ => return false,
+            },
+            None => return false,
+        };
+        if opcode == Opcode::Close {
+            return false;
+        }
+        if self.retry_when_ready(key, cqe, fd, mask) {
+            return true;
+        }
+        let not_socket = cqe.result == -libc::ENOTSOCK
+            && socket
+            && matches!(opcode, Opcode::Read | Opcode::Write);
+        if !not_socket {
+            return false;
+        }
+        let rebuilt = {
+            let mut ops = self.ops.borrow_mut();
+            match ops.get_mut(key) {
+                Some(op) if op.life == super::Life::Submitted => match &mut op.kind {
+                    OpKind::Request(req) => {
+                        req.socket = false;
+                        Some(entry(req, &op.buf))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let Some(rebuilt) = rebuilt else { return false };
+        self.registry.borrow_mut().mark_not_socket(fd);
+        self.replace_entry(key, rebuilt);
+        true
+    }
+
+    /// Ends a pending request (cancel, close, dispose): records the reason
+    /// (E6) and cancels its op. Returns whether it was pending.
+    pub(crate) fn cancel_request(&self, ev: &Rc<Event>, reason: i32) -> bool {
+        let key = {
+            let mut state = ev.state.borrow_mut();
+            let State::Io(io) = &mut *state else {
+                return false;
+            };
+            let Some(key) = io.op else { return false };
+            if io.cancel.is_some() {
+                return true;
+            }
+            io.cancel = Some(crate::event::Cancel {
+                reason,
+                iteration: self.iteration(),
+            });
+            key
+        };
+        if let Some(op) = self.cancel_op(key) {
+            // Parked (an AA_IO_CLOSE still waiting for its descriptor): the
+            // kernel never saw it, so it ends here, from the next
+            // `run_once` (R2). Its descriptor stays open.
+            if let OpKind::Request(req) = &op.kind {
+                self.registry.borrow_mut().clear_closer(req.fd, key);
+            }
+            if let State::Io(io) = &mut *ev.state.borrow_mut() {
+                io.op = None;
+            }
+            self.defer(Deferred::Notify {
+                ev: Rc::clone(ev),
+                status: 0,
+                value: i64::from(reason),
+            });
+        }
+        self.touch(ev);
+        true
+    }
+}

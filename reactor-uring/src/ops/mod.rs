@@ -1,0 +1,528 @@
+//! Ring operations: the op table, each operation's typed lifecycle, and the
+//! dispatch of completions.
+//!
+//! # What this module owns
+//!
+//! [`OpTable`]: one [`Op`] per submission the kernel may still answer,
+//! keyed by [`OpKey`] (slot index and generation, which is also the entry's
+//! `user_data`). An op holds the event it completes (a strong `Rc`), the
+//! memory it lends the kernel ([`OwnedBuf`], boxed), the entry itself (for
+//! re-arming and retries) and its [`Life`].
+//!
+//! # Invariants
+//!
+//! - **O1** An op stays in the table from the moment its entry is built
+//!   until its *final* completion (one without `IORING_CQE_F_MORE`) has been
+//!   reaped, whatever happens to its event meanwhile (cancel, close,
+//!   dispose). The table holds the event's `Rc` and the op's boxed buffers,
+//!   so every pointer the kernel was given stays valid while the kernel may
+//!   use it: the kernel never writes into freed memory (P-21). Host buffers
+//!   named by a request stay valid by AA-R5, since the request's callback
+//!   runs only after that final completion.
+//! - **O2** An entry's `user_data` is its op's key, unique among live ops
+//!   (a reused slot has a new generation). Entries nobody answers (cancels)
+//!   carry [`IGNORED`], which no key equals.
+//! - **O3** An op has at most one entry in the ring or the kernel at a time:
+//!   it is pushed again (a re-armed watch, a re-armed eventfd read, a retry
+//!   after `EAGAIN` or `ENOTSOCK`) only from its own final completion, and
+//!   only while its life is [`Life::Submitted`].
+//! - **O4** A [`Life::Parked`] op (a descriptor close) has no entry in the
+//!   ring: it is pushed once every other op on its descriptor has retired
+//!   (registry invariant G3), so no request can reach a closed or reused
+//!   descriptor number.
+//! - **O5** A cancelled op is never retried or re-armed: `CancelRequested`
+//!   is terminal until the final completion retires it.
+//!
+//! # Access
+//!
+//! Loop thread only. The table's `RefCell` is borrowed for lookups and
+//! updates, never across a host callback or a push into the ring.
+//!
+//! # Safety
+//!
+//! `push_entry` is where an op's entry is handed to the kernel; its SAFETY
+//! argument is O1. The request-specific unsafe code (host memory written on
+//! an accept's completion) is in `io.rs`; plain system calls are in
+//! `sys.rs`.
+//!
+//! # Drop order
+//!
+//! Ops leave the table only through [`Reactor::retire`] (a final
+//! completion, or a parked op cancelled before the kernel saw it).
+//! `destroy` refuses while an op owned by an event is in the table.
+
+pub(crate) mod cancel;
+pub(crate) mod eventfd;
+pub(crate) mod io;
+pub(crate) mod poll;
+pub(crate) mod sys;
+
+pub(crate) use io::{HostAddr, HostBuf, Opcode, Request};
+
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use async_abi::AaSockAddr;
+use io_uring::squeue;
+
+use crate::event::Event;
+use crate::reactor::Reactor;
+use crate::ring::Cqe;
+
+/// The `user_data` of entries whose completion nobody reads (O2).
+pub(crate) const IGNORED: u64 = u64::MAX;
+
+/// Names an op: slot index in the low 32 bits, generation above (O2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct OpKey(u64);
+
+impl OpKey {
+    fn new(index: u32, generation: u32) -> OpKey {
+        OpKey(u64::from(generation) << 32 | u64::from(index))
+    }
+
+    fn index(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// The `user_data` of the op's entries.
+    pub(crate) fn user_data(self) -> u64 {
+        self.0
+    }
+
+    /// The key a completion names, unless it is [`IGNORED`].
+    pub(crate) fn from_user_data(user_data: u64) -> Option<OpKey> {
+        (user_data != IGNORED).then_some(OpKey(user_data))
+    }
+}
+
+/// What an op is for.
+#[derive(Debug)]
+pub(crate) enum OpKind {
+    /// An `AA_IO_*` request of its owner.
+    Request(Request),
+    /// The `POLL_ADD` of its owner's watch.
+    Poll {
+        /// The `poll(2)` mask asked for.
+        mask: u32,
+    },
+    /// The eventfd read of its owner, a trigger.
+    TriggerRead,
+    /// The reactor's own wake eventfd read (no owner; hidden).
+    WakeRead,
+    /// The close of a descriptor its owner, a poll, owned
+    /// (`AA_EVF_OWNS_FD`).
+    OwnedFdClose,
+}
+
+/// The memory an op lends the kernel, boxed so it never moves (O1).
+#[derive(Debug)]
+pub(crate) enum OwnedBuf {
+    /// Nothing.
+    None,
+    /// Accept: the peer address length the kernel reads and writes.
+    AddrLen(Box<libc::socklen_t>),
+    /// Connect: the reactor's copy of the address the kernel reads.
+    Addr(Box<AaSockAddr>),
+    /// Eventfd read: the 8-byte counter the kernel writes.
+    Counter(Box<u64>),
+}
+
+/// Where an op is in its life (STYLE S5). "Completed" is not a state: the
+/// final completion takes the op out of the table (O1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Life {
+    /// Waiting in user space for its descriptor's other ops (O4). The
+    /// kernel has not seen it; it owns nothing of the kernel's.
+    Parked,
+    /// Pushed: in the ring, its overflow queue, or the kernel, which owns
+    /// its memory until the final completion. May be re-armed or retried
+    /// (O3).
+    Submitted,
+    /// Pushed, then cancelled: an async cancel follows it in the ring. Still
+    /// owned by the kernel until its final completion; never pushed again
+    /// (O5).
+    CancelRequested,
+}
+
+/// What the caller of [`Life::request_cancel`] must do next.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CancelStep {
+    /// Push an async cancel naming the op: the kernel owns it.
+    PushCancel,
+    /// A cancel was already asked for; nothing to do.
+    AlreadyRequested,
+    /// The op never reached the kernel: retire it now, in user space.
+    RetireNow,
+}
+
+impl Life {
+    /// Records a cancellation; returns what the caller must do.
+    pub(crate) fn request_cancel(&mut self) -> CancelStep {
+        match *self {
+            Life::Parked => CancelStep::RetireNow,
+            Life::Submitted => {
+                *self = Life::CancelRequested;
+                CancelStep::PushCancel
+            }
+            Life::CancelRequested => CancelStep::AlreadyRequested,
+        }
+    }
+}
+
+/// One operation (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Op {
+    /// Where it is in its life.
+    pub(crate) life: Life,
+    /// The event it completes, kept alive until the final completion (O1);
+    /// `None` for the reactor's own wake read.
+    pub(crate) owner: Option<Rc<Event>>,
+    /// What it is for.
+    pub(crate) kind: OpKind,
+    /// The host descriptor it acts on, if it counts in that descriptor's
+    /// registry entry (requests, watches).
+    pub(crate) fd: Option<RawFd>,
+    /// The memory it lends the kernel.
+    pub(crate) buf: OwnedBuf,
+    /// Its entry, with its key as `user_data`, for re-arming and retries.
+    pub(crate) entry: squeue::Entry,
+    /// After an `EAGAIN`, the ring holds a one-shot poll carrying this op's
+    /// key instead of `entry`; its completion pushes `entry` again.
+    pub(crate) awaiting_readiness: bool,
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    op: Option<Op>,
+}
+
+/// The ops the kernel may still answer (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct OpTable {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    owned: usize,
+}
+
+impl OpTable {
+    /// The key the next [`OpTable::put`] will use.
+    fn next_key(&mut self) -> OpKey {
+        let index = match self.free.last() {
+            Some(&index) => index,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    op: None,
+                });
+                let index = self.slots.len() - 1;
+                u32::try_from(index)
+                    .ok()
+                    .filter(|&i| i != u32::MAX)
+                    .expect("fewer than 2^32 - 1 operations in flight")
+            }
+        };
+        OpKey::new(index, self.slots[index as usize].generation)
+    }
+
+    /// Stores `op` under `key`, which [`OpTable::next_key`] just gave.
+    fn put(&mut self, key: OpKey, op: Op) {
+        if self.free.last() == Some(&(key.index() as u32)) {
+            self.free.pop();
+        }
+        if op.owner.is_some() {
+            self.owned += 1;
+        }
+        let slot = &mut self.slots[key.index()];
+        debug_assert!(slot.op.is_none() && slot.generation == key.generation());
+        slot.op = Some(op);
+    }
+
+    /// The live op named by `key`.
+    pub(crate) fn get(&self, key: OpKey) -> Option<&Op> {
+        let slot = self.slots.get(key.index())?;
+        (slot.generation == key.generation())
+            .then_some(slot.op.as_ref())
+            .flatten()
+    }
+
+    /// The live op named by `key`, mutably.
+    pub(crate) fn get_mut(&mut self, key: OpKey) -> Option<&mut Op> {
+        let slot = self.slots.get_mut(key.index())?;
+        (slot.generation == key.generation())
+            .then_some(slot.op.as_mut())
+            .flatten()
+    }
+
+    /// Takes the op out; its slot gets a new generation (O2).
+    fn remove(&mut self, key: OpKey) -> Option<Op> {
+        let slot = self.slots.get_mut(key.index())?;
+        if slot.generation != key.generation() {
+            return None;
+        }
+        let op = slot.op.take()?;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(key.index() as u32);
+        if op.owner.is_some() {
+            self.owned -= 1;
+        }
+        Some(op)
+    }
+
+    /// Number of ops that hold an event: `destroy` refuses while it is not
+    /// zero.
+    pub(crate) fn owned(&self) -> usize {
+        self.owned
+    }
+}
+
+/// What a new op is.
+#[derive(Debug)]
+pub(crate) struct NewOp {
+    /// The event it completes.
+    pub(crate) owner: Option<Rc<Event>>,
+    /// What it is for.
+    pub(crate) kind: OpKind,
+    /// The host descriptor it counts against, if any.
+    pub(crate) fd: Option<RawFd>,
+    /// The memory it lends the kernel.
+    pub(crate) buf: OwnedBuf,
+    /// Parked (O4) instead of pushed.
+    pub(crate) parked: bool,
+}
+
+impl Reactor {
+    /// Makes an op, builds its entry with `build` (from the op's own boxed
+    /// buffers, which never move) and pushes it, unless it is parked.
+    pub(crate) fn start_op(
+        &self,
+        new: NewOp,
+        build: impl FnOnce(&OpKind, &OwnedBuf) -> squeue::Entry,
+    ) -> OpKey {
+        let NewOp {
+            owner,
+            kind,
+            fd,
+            buf,
+            parked,
+        } = new;
+        let (key, entry) = {
+            let mut ops = self.ops.borrow_mut();
+            let key = ops.next_key();
+            let entry = build(&kind, &buf).user_data(key.user_data());
+            if let Some(ev) = &owner {
+                ev.in_flight.set(ev.in_flight.get() + 1);
+            }
+            let life = if parked {
+                Life::Parked
+            } else {
+                Life::Submitted
+            };
+            ops.put(
+                key,
+                Op {
+                    life,
+                    owner,
+                    kind,
+                    fd,
+                    buf,
+                    entry: entry.clone(),
+                    awaiting_readiness: false,
+                },
+            );
+            (key, entry)
+        };
+        if let Some(fd) = fd {
+            self.registry.borrow_mut().add_op(fd, key);
+        }
+        if !parked {
+            self.push_entry(entry);
+        }
+        key
+    }
+
+    /// Hands an op's entry to the ring.
+    fn push_entry(&self, entry: squeue::Entry) {
+        // SAFETY: K1 holds by O1: the entry names only the op's boxed
+        // buffers, which stay in the op table until the final completion
+        // carrying this key is reaped, and host memory that the host keeps
+        // valid until the request's callback (AA-R5), which runs only after
+        // that completion.
+        unsafe { self.ring.borrow_mut().push(entry) };
+    }
+
+    /// Pushes an op's stored entry again (O3), or, for a parked op, for the
+    /// first time (O4); its life becomes `Submitted`.
+    pub(crate) fn repush(&self, key: OpKey) {
+        let entry = {
+            let mut ops = self.ops.borrow_mut();
+            let Some(op) = ops.get_mut(key) else { return };
+            if op.life == Life::CancelRequested {
+                return; // O5
+            }
+            op.life = Life::Submitted;
+            op.awaiting_readiness = false;
+            op.entry.clone()
+        };
+        self.push_entry(entry);
+    }
+
+    /// Replaces an op's stored entry (a retry as another opcode, a watch
+    /// that falls back to one-shot) and pushes it (O3).
+    pub(crate) fn replace_entry(&self, key: OpKey, entry: squeue::Entry) {
+        if let Some(op) = self.ops.borrow_mut().get_mut(key) {
+            op.entry = entry.user_data(key.user_data());
+        }
+        self.repush(key);
+    }
+
+    /// Takes an op out of the table (its final completion was reaped, or it
+    /// was parked and is cancelled). Unparks its descriptor's close if it was
+    /// the last op on it (O4).
+    pub(crate) fn retire(&self, key: OpKey) -> Option<Op> {
+        let op = self.ops.borrow_mut().remove(key)?;
+        if let Some(ev) = &op.owner {
+            ev.in_flight.set(ev.in_flight.get() - 1);
+        }
+        if let Some(fd) = op.fd {
+            let closer = self.registry.borrow_mut().remove_op(fd, key);
+            if let Some(closer) = closer {
+                self.repush(closer);
+            }
+        }
+        Some(op)
+    }
+
+    /// Cancels an op: pushes an async cancel for it, or retires it if the
+    /// kernel never saw it. Returns the op if it was retired here.
+    pub(crate) fn cancel_op(&self, key: OpKey) -> Option<Op> {
+        let step = self.ops.borrow_mut().get_mut(key)?.life.request_cancel();
+        match step {
+            CancelStep::PushCancel => {
+                self.push_cancel(key);
+                None
+            }
+            CancelStep::AlreadyRequested => None,
+            CancelStep::RetireNow => self.retire(key),
+        }
+    }
+
+    /// Handles one completion; returns the number of host callbacks run.
+    pub(crate) fn complete(&self, cqe: Cqe) -> i32 {
+        let Some(key) = OpKey::from_user_data(cqe.user_data) else {
+            return 0;
+        };
+        let tag = match self.ops.borrow().get(key) {
+            Some(op) => match op.kind {
+                OpKind::Request(_) => 0,
+                OpKind::Poll { .. } => 1,
+                OpKind::TriggerRead => 2,
+                OpKind::WakeRead => 3,
+                OpKind::OwnedFdClose => 4,
+            },
+            // A stale completion: the op was retired (a parked close that
+            // was cancelled never reaches here; nothing else can).
+            None => return 0,
+        };
+        match tag {
+            0 => self.complete_request(key, cqe),
+            1 => self.complete_poll(key, cqe),
+            2 => self.complete_trigger_read(key, cqe),
+            3 => self.complete_wake_read(key, cqe),
+            _ => self.complete_owned_close(key, cqe),
+        }
+    }
+
+    /// The `EAGAIN` fallback shared by requests and eventfd reads: a file
+    /// that refuses to wait inside the kernel (old kernels, `O_NONBLOCK`
+    /// files without `FMODE_NOWAIT`) answers `EAGAIN`; the op then waits
+    /// for readiness with a one-shot poll carrying its key, and its entry is
+    /// pushed again when that poll completes (O3). Returns whether the
+    /// completion was consumed this way.
+    pub(crate) fn retry_when_ready(&self, key: OpKey, cqe: Cqe, fd: RawFd, mask: u32) -> bool {
+        let awaiting = {
+            let mut ops = self.ops.borrow_mut();
+            let Some(op) = ops.get_mut(key) else {
+                return false;
+            };
+            if op.life != Life::Submitted {
+                return false; // O5
+            }
+            if op.awaiting_readiness {
+                if cqe.result < 0 {
+                    // The wait itself failed: that is the op's result.
+                    op.awaiting_readiness = false;
+                    return false;
+                }
+                true
+            } else if cqe.result == -libc::EAGAIN {
+                op.awaiting_readiness = true;
+                false
+            } else {
+                return false;
+            }
+        };
+        if awaiting {
+            self.repush(key);
+        } else {
+            self.push_readiness_wait(key, fd, mask);
+        }
+        true
+    }
+
+    /// Closes a descriptor through the ring once every op on it has retired
+    /// (O4): cancels those ops (all at once with `IORING_ASYNC_CANCEL_FD`
+    /// where the kernel has it, else one by one), ends the watches on it
+    /// (an armed one is told `-ECANCELED`, from the next `run_once`), and
+    /// parks the close until the descriptor is quiet. Returns the close's
+    /// key.
+    pub(crate) fn close_fd(&self, fd: RawFd, owner: Rc<Event>, kind: OpKind) -> OpKey {
+        let ops_on_fd = self.registry.borrow().ops_on(fd);
+        let mut watches = Vec::new();
+        {
+            let mut ops = self.ops.borrow_mut();
+            for key in &ops_on_fd {
+                let Some(op) = ops.get_mut(*key) else {
+                    continue;
+                };
+                // O5: nothing on a closing descriptor is retried or re-armed.
+                // The step is ignored: one cancel for the descriptor follows.
+                let _ = op.life.request_cancel();
+                if let (OpKind::Poll { .. }, Some(ev)) = (&op.kind, &op.owner) {
+                    watches.push((Rc::clone(ev), *key));
+                }
+            }
+        }
+        if self.features.cancel_fd {
+            self.push_cancel_fd(fd);
+        } else {
+            for key in &ops_on_fd {
+                self.push_cancel(*key);
+            }
+        }
+        for (ev, key) in watches {
+            self.end_watch_of_closed_fd(&ev, key);
+        }
+        let key = self.start_op(
+            NewOp {
+                owner: Some(owner),
+                kind,
+                fd: None,
+                buf: OwnedBuf::None,
+                parked: true,
+            },
+            |_, _| io::close_entry(fd),
+        );
+        let quiet = self.registry.borrow_mut().set_closer(fd, key);
+        if quiet {
+            self.repush(key);
+        }
+        key
+    }
+}

@@ -1,0 +1,151 @@
+//! Probing the kernel at `create`: can this process use io_uring at all,
+//! and does the kernel have every opcode and feature the reactor relies on?
+//!
+//! Every refusal becomes one line starting `io_uring unavailable: ` (copied
+//! into `cfg->err_buf` by `ffi.rs`) and a negative status: the `-errno` of
+//! a refused system call (`-EPERM` when `kernel.io_uring_disabled` or a
+//! seccomp filter forbids io_uring, `-ENOSYS` on a kernel without it), or
+//! `-ENOSYS` for a missing opcode or feature.
+//!
+//! | needed | for | since |
+//! |---|---|---|
+//! | `io_uring_setup`, `IORING_FEAT_NODROP` | the ring; no completion is ever dropped | 5.5 |
+//! | `IORING_REGISTER_PROBE` | this probe | 5.6 |
+//! | `READ`, `WRITE` | files, pipes, eventfds (triggers, waker) | 5.6 |
+//! | `RECV`, `SEND`, `ACCEPT`, `CONNECT` | sockets | 5.6 / 5.5 |
+//! | `CLOSE` | `AA_IO_CLOSE`, `AA_EVF_OWNS_FD` | 5.6 |
+//! | `POLL_ADD` | watches, `EAGAIN` fallback | 5.1 |
+//! | `ASYNC_CANCEL` | cancel, close, dispose | 5.5 |
+//! | `IORING_FEAT_EXT_ARG` | the wait's timeout in the same `io_uring_enter` | 5.11 |
+//!
+//! Used when present, with a fallback otherwise: `IORING_ASYNC_CANCEL_FD`
+//! (5.19; else one cancel per op) and multishot `POLL_ADD` (5.13; else
+//! one-shot polls re-armed, detected at the first watch).
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{opcode, IoUring, Probe};
+
+use crate::config::Config;
+use crate::error::{neg_errno, Error, Result};
+use crate::ops::cancel::probe_cancel_fd;
+use crate::ring::Ring;
+
+/// What the kernel offers beyond the required minimum.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Features {
+    /// `IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL` (5.19).
+    pub(crate) cancel_fd: bool,
+}
+
+/// The opcodes the reactor submits, by name.
+const REQUIRED: &[(&str, u8)] = &[
+    ("IORING_OP_READ", opcode::Read::CODE),
+    ("IORING_OP_WRITE", opcode::Write::CODE),
+    ("IORING_OP_RECV", opcode::Recv::CODE),
+    ("IORING_OP_SEND", opcode::Send::CODE),
+    ("IORING_OP_ACCEPT", opcode::Accept::CODE),
+    ("IORING_OP_CONNECT", opcode::Connect::CODE),
+    ("IORING_OP_CLOSE", opcode::Close::CODE),
+    ("IORING_OP_POLL_ADD", opcode::PollAdd::CODE),
+    ("IORING_OP_ASYNC_CANCEL", opcode::AsyncCancel::CODE),
+];
+
+/// The prefix of every refusal.
+const UNAVAILABLE: &str = "io_uring unavailable: ";
+
+/// Makes the ring and checks the kernel (see the module doc). `probe_fd` is
+/// a descriptor with nothing in flight, for the cancel-by-descriptor probe.
+pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)> {
+    let uring = IoUring::builder()
+        .dontfork()
+        .build(config.sq_entries)
+        .map_err(|e| setup_refused(&e, disabled_sysctl()))?;
+    let mut ring = Ring::new(uring);
+    let params = ring.params();
+    if !params.is_feature_nodrop() {
+        return Err(lacks("IORING_FEAT_NODROP (linux 5.5)"));
+    }
+    if !params.is_feature_ext_arg() {
+        return Err(lacks("IORING_FEAT_EXT_ARG (linux 5.11)"));
+    }
+    let mut probe = Probe::new();
+    ring.register_probe(&mut probe).map_err(|e| {
+        Error::new(
+            neg_errno(&e),
+            format!("{UNAVAILABLE}io_uring_register(IORING_REGISTER_PROBE) failed: {e}"),
+        )
+    })?;
+    if let Some((name, _)) = REQUIRED.iter().find(|(_, code)| !probe.is_supported(*code)) {
+        return Err(lacks(name));
+    }
+    let cancel_fd = probe_cancel_fd(&mut ring, probe_fd).map_err(|e| {
+        Error::new(
+            neg_errno(&e),
+            format!("{UNAVAILABLE}io_uring_enter failed: {e}"),
+        )
+    })?;
+    Ok((ring, Features { cancel_fd }))
+}
+
+/// A kernel without `what`.
+fn lacks(what: &str) -> Error {
+    Error::new(-libc::ENOSYS, format!("{UNAVAILABLE}kernel lacks {what}"))
+}
+
+/// The value of `kernel.io_uring_disabled` (Linux 6.6+), if the file exists.
+fn disabled_sysctl() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// The refusal of `io_uring_setup`, naming the sysctl when it explains it.
+fn setup_refused(err: &io::Error, sysctl: Option<String>) -> Error {
+    let mut message = format!("{UNAVAILABLE}io_uring_setup failed: {err}");
+    if err.raw_os_error() == Some(libc::EPERM) {
+        match sysctl.as_deref() {
+            Some("2") => message.push_str(" (kernel.io_uring_disabled = 2: disabled for everyone)"),
+            Some("1") => message.push_str(
+                " (kernel.io_uring_disabled = 1: only members of kernel.io_uring_group may use it)",
+            ),
+            _ => message.push_str(" (a seccomp filter or a container policy may forbid it)"),
+        }
+    }
+    Error::new(neg_errno(err), message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_setup_names_the_call_the_reason_and_the_sysctl() {
+        let eperm = io::Error::from_raw_os_error(libc::EPERM);
+        let err = setup_refused(&eperm, Some("2".into()));
+        assert_eq!(err.status, -libc::EPERM);
+        assert_eq!(
+            err.message,
+            "io_uring unavailable: io_uring_setup failed: Operation not permitted (os error 1) \
+             (kernel.io_uring_disabled = 2: disabled for everyone)"
+        );
+        let enosys = io::Error::from_raw_os_error(libc::ENOSYS);
+        let err = setup_refused(&enosys, None);
+        assert_eq!(err.status, -libc::ENOSYS);
+        assert_eq!(
+            err.message,
+            "io_uring unavailable: io_uring_setup failed: Function not implemented (os error 38)"
+        );
+    }
+
+    #[test]
+    fn a_missing_opcode_is_named() {
+        let err = lacks("IORING_OP_SEND");
+        assert_eq!(err.status, -libc::ENOSYS);
+        assert_eq!(
+            err.message,
+            "io_uring unavailable: kernel lacks IORING_OP_SEND"
+        );
+    }
+}

@@ -1,0 +1,486 @@
+//! The owned driver: one io_uring, the ops in flight, the descriptors,
+//! timers and deferred callbacks, and the loop iteration that drives them.
+//!
+//! # What this module owns
+//!
+//! [`Reactor`], made by `create` and freed by `destroy`: the [`Ring`], the
+//! [`OpTable`], the [`Registry`], the [`TimerHeap`], the [`Waker`] and its
+//! eventfd read, the queue of deferred callbacks (cancellations, on_closed,
+//! completions reaped in the iteration that cancelled them), the cached
+//! clock and the counters.
+//!
+//! # Invariants
+//!
+//! - **R1** Callbacks run only inside `run_once`, and never while a
+//!   `RefCell` of the reactor or of an event is borrowed: every step copies
+//!   what it needs, releases its borrows, then calls the host, and looks the
+//!   world up again afterwards (a callback may create, cancel, close and
+//!   dispose anything, and submit requests).
+//! - **R2** A deferred callback queued during iteration N is delivered in
+//!   iteration N+1 or later: `run_once` takes the queue at its start and
+//!   delivers only that batch. Nothing caused by `cancel` or `close` runs
+//!   inside that call, nor in the iteration it was made from: a request
+//!   whose cancelled completion is reaped in the iteration that cancelled it
+//!   is deferred too (ops/io.rs).
+//! - **R3** `alive` equals the number of events whose `counted` is set
+//!   (event invariant E4): every state change ends with [`Reactor::touch`].
+//! - **R4** `live_events` counts events created and not yet disposed, and
+//!   the op table counts ops that hold an event (disposed or not): `destroy`
+//!   refuses while either is non-zero, so nothing the kernel may still
+//!   write into is ever freed (P-21).
+//! - **R5** `run_once` never blocks when it already has work (callbacks ran
+//!   before the wait, or deferred callbacks are waiting).
+//! - **R6** Each iteration bounds its own work: timers armed during it wait
+//!   for the next one, requests submitted from its callbacks reach the
+//!   kernel at the next one, and it reaps at most a bounded number of
+//!   completions.
+//! - **R7** One `io_uring_enter` per iteration: `io_submit` and every other
+//!   call only queue entries (ring invariant K3); the iteration submits
+//!   them all and waits, for the caller's timeout or the nearest timer,
+//!   in the same system call.
+//!
+//! # Access
+//!
+//! Loop thread only (checked at the ABI boundary against the thread that
+//! called `create`), except `waker`, which `wake` reaches from any thread.
+//!
+//! # Drop order
+//!
+//! `destroy` (with no live event and no event op in the kernel) clears the
+//! deferred queue and the timers, cancels the waker's read and waits for
+//! its completion; dropping the reactor then drops the ring (unmapping it,
+//! closing its descriptor) and the waker's eventfd.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::mem;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED, AA_E_INVALID};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::event::{CloseState, Event, State};
+use crate::ffi::HostCallback;
+use crate::ops::{OpKey, OpTable};
+use crate::probe::{self, Features};
+use crate::registry::Registry;
+use crate::ring::{Cqe, Ring, Wait};
+use crate::timer::TimerHeap;
+use crate::trigger::{TriggerShared, Waker};
+
+/// A callback owed to the host, delivered by the next `run_once` (R2).
+#[derive(Debug)]
+pub(crate) enum Deferred {
+    /// The event's own callback, with `status` (timers, polls, triggers) or
+    /// `value` (a request's result, a poll's ready bits).
+    Notify {
+        /// The event.
+        ev: Rc<Event>,
+        /// 0 or the cancellation reason.
+        status: AaStatus,
+        /// A request's result, a poll's ready bits.
+        value: i64,
+    },
+    /// `on_closed` (AA-R4).
+    Closed {
+        /// The event.
+        ev: Rc<Event>,
+    },
+}
+
+/// One event loop (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Reactor {
+    /// What `wake` reaches from other threads.
+    pub(crate) waker: Waker,
+    this: Weak<Reactor>,
+    thread: usize,
+    base: Instant,
+    now: Cell<u64>,
+    pub(crate) ring: RefCell<Ring>,
+    pub(crate) features: Features,
+    /// `IORING_POLL_ADD_MULTI` works (cleared the first time the kernel
+    /// refuses it).
+    pub(crate) multishot_poll: Cell<bool>,
+    pub(crate) ops: RefCell<OpTable>,
+    pub(crate) registry: RefCell<Registry>,
+    pub(crate) timers: RefCell<TimerHeap>,
+    deferred: RefCell<VecDeque<Deferred>>,
+    cqes: RefCell<Vec<Cqe>>,
+    alive: Cell<u32>,
+    live_events: Cell<usize>,
+    running: Cell<bool>,
+    iteration: Cell<u64>,
+    wake_op: Cell<Option<OpKey>>,
+    last_error: RefCell<String>,
+}
+
+thread_local! {
+    static THREAD_MARK: u8 = const { 0 };
+}
+
+/// A cheap identity of the calling thread: the address of a thread-local.
+fn thread_mark() -> usize {
+    THREAD_MARK.with(|m| m as *const u8 as usize)
+}
+
+impl Reactor {
+    /// Makes a reactor bound to the calling thread: probes the kernel, makes
+    /// the ring and arms the waker's read.
+    pub(crate) fn new(config: &Config) -> Result<Rc<Reactor>> {
+        let waker = Waker::new().map_err(|e| Error::os("create: eventfd", &e))?;
+        let (ring, features) = probe::open(config, waker.fd())?;
+        let reactor = Rc::new_cyclic(|this| Reactor {
+            waker,
+            this: this.clone(),
+            thread: thread_mark(),
+            base: Instant::now(),
+            now: Cell::new(0),
+            ring: RefCell::new(ring),
+            features,
+            multishot_poll: Cell::new(true),
+            ops: RefCell::new(OpTable::default()),
+            registry: RefCell::new(Registry::default()),
+            timers: RefCell::new(TimerHeap::default()),
+            deferred: RefCell::new(VecDeque::new()),
+            cqes: RefCell::new(Vec::new()),
+            alive: Cell::new(0),
+            live_events: Cell::new(0),
+            running: Cell::new(false),
+            iteration: Cell::new(0),
+            wake_op: Cell::new(None),
+            last_error: RefCell::new(String::new()),
+        });
+        let key = reactor.arm_eventfd(None, reactor.waker.fd());
+        reactor.wake_op.set(Some(key));
+        async_abi::plugin_debug!(
+            "reactor-uring: ring of {:?}, cancel by descriptor: {}",
+            reactor.ring.borrow(),
+            features.cancel_fd
+        );
+        Ok(reactor)
+    }
+
+    /// Fails unless called on the loop thread.
+    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
+        if self.thread == thread_mark() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "{what}: called from a thread other than the loop thread"
+            )))
+        }
+    }
+
+    /// Records a failure for `last_error_message` and returns its status.
+    pub(crate) fn fail(&self, err: Error) -> AaStatus {
+        let status = err.status;
+        *self.last_error.borrow_mut() = err.message;
+        status
+    }
+
+    /// The last error message.
+    pub(crate) fn last_error(&self) -> String {
+        self.last_error.borrow().clone()
+    }
+
+    /// Refreshes and returns the cached clock (ns since `create`).
+    pub(crate) fn refresh_clock(&self) -> u64 {
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // The monotonic clock never goes back; keep the cache monotonic too.
+        let now = now.max(self.now.get());
+        self.now.set(now);
+        now
+    }
+
+    /// The cached clock.
+    pub(crate) fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    /// The number of the current (or last) loop iteration.
+    pub(crate) fn iteration(&self) -> u64 {
+        self.iteration.get()
+    }
+
+    /// Number of active, referenced, non-hidden events (R3).
+    pub(crate) fn alive(&self) -> u32 {
+        self.alive.get()
+    }
+
+    /// Reconciles the event's `counted` flag with its state (R3, E4).
+    pub(crate) fn touch(&self, ev: &Event) {
+        let live = ev.is_live();
+        if live != ev.counted.get() {
+            ev.counted.set(live);
+            let alive = self.alive.get();
+            self.alive.set(if live { alive + 1 } else { alive - 1 });
+        }
+    }
+
+    /// Makes an event of this reactor (R4).
+    pub(crate) fn new_event(
+        &self,
+        kind: u32,
+        flags: u32,
+        callback: HostCallback,
+        trigger: Option<Arc<TriggerShared>>,
+        state: State,
+    ) -> Rc<Event> {
+        self.live_events.set(self.live_events.get() + 1);
+        Rc::new(Event {
+            header: AaEvent {
+                struct_size: mem::size_of::<AaEvent>() as u32,
+                kind,
+                flags,
+                _reserved: 0,
+            },
+            magic: crate::event::EVENT_MAGIC,
+            reactor: self.this.clone(),
+            callback,
+            trigger,
+            referenced: Cell::new(true),
+            disposed: Cell::new(false),
+            close: Cell::new(CloseState::Open),
+            on_closed: Cell::new(None),
+            in_flight: Cell::new(0),
+            counted: Cell::new(false),
+            scheduled: Cell::new(0),
+            state: RefCell::new(state),
+        })
+    }
+
+    /// The host disposed of an event (R4).
+    pub(crate) fn forget_event(&self) {
+        self.live_events
+            .set(self.live_events.get().saturating_sub(1));
+    }
+
+    /// Queues a callback for the next `run_once` (R2, E5).
+    pub(crate) fn defer(&self, item: Deferred) {
+        let ev = match &item {
+            Deferred::Notify { ev, .. } | Deferred::Closed { ev } => ev,
+        };
+        ev.scheduled.set(ev.scheduled.get() + 1);
+        self.touch(ev);
+        self.deferred.borrow_mut().push_back(item);
+    }
+
+    /// Schedules `on_closed` once a closing event has nothing left in the
+    /// kernel (AA-R4, E3). Called after every change that may be the last.
+    pub(crate) fn settle_close(&self, ev: &Rc<Event>) {
+        if ev.close.get() == CloseState::Closing && ev.in_flight.get() == 0 {
+            ev.close.set(CloseState::Drained);
+            self.defer(Deferred::Closed { ev: Rc::clone(ev) });
+        }
+    }
+
+    /// `AA_E_CLOSED` for a closing or closed event, naming `what`.
+    pub(crate) fn check_open(&self, ev: &Event, what: &str) -> Result<()> {
+        if ev.close.get() != CloseState::Open {
+            return Err(Error::new(
+                AA_E_CLOSED,
+                format!("{what}: event is closed or closing"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `destroy`: refuses while anything is alive (R4), then drains the
+    /// waker's read so the ring can go.
+    pub(crate) fn destroy(&self) -> Result<()> {
+        if self.running.get() {
+            return Err(Error::invalid("destroy: called from inside run_once"));
+        }
+        let live = self.live_events.get();
+        if live > 0 {
+            return Err(Error::new(
+                AA_E_BUSY,
+                format!("destroy: {live} events are not disposed yet"),
+            ));
+        }
+        let held = self.ops.borrow().owned();
+        if held > 0 {
+            return Err(Error::new(
+                AA_E_BUSY,
+                format!("destroy: the kernel still holds {held} operations of disposed events"),
+            ));
+        }
+        self.deferred.borrow_mut().clear();
+        self.timers.borrow_mut().clear();
+        self.drain_waker();
+        Ok(())
+    }
+
+    /// Cancels the waker's read and waits (a bounded number of
+    /// `io_uring_enter`s) for its final completion, so its counter is not
+    /// freed while the kernel may write it. If the kernel does not answer,
+    /// the op is leaked rather than freed.
+    fn drain_waker(&self) {
+        let Some(key) = self.wake_op.take() else {
+            return;
+        };
+        if self.ops.borrow().get(key).is_none() {
+            return;
+        }
+        let _ = self.cancel_op(key);
+        let mut cqes = Vec::new();
+        for _ in 0..64 {
+            if self.ring.borrow_mut().enter(Wait::Forever).is_err() {
+                break;
+            }
+            cqes.clear();
+            self.ring.borrow_mut().reap(&mut cqes);
+            for cqe in &cqes {
+                if cqe.user_data == key.user_data() && !cqe.more() {
+                    self.retire(key);
+                    return;
+                }
+            }
+        }
+        if let Some(op) = self.retire(key) {
+            async_abi::plugin_error!("destroy: the kernel did not release the waker's read");
+            mem::forget(op);
+        }
+    }
+
+    /// One loop iteration (see `async_abi::reactor`): returns the number of
+    /// callbacks run.
+    pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
+        if self.running.get() {
+            return Err(Error::invalid("run_once: called from inside a callback"));
+        }
+        if timeout_ns < -1 {
+            return Err(Error::invalid(format!(
+                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
+            )));
+        }
+        self.running.set(true);
+        self.iteration.set(self.iteration.get() + 1);
+        let result = self.iterate(timeout_ns);
+        self.running.set(false);
+        result
+    }
+
+    fn iterate(&self, timeout_ns: i64) -> Result<i32> {
+        // R2: this iteration's share of deferred work, taken up front.
+        let deferred = mem::take(&mut *self.deferred.borrow_mut());
+        let horizon = self.timers.borrow().horizon();
+
+        // 1-2: clock, due timers.
+        let mut count = self.run_timers(self.refresh_clock(), horizon);
+
+        // 3: one io_uring_enter that submits everything and waits, cut short
+        // by the nearest timer (R7); never blocking with work (R5).
+        let has_work = count > 0 || !deferred.is_empty();
+        loop {
+            let (wait, timer_bound) = self.wait_for(timeout_ns, has_work);
+            self.ring
+                .borrow_mut()
+                .enter(wait)
+                .map_err(|e| Error::os("run_once: io_uring_enter", &e))?;
+            // 4: complete what the kernel reported.
+            let (reaped, callbacks) = self.reap();
+            count += callbacks;
+            let fired = self.run_timers(self.refresh_clock(), horizon);
+            count += fired;
+            // A timer-bound wait that woke with nothing to do waits again:
+            // `run_once(-1)` returns once the nearest timer was due.
+            let spent = matches!(wait, Wait::Poll | Wait::For(Duration::ZERO));
+            if reaped > 0 || fired > 0 || !timer_bound || spent {
+                break;
+            }
+        }
+
+        // 5: cancellations, early results and `on_closed` (R2).
+        count += self.deliver(deferred);
+        Ok(count)
+    }
+
+    /// How to wait for a requested `timeout_ns`, and whether the nearest
+    /// timer (not the caller) decided it.
+    fn wait_for(&self, timeout_ns: i64, has_work: bool) -> (Wait, bool) {
+        if has_work || timeout_ns == 0 {
+            return (Wait::Poll, false);
+        }
+        let requested = u64::try_from(timeout_ns).ok();
+        let timer = self
+            .next_timer()
+            .map(|deadline| deadline.saturating_sub(self.now()));
+        match (requested, timer) {
+            (Some(r), Some(t)) if t < r => (Wait::For(Duration::from_nanos(t)), true),
+            (None, Some(t)) => (Wait::For(Duration::from_nanos(t)), true),
+            (Some(r), _) => (Wait::For(Duration::from_nanos(r)), false),
+            (None, None) => (Wait::Forever, false),
+        }
+    }
+
+    /// Reaps and completes what the completion queue holds, a bounded number
+    /// of completions per iteration (R6). Returns (completions reaped,
+    /// callbacks run).
+    fn reap(&self) -> (usize, i32) {
+        let budget = self.ring.borrow().cq_capacity().max(64) * 2;
+        let mut batch = mem::take(&mut *self.cqes.borrow_mut());
+        let mut reaped = 0;
+        let mut callbacks = 0;
+        while reaped < budget {
+            batch.clear();
+            let dropped = self.ring.borrow_mut().reap(&mut batch);
+            if dropped > 0 {
+                async_abi::plugin_error!(
+                    "run_once: the kernel dropped {dropped} completions (no IORING_FEAT_NODROP?)"
+                );
+            }
+            if batch.is_empty() {
+                break;
+            }
+            reaped += batch.len();
+            for cqe in batch.drain(..) {
+                callbacks += self.complete(cqe);
+            }
+        }
+        *self.cqes.borrow_mut() = batch;
+        (reaped, callbacks)
+    }
+
+    /// Delivers the deferred batch taken at the start of the iteration (R2).
+    fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
+        let mut count = 0;
+        for item in batch {
+            match item {
+                Deferred::Notify { ev, status, value } => {
+                    ev.scheduled.set(ev.scheduled.get() - 1);
+                    self.touch(&ev);
+                    if ev.deliverable() {
+                        ev.callback.notify(&ev, status, value);
+                        count += 1;
+                    }
+                }
+                Deferred::Closed { ev } => {
+                    ev.scheduled.set(ev.scheduled.get() - 1);
+                    ev.close.set(CloseState::Closed);
+                    self.touch(&ev);
+                    if let (true, Some(cb)) = (ev.deliverable(), ev.on_closed.take()) {
+                        cb.call(&ev);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        count
+    }
+}
+
+/// Validates `AA_EVF_*` flags against the bits a constructor accepts.
+pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
+    if flags & !allowed != 0 {
+        return Err(Error::new(
+            AA_E_INVALID,
+            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! The ring wrapper: a reactor's one `IoUring`, its overflow queue, and the
+//! single `io_uring_enter` of each loop iteration.
+//!
+//! # What this module owns
+//!
+//! [`Ring`]: the io_uring instance (its descriptor and the three shared
+//! mappings), the queue of submission entries that did not fit in the
+//! submission queue, and the last seen count of dropped completions.
+//!
+//! # Invariants
+//!
+//! - **K1** Pushing an entry is the moment the kernel may start borrowing
+//!   the memory it names, so [`Ring::push`] is `unsafe`: its caller promises
+//!   that every buffer, address and length pointer in the entry stays valid
+//!   and unmoved until the completion carrying its `user_data` was reaped
+//!   (the ops module keeps that promise with its invariant O1, and names
+//!   the owner of each buffer at each call site).
+//! - **K2** Nothing is lost or refused for lack of room: an entry that does
+//!   not fit waits in `overflow`, and entries leave `overflow` in FIFO order
+//!   and before any newer entry enters the submission queue, so submission
+//!   order is push order (a cancel is never submitted before its target).
+//! - **K3** [`Ring::push`] never makes a system call; [`Ring::enter`] makes
+//!   one `io_uring_enter` per call that submits everything queued and waits
+//!   in the same call. It makes more only while `overflow` holds entries
+//!   that did not fit (one extra submit per full submission queue), and none
+//!   for a non-blocking call with nothing to submit and nothing held back by
+//!   the kernel.
+//! - **K4** Completions are never dropped: `create` requires
+//!   `IORING_FEAT_NODROP`, so a full completion queue parks completions in
+//!   the kernel, which hands them over at the next `io_uring_enter` that
+//!   asks for events (every [`Ring::enter`] that waits, or that finds the
+//!   `IORING_SQ_CQ_OVERFLOW` flag set).
+//!
+//! # Access
+//!
+//! Loop thread only, through the reactor's `RefCell`; the borrow is never
+//! held across a host callback.
+//!
+//! # Safety
+//!
+//! The unsafe code here is the two calls that hand entries to the kernel
+//! (`SubmissionQueue::push`), under K1.
+//!
+//! # Drop order
+//!
+//! Dropping the ring unmaps the queues and closes the ring's descriptor.
+//! The reactor drops it only when no operation that names memory is in
+//! flight (`destroy` answers `AA_E_BUSY` until then and drains its own
+//! eventfd read first).
+
+use std::collections::VecDeque;
+use std::io;
+use std::time::Duration;
+
+use io_uring::types::{SubmitArgs, Timespec};
+use io_uring::{cqueue, squeue, IoUring, Probe};
+
+/// One completion, copied out of the completion queue so no borrow of the
+/// ring outlives reaping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cqe {
+    /// The `user_data` of the entry it completes.
+    pub(crate) user_data: u64,
+    /// Its result: a count, a descriptor, poll bits, or `-errno`.
+    pub(crate) result: i32,
+    /// `IORING_CQE_F_*` bits.
+    pub(crate) flags: u32,
+}
+
+impl Cqe {
+    /// Whether more completions will follow for the same entry (a
+    /// multishot operation that is still armed).
+    pub(crate) fn more(&self) -> bool {
+        cqueue::more(self.flags)
+    }
+}
+
+/// How [`Ring::enter`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Do not wait: submit what is queued, if anything.
+    Poll,
+    /// Wait for at least one completion.
+    Forever,
+    /// Wait for at least one completion or this long, whichever is first.
+    For(Duration),
+}
+
+/// The ring (see the module doc).
+pub(crate) struct Ring {
+    uring: IoUring,
+    overflow: VecDeque<squeue::Entry>,
+    dropped: u32,
+}
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring")
+            .field("sq_entries", &self.uring.params().sq_entries())
+            .field("cq_entries", &self.uring.params().cq_entries())
+            .field("overflow", &self.overflow.len())
+            .finish()
+    }
+}
+
+impl Ring {
+    /// Wraps a ring made by `probe`.
+    pub(crate) fn new(uring: IoUring) -> Ring {
+        Ring {
+            uring,
+            overflow: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// The kernel's parameters of this ring.
+    pub(crate) fn params(&self) -> &io_uring::Parameters {
+        self.uring.params()
+    }
+
+    /// Asks the kernel which opcodes it supports.
+    pub(crate) fn register_probe(&self, probe: &mut Probe) -> io::Result<()> {
+        self.uring.submitter().register_probe(probe)
+    }
+
+    /// Queues one entry for the next [`Ring::enter`]; never a system call
+    /// (K3), never refused (K2).
+    ///
+    /// # Safety
+    ///
+    /// K1: every pointer in `entry` (buffers, addresses, lengths, counters)
+    /// must stay valid and unmoved until the completion carrying its
+    /// `user_data` has been reaped by [`Ring::reap`].
+    pub(crate) unsafe fn push(&mut self, entry: squeue::Entry) {
+        if self.overflow.is_empty() {
+            let mut sq = self.uring.submission();
+            // SAFETY: K1 is the caller's promise for this very entry.
+            if unsafe { sq.push(&entry) }.is_ok() {
+                return;
+            }
+        }
+        self.overflow.push_back(entry);
+    }
+
+    /// Moves overflowed entries into the submission queue while they fit
+    /// (K2); returns whether the overflow queue is now empty.
+    fn flush_overflow(&mut self) -> bool {
+        let mut sq = self.uring.submission();
+        while let Some(entry) = self.overflow.front() {
+            // SAFETY: every overflowed entry came through `push`, whose
+            // caller promised K1 for it; the promise does not depend on
+            // where the entry waited.
+            if unsafe { sq.push(entry) }.is_err() {
+                return false;
+            }
+            self.overflow.pop_front();
+        }
+        true
+    }
+
+    /// Submits everything queued and waits as asked, in one
+    /// `io_uring_enter` (K3). Interruptions, timeouts and a kernel that is
+    /// momentarily out of room are not errors: the caller reaps what there
+    /// is and comes back.
+    pub(crate) fn enter(&mut self, wait: Wait) -> io::Result<()> {
+        // K2: a submission queue too small for the backlog is submitted
+        // (without waiting) as often as it takes to empty the backlog.
+        while !self.flush_overflow() {
+            match self.uring.submit() {
+                Ok(_) => {}
+                Err(e) if transient(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let res = match wait {
+            Wait::Poll => {
+                let mut sq = self.uring.submission();
+                sq.sync();
+                let needed = !sq.is_empty() || sq.cq_overflow() || sq.taskrun();
+                drop(sq);
+                if !needed {
+                    return Ok(());
+                }
+                self.uring.submit()
+            }
+            Wait::Forever => self.uring.submit_and_wait(1),
+            Wait::For(timeout) => {
+                let ts = Timespec::from(timeout);
+                let args = SubmitArgs::new().timespec(&ts);
+                self.uring.submitter().submit_with_args(1, &args)
+            }
+        };
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if transient(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Copies every completion now in the completion queue into `out`.
+    /// Returns how many completions the kernel dropped since the last call
+    /// (always 0 with `IORING_FEAT_NODROP`, K4; counted for the log).
+    pub(crate) fn reap(&mut self, out: &mut Vec<Cqe>) -> u32 {
+        let mut cq = self.uring.completion();
+        cq.sync();
+        out.extend(cq.by_ref().map(|e| Cqe {
+            user_data: e.user_data(),
+            result: e.result(),
+            flags: e.flags(),
+        }));
+        let dropped = cq.overflow();
+        drop(cq);
+        let new = dropped.wrapping_sub(self.dropped);
+        self.dropped = dropped;
+        new
+    }
+
+    /// The capacity of the completion queue.
+    pub(crate) fn cq_capacity(&self) -> usize {
+        self.uring.params().cq_entries() as usize
+    }
+}
+
+/// Errors of `io_uring_enter` that only mean "come back later": a signal
+/// (`EINTR`), the wait's timeout (`ETIME`), or a kernel momentarily out of
+/// room for completions or requests (`EBUSY`, `EAGAIN`).
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINTR) | Some(libc::ETIME) | Some(libc::EBUSY) | Some(libc::EAGAIN)
+    )
+}

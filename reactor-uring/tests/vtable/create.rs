@@ -1,0 +1,110 @@
+//! `create`: options, and refusals reported in one line.
+
+use async_abi::*;
+
+use crate::support::*;
+
+#[test]
+fn unknown_uring_option_is_refused_and_other_prefixes_are_ignored() {
+    let (status, message) = create(&[("uring.foo", "1")]).err().unwrap();
+    assert_eq!(status, AA_E_INVALID);
+    assert_eq!(message, "unknown reactor option \"uring.foo\"");
+    let lp = create(&[("mio.events_capacity", "64"), ("uring.sq_entries", "8")]).unwrap();
+    lp.finish();
+}
+
+#[test]
+fn bad_sq_entries_is_refused_with_the_value() {
+    let (status, message) = create(&[("uring.sq_entries", "0")]).err().unwrap();
+    assert_eq!(status, AA_E_INVALID);
+    assert_eq!(
+        message,
+        "invalid value \"0\" for reactor option \"uring.sq_entries\": expected an integer from 1 to 32768"
+    );
+}
+
+#[test]
+fn the_vtable_advertises_native_io_and_no_inline_completion() {
+    let (vt, _) = vtable();
+    assert_eq!(
+        vt.caps,
+        AA_CAP_TIMER | AA_CAP_POLL | AA_CAP_IO | AA_CAP_TRIGGER | AA_CAP_IO_NATIVE
+    );
+    assert!(vt.signal_new.is_none() && vt.dns_resolve.is_none());
+}
+
+/// Installs, on the calling thread only, a seccomp filter that makes
+/// `io_uring_setup` fail with `EPERM`, as a container policy would.
+fn forbid_io_uring_setup_on_this_thread() {
+    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let nr = libc::SYS_io_uring_setup as u32;
+    let filter = [
+        // A = seccomp_data.nr
+        libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // if A == nr goto errno else goto allow
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: nr,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: plain prctl calls; `prog` points to a filter that outlives the
+    // call (the kernel copies it). Without SECCOMP_FILTER_FLAG_TSYNC the
+    // filter applies to this thread only, which the test owns.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const _
+            ),
+            0,
+            "seccomp: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[test]
+fn a_refused_io_uring_setup_fails_create_with_eperm_and_one_line() {
+    // A thread of its own: the filter stays with it.
+    let result = std::thread::spawn(|| {
+        forbid_io_uring_setup_on_this_thread();
+        create(&[]).err()
+    })
+    .join()
+    .unwrap();
+    let (status, message) = result.expect("create succeeded without io_uring_setup");
+    assert_eq!(status, -libc::EPERM);
+    assert!(
+        message.starts_with(
+            "io_uring unavailable: io_uring_setup failed: Operation not permitted (os error 1)"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains('\n'));
+}

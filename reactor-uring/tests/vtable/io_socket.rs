@@ -1,0 +1,299 @@
+//! Socket requests as ring operations: read, write, accept, connect, close.
+
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use async_abi::*;
+
+use crate::support::*;
+
+const LIMIT: Duration = Duration::from_secs(5);
+
+fn ios(log: &[Rec]) -> usize {
+    log.iter().filter(|r| matches!(r, Rec::Io(..))).count()
+}
+
+#[test]
+fn socketpair_write_then_read_moves_the_bytes() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    let data = *b"hello, ring";
+    let mut buf = [0u8; 64];
+    let mut w = write_op(a, &data);
+    let mut r = read_op(b, &mut buf);
+    let wev = lp.submit("write", &mut w);
+    let rev = lp.submit("read", &mut r);
+    assert_eq!(lp.alive(), 2);
+    lp.run_until(LIMIT, |log| ios(log) == 2);
+    let mut log = lp.take_log();
+    log.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(log, [Rec::Io("read", 11), Rec::Io("write", 11)]);
+    assert_eq!(&buf[..11], b"hello, ring");
+    assert_eq!(lp.alive(), 0);
+    lp.dispose(wev);
+    lp.dispose(rev);
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn read_completes_with_zero_at_end_of_stream() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    let mut buf = [0u8; 8];
+    let mut r = read_op(b, &mut buf);
+    let rev = lp.submit("read", &mut r);
+    lp.run_once(0);
+    close_fd(a);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("read", 0)]);
+    lp.dispose(rev);
+    lp.finish();
+    close_fd(b);
+}
+
+#[test]
+fn write_to_a_closed_peer_fails_with_epipe_not_sigpipe() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    close_fd(b);
+    let data = [7u8; 16];
+    let mut w = write_op(a, &data);
+    let wev = lp.submit("write", &mut w);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("write", -i64::from(libc::EPIPE))]);
+    lp.dispose(wev);
+    lp.finish();
+    close_fd(a);
+}
+
+#[test]
+fn pipe_read_uses_read_not_recv() {
+    let mut lp = Loop::new();
+    let mut fds = [0; 2];
+    assert_eq!(
+        // SAFETY: `fds` is a local array of two ints.
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) },
+        0
+    );
+    let mut buf = [0u8; 8];
+    let mut r = read_op(fds[0], &mut buf);
+    let rev = lp.submit("read", &mut r);
+    lp.run_once(0);
+    // SAFETY: a local 3-byte buffer.
+    assert_eq!(unsafe { libc::write(fds[1], b"abc".as_ptr().cast(), 3) }, 3);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("read", 3)]);
+    assert_eq!(&buf[..3], b"abc");
+    lp.dispose(rev);
+    lp.finish();
+    close_fd(fds[0]);
+    close_fd(fds[1]);
+}
+
+/// An `AaSockAddr` holding `127.0.0.1:port`.
+fn loopback(port: u16) -> AaSockAddr {
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+        },
+        sin_zero: [0; 8],
+    };
+    let mut addr = AaSockAddr::EMPTY;
+    addr.len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+    // SAFETY: `storage` is 128 bytes, aligned for any sockaddr; a
+    // `sockaddr_in` is 16.
+    unsafe { std::ptr::write(addr.storage.as_mut_ptr().cast(), sin) };
+    addr
+}
+
+/// The port of a bound IPv4 socket.
+fn local_port(fd: RawFd) -> u16 {
+    let mut sin: libc::sockaddr_in = unsafe_zeroed();
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `sin` and `len` are locals of the sizes given.
+    let r = unsafe { libc::getsockname(fd, (&mut sin as *mut libc::sockaddr_in).cast(), &mut len) };
+    assert_eq!(r, 0);
+    u16::from_be(sin.sin_port)
+}
+
+fn unsafe_zeroed() -> libc::sockaddr_in {
+    // SAFETY: all-zero is a valid `sockaddr_in`.
+    unsafe { std::mem::zeroed() }
+}
+
+fn tcp_socket() -> RawFd {
+    // SAFETY: no pointer arguments.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    assert!(fd >= 0);
+    fd
+}
+
+#[test]
+fn accept_and_connect_on_loopback_report_the_peer_and_echo() {
+    let mut lp = Loop::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = tcp_socket();
+
+    let mut peer = AaSockAddr::EMPTY;
+    let mut acc = AaIoOp::new(AA_IO_ACCEPT, i64::from(listener.as_raw_fd()));
+    acc.addr = &mut peer;
+    let aev = lp.submit("accept", &mut acc);
+    let mut target = loopback(port);
+    let mut con = AaIoOp::new(AA_IO_CONNECT, i64::from(client));
+    con.addr = &mut target;
+    let cev = lp.submit("connect", &mut con);
+    lp.run_until(LIMIT, |log| ios(log) == 2);
+    let log = lp.take_log();
+    assert!(log.contains(&Rec::Io("connect", 0)), "{log:?}");
+    let accepted = log
+        .iter()
+        .find_map(|r| match r {
+            Rec::Io("accept", fd) => Some(*fd),
+            _ => None,
+        })
+        .unwrap();
+    assert!(accepted >= 0, "accept failed: {accepted}");
+    let accepted = accepted as RawFd;
+    // The peer address, written by the kernel into the host's storage, and
+    // its length, copied from the op's own memory.
+    assert_eq!(peer.len as usize, std::mem::size_of::<libc::sockaddr_in>());
+    // SAFETY: the storage holds a `sockaddr_in` (len checked).
+    let sin: libc::sockaddr_in = unsafe { std::ptr::read(peer.storage.as_ptr().cast()) };
+    assert_eq!(u16::from_be(sin.sin_port), local_port(client));
+    // Non-blocking and close-on-exec, as the ABI promises.
+    // SAFETY: fcntl on an open descriptor.
+    unsafe {
+        assert_ne!(libc::fcntl(accepted, libc::F_GETFL) & libc::O_NONBLOCK, 0);
+        assert_ne!(libc::fcntl(accepted, libc::F_GETFD) & libc::FD_CLOEXEC, 0);
+    }
+
+    let ping = *b"ping";
+    let mut buf = [0u8; 16];
+    let mut w = write_op(client, &ping);
+    let mut r = read_op(accepted, &mut buf);
+    let wev = lp.submit("write", &mut w);
+    let rev = lp.submit("read", &mut r);
+    lp.run_until(LIMIT, |log| ios(log) == 2);
+    assert_eq!(&buf[..4], b"ping");
+
+    for ev in [aev, cev, wev, rev] {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(client);
+    close_fd(accepted);
+}
+
+#[test]
+fn connect_to_a_closed_port_fails_with_econnrefused() {
+    let mut lp = Loop::new();
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let client = tcp_socket();
+    let mut target = loopback(port);
+    let mut con = AaIoOp::new(AA_IO_CONNECT, i64::from(client));
+    con.addr = &mut target;
+    let cev = lp.submit("connect", &mut con);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(
+        lp.take_log(),
+        [Rec::Io("connect", -i64::from(libc::ECONNREFUSED))]
+    );
+    lp.dispose(cev);
+    lp.finish();
+    close_fd(client);
+}
+
+#[test]
+fn full_submission_queue_keeps_every_request() {
+    let mut lp = create(&[("uring.sq_entries", "4")]).unwrap();
+    let (a, b) = socketpair();
+    let data: Vec<[u8; 1]> = (0..100u8).map(|i| [i]).collect();
+    let mut ops: Vec<AaIoOp> = data.iter().map(|d| write_op(a, d)).collect();
+    let evs: Vec<_> = ops.iter_mut().map(|op| lp.submit("write", op)).collect();
+    assert_eq!(lp.alive(), 100);
+    lp.run_until(LIMIT, |log| ios(log) == 100);
+    assert!(lp.take_log().iter().all(|r| *r == Rec::Io("write", 1)));
+    let mut got = [0u8; 128];
+    assert_eq!(recv_now(b, &mut got), Some(100));
+    let mut sorted = got[..100].to_vec();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..100u8).collect::<Vec<_>>());
+    for ev in evs {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn close_request_completes_pending_requests_first_then_closes() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    let mut buf1 = [0u8; 8];
+    let mut buf2 = [0u8; 8];
+    let mut r1 = read_op(b, &mut buf1);
+    let mut r2 = read_op(b, &mut buf2);
+    let e1 = lp.submit("read1", &mut r1);
+    let e2 = lp.submit("read2", &mut r2);
+    lp.run_once(0);
+    let mut c = AaIoOp::new(AA_IO_CLOSE, i64::from(b));
+    let cev = lp.submit("close", &mut c);
+    lp.run_until(LIMIT, |log| ios(log) == 3);
+    let log = lp.take_log();
+    let canceled = -i64::from(libc::ECANCELED);
+    assert_eq!(&log[2], &Rec::Io("close", 0), "{log:?}");
+    assert!(log[..2].contains(&Rec::Io("read1", canceled)), "{log:?}");
+    assert!(log[..2].contains(&Rec::Io("read2", canceled)), "{log:?}");
+    assert!(!is_open(b));
+    // A closed descriptor is refused at once (AA-R8: no event, no callback).
+    let mut r3 = read_op(b, &mut buf1);
+    assert_eq!(
+        lp.try_submit("read3", &mut r3, None).unwrap_err(),
+        -libc::EBADF
+    );
+    for ev in [e1, e2, cev] {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(a);
+}
+
+#[test]
+fn io_submit_refuses_bad_arguments_without_an_event() {
+    let mut lp = Loop::new();
+    let mut op = AaIoOp::new(99, 0);
+    assert_eq!(
+        lp.try_submit("bad", &mut op, None).unwrap_err(),
+        AA_E_INVALID
+    );
+    assert_eq!(lp.last_error(), "io_submit: unknown opcode 99");
+    let mut op = AaIoOp::new(AA_IO_READ, -1);
+    assert_eq!(
+        lp.try_submit("bad", &mut op, None).unwrap_err(),
+        -libc::EBADF
+    );
+    let mut op = AaIoOp::new(AA_IO_CONNECT, 0);
+    assert_eq!(
+        lp.try_submit("bad", &mut op, None).unwrap_err(),
+        AA_E_INVALID
+    );
+    assert!(lp.log.borrow().is_empty());
+    lp.finish();
+}
