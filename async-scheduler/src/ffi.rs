@@ -21,6 +21,9 @@
 //! host's and the reactor's functions to honour their own contracts: they
 //! do not unwind (C3) and are valid for the life of the scheduler (AA-R7).
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_void};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -56,6 +56,9 @@
 //! freed only by `destroy` (an idle fiber) or `destroy_retired` (after its
 //! engine left it), when no other copy is in use (F-I2).
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;

@@ -19,10 +19,10 @@
 //!
 //! - A coroutine runs on a *fiber*: a pooled stack plus saved registers,
 //!   running a loop that calls one coroutine entry after another
-//!   ([`fiber`](crate::fiber)). A finished coroutine's fiber runs the next
+//!   (`fiber.rs`). A finished coroutine's fiber runs the next
 //!   not-yet-started coroutine in place, without a switch.
 //! - `suspend` runs the scheduler tick on the suspending stack
-//!   ([`tick`](crate::tick)) and switches straight to the next runnable
+//!   (`tick.rs`) and switches straight to the next runnable
 //!   coroutine; only when nothing is runnable does control go to the
 //!   scheduler's own context (the thread stack inside `run`), where the
 //!   reactor may block.
@@ -48,12 +48,16 @@
 //!
 //! # Unsafe code
 //!
-//! Confined to [`ffi`](crate::ffi) (the `extern "C"` shims), `stack/`
+//! Confined to `ffi.rs` (the `extern "C"` shims), `stack/`
 //! (mappings and guard pages), `switch/` (the engines) and the fiber core
 //! (`coroutine/`, `fiber.rs`), each with a `# Safety` module doc. Everything
 //! else is safe code over `Cell`s: the scheduler is re-entered from reactor
 //! callbacks, entries, microtasks and handlers, so no `&mut` to its state is
 //! ever held across such a call.
+//!
+//! The crate denies `unsafe_code`; the files that opt back in are the
+//! inventory, one grep away: `grep -rl 'allow(unsafe_code)' src`.
+#![deny(unsafe_code)]
 
 mod coroutine;
 mod deadlock;

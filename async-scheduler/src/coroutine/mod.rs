@@ -46,6 +46,9 @@
 //! reason that is sound. `free` is `unsafe` because only its caller can
 //! establish C-I1's "nothing else keeps a copy".
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 pub(crate) mod state;
 
 use std::cell::Cell;

@@ -24,6 +24,9 @@
 //! caller owns (stack S-I1/S-I5); changing that page's protection cannot
 //! affect memory anybody else uses.
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::sync::atomic::{AtomicU8, Ordering};
 

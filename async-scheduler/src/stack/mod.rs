@@ -60,6 +60,9 @@
 //! `munmap` on memory they mapped themselves; each call cites the invariant
 //! above that makes it sound.
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 pub(crate) mod guard;
 pub(crate) mod slab;
 

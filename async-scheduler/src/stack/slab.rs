@@ -38,6 +38,9 @@
 //! allocator created, at offsets computed from the slab's own address and
 //! length.
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::io;
 
 use super::{guard, page_size, StackSlot};

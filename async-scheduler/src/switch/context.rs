@@ -69,6 +69,9 @@
 //! or made by `make_fcontext` on a stack the fiber owns (stack S-I3), whose
 //! stack is still mapped (S-I4/S-I5); every hop is read while alive (X-I2).
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::cell::Cell;
 use std::ffi::c_void;
 

@@ -47,6 +47,9 @@
 //! that has a guard page and at least 16 KiB usable (stack S-I1..S-I3).
 //! K-I1..K-I3 justify the raw accesses below.
 
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
+
 use std::cell::{Cell, UnsafeCell};
 use std::num::NonZeroUsize;
 

@@ -3,7 +3,7 @@
 //! | engine | shape | a direct switch A -> B | MXCSR / x87 CW |
 //! |---|---|---|---|
 //! | [`context`] (Boost.Context `jump_fcontext`) | symmetric | one jump, A straight to B | saved and restored on every jump |
-//! | [`corosensei`](self::corosensei) | asymmetric | A suspends to the root with "go to B", the root resumes B: two switches of ~1-2 ns each, inside the same tick | left alone (thread-wide) |
+//! | [`corosensei`] | asymmetric | A suspends to the root with "go to B", the root resumes B: two switches of ~1-2 ns each, inside the same tick | left alone (thread-wide) |
 //!
 //! The rest of the scheduler only says "move control from the running
 //! context to that one" ([`switch`]) and never sees which engine runs: a
@@ -34,9 +34,12 @@
 //! # Safety
 //!
 //! The engines jump between stacks; the module docs of [`context`] and
-//! [`corosensei`](self::corosensei) say which saved state lives where and
+//! [`corosensei`] say which saved state lives where and
 //! why each jump lands on a live stack (W-I1, W-I2). The functions here are
 //! safe because they check W-I1 at run time.
+
+// On the unsafe inventory (lib.rs): see the `# Safety` section above.
+#![allow(unsafe_code)]
 
 pub(crate) mod context;
 pub(crate) mod corosensei;
