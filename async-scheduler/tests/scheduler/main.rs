@@ -15,3 +15,4 @@ mod order;
 mod pool;
 mod scale;
 mod shutdown;
+mod stress;
