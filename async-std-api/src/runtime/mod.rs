@@ -314,8 +314,14 @@ where
         Err(status) => status,
     };
 
-    // Teardown (R2).
-    let destroyed = rt.sched.destroy();
+    // Teardown (R2). A scheduler that still holds coroutines (it should
+    // not, after `run`) is shut down and run once more so they unwind.
+    let mut destroyed = rt.sched.destroy();
+    if destroyed == async_abi::AA_E_BUSY {
+        let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
+        let _ = rt.sched.run();
+        destroyed = rt.sched.destroy();
+    }
     if destroyed < 0 {
         tracing::warn!(
             target: "async_std_api::runtime",

@@ -6,13 +6,15 @@
 //! - `runtime_probe deadlock`: main and a child wait for each other; prints
 //!   each coroutine's id, spawn and wait location, then `run` fails with a
 //!   deadlock.
+//! - `runtime_probe builder`: like `hello`, with both plugins chosen by the
+//!   builder (`embedded`), which must win over the environment.
 //!
 //! `main` returns `Result<(), async_std_api::Error>`, so an error ends the
 //! process with `Error: <one line>` and exit status 1.
 
 use std::panic::Location;
 
-use async_std_api::{current, run, spawn};
+use async_std_api::{current, run, spawn, Builder};
 use tests::support::PROBE_MARKER;
 
 fn main() -> Result<(), async_std_api::Error> {
@@ -21,6 +23,11 @@ fn main() -> Result<(), async_std_api::Error> {
         .unwrap_or_else(|| "hello".to_owned());
     match mode.as_str() {
         "deadlock" => run(deadlock),
+        // The builder's choice beats ASYNC_REACTOR / ASYNC_SCHEDULER.
+        "builder" => Builder::new()
+            .scheduler("embedded")
+            .reactor("embedded")
+            .run(|| println!("{PROBE_MARKER}")),
         _ => run(|| println!("{PROBE_MARKER}")),
     }
 }

@@ -119,3 +119,15 @@ fn reactor_auto_falls_back_to_a_reactor_that_starts() {
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     assert_eq!(out.stdout.trim(), PROBE_MARKER);
 }
+
+#[test]
+fn the_builder_beats_the_environment() {
+    let env = [("ASYNC_SCHEDULER", "nope"), ("ASYNC_REACTOR", "nope")];
+    let out = run_child(PROBE, &["builder"], &env);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), PROBE_MARKER);
+    // Without the builder the same environment is refused.
+    run_child(PROBE, &[], &env).assert_config_error(
+        "unknown scheduler \"nope\": expected embedded, fifo, context, corosensei or a path to a shared library",
+    );
+}
