@@ -178,10 +178,12 @@
 // Connect the non-blocking socket `fd` to `addr`. Result: 0.
 #define AA_IO_CONNECT 4
 
-// Close `fd`, after the reactor has forgotten everything it kept about it
-// (registrations, pending requests, which complete with `-ECANCELED`).
-// Result: 0. The host closes descriptors it used with the reactor this way,
-// so a reused descriptor number is never mistaken for the old one.
+// Close `fd`, after the reactor has forgotten everything it kept about it:
+// pending requests on it complete with `-ECANCELED`, and armed polls on it
+// end (their callback runs once with `-ECANCELED`; `poll_set_interest` then
+// returns `AA_E_CLOSED`). Result: 0. The host closes descriptors it used
+// with the reactor this way, so a reused descriptor number is never
+// mistaken for the old one.
 #define AA_IO_CLOSE 5
 
 // `io_submit` flag: the reactor may complete the request before returning,
@@ -492,7 +494,7 @@ typedef struct {
   AaStatus (*create)(AaPluginCtx *ctx, const AaReactorConfig *cfg, AaReactor **out);
   // Destroys a loop. `AA_E_BUSY` while events are alive (not yet disposed,
   // or disposed but still held by the kernel); the host then runs the loop
-  // until they are gone. `[loop]`
+  // until they are gone. `AA_E_INVALID` from inside a callback. `[loop]`
   AaStatus (*destroy)(AaReactor *r);
   // Runs one loop iteration (see the module doc). Returns the number of
   // callbacks run, or a negative status. `[loop]`
@@ -533,20 +535,24 @@ typedef struct {
   AaStatus (*trigger_new)(AaReactor *r, uint32_t flags, AaTriggerCb cb, void *ud, AaEvent **out);
   // Fires a trigger from any thread; coalescing. The event must not have
   // been disposed: the host keeps it alive while other threads hold it.
-  // `[any]`
+  // `AA_E_CLOSED` after the trigger was cancelled or closed. `[any]`
   AaStatus (*trigger_fire)(const AaEvent *ev);
   // Submits an I/O request. Returns 0 (pending: `*out` is set and `cb`
   // will run once), `AA_DONE` (completed inline, only with
   // `AA_IO_TRY_INLINE`: the result is in `op->result`), or a negative
-  // status (nothing created, AA-R8). `[loop]`
+  // status (nothing created, AA-R8). A descriptor that is not open is
+  // reported either way: a readiness reactor returns `-EBADF` at once; a
+  // completion reactor that learns it from the kernel completes the
+  // request once with `-EBADF`. `[loop]`
   AaStatus (*io_submit)(AaReactor *r, AaIoOp *op, uint32_t flags, AaIoCb cb, void *ud, AaEvent **out);
   // Changes whether an event keeps the loop alive (libuv's ref/unref).
   // `[loop]`
   void (*set_ref)(AaEvent *ev, bool referenced);
   // Ends the event's pending operation: its callback runs once more, from
   // a later `run_once`, with `reason` (or the real result if the operation
-  // had already completed in the kernel). Returns `AA_E_INVALID` if nothing
-  // is pending. `[loop]`
+  // had already completed in the kernel). `reason` must be negative (a
+  // non-negative one would read as a successful result): `AA_E_INVALID`
+  // otherwise, and also if nothing is pending. `[loop]`
   AaStatus (*cancel)(AaEvent *ev, AaStatus reason);
   // Closes the event asynchronously (AA-R4). `[loop]`
   AaStatus (*close)(AaEvent *ev, AaClosedCb on_closed, void *ud);

@@ -33,10 +33,12 @@ pub const AA_IO_WRITE: u32 = 2;
 pub const AA_IO_ACCEPT: u32 = 3;
 /// Connect the non-blocking socket `fd` to `addr`. Result: 0.
 pub const AA_IO_CONNECT: u32 = 4;
-/// Close `fd`, after the reactor has forgotten everything it kept about it
-/// (registrations, pending requests, which complete with `-ECANCELED`).
-/// Result: 0. The host closes descriptors it used with the reactor this way,
-/// so a reused descriptor number is never mistaken for the old one.
+/// Close `fd`, after the reactor has forgotten everything it kept about it:
+/// pending requests on it complete with `-ECANCELED`, and armed polls on it
+/// end (their callback runs once with `-ECANCELED`; `poll_set_interest` then
+/// returns `AA_E_CLOSED`). Result: 0. The host closes descriptors it used
+/// with the reactor this way, so a reused descriptor number is never
+/// mistaken for the old one.
 pub const AA_IO_CLOSE: u32 = 5;
 
 /// `io_submit` flag: the reactor may complete the request before returning,

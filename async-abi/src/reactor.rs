@@ -101,7 +101,7 @@ pub struct AaReactorVTable {
     >,
     /// Destroys a loop. `AA_E_BUSY` while events are alive (not yet disposed,
     /// or disposed but still held by the kernel); the host then runs the loop
-    /// until they are gone. `[loop]`
+    /// until they are gone. `AA_E_INVALID` from inside a callback. `[loop]`
     pub destroy: Option<unsafe extern "C" fn(r: *mut AaReactor) -> AaStatus>,
     /// Runs one loop iteration (see the module doc). Returns the number of
     /// callbacks run, or a negative status. `[loop]`
@@ -161,12 +161,15 @@ pub struct AaReactorVTable {
     >,
     /// Fires a trigger from any thread; coalescing. The event must not have
     /// been disposed: the host keeps it alive while other threads hold it.
-    /// `[any]`
+    /// `AA_E_CLOSED` after the trigger was cancelled or closed. `[any]`
     pub trigger_fire: Option<unsafe extern "C" fn(ev: *const AaEvent) -> AaStatus>,
     /// Submits an I/O request. Returns 0 (pending: `*out` is set and `cb`
     /// will run once), `AA_DONE` (completed inline, only with
     /// `AA_IO_TRY_INLINE`: the result is in `op->result`), or a negative
-    /// status (nothing created, AA-R8). `[loop]`
+    /// status (nothing created, AA-R8). A descriptor that is not open is
+    /// reported either way: a readiness reactor returns `-EBADF` at once; a
+    /// completion reactor that learns it from the kernel completes the
+    /// request once with `-EBADF`. `[loop]`
     pub io_submit: Option<
         unsafe extern "C" fn(
             r: *mut AaReactor,
@@ -183,8 +186,9 @@ pub struct AaReactorVTable {
     pub set_ref: Option<unsafe extern "C" fn(ev: *mut AaEvent, referenced: bool)>,
     /// Ends the event's pending operation: its callback runs once more, from
     /// a later `run_once`, with `reason` (or the real result if the operation
-    /// had already completed in the kernel). Returns `AA_E_INVALID` if nothing
-    /// is pending. `[loop]`
+    /// had already completed in the kernel). `reason` must be negative (a
+    /// non-negative one would read as a successful result): `AA_E_INVALID`
+    /// otherwise, and also if nothing is pending. `[loop]`
     pub cancel: Option<unsafe extern "C" fn(ev: *mut AaEvent, reason: AaStatus) -> AaStatus>,
     /// Closes the event asynchronously (AA-R4). `[loop]`
     pub close: Option<

@@ -9,10 +9,12 @@
 //! - **cancel** ends the *operation*: its callback runs once more, from a
 //!   later `run_once`, with the reason (or with the real result, if the
 //!   operation had already completed). The event stays allocated.
-//! - **close** ends the *handle*, asynchronously: pending operations complete
-//!   with `-ECANCELED`, the kernel is drained, a descriptor the event owns is
-//!   closed, then `on_closed` runs exactly once from a later `run_once`
-//!   (AA-R4). The event stays allocated until `on_closed` returns.
+//! - **close** ends the *handle*, asynchronously: a pending I/O request
+//!   completes with `-ECANCELED` (timers, polls and triggers get no further
+//!   callback of their own), the kernel is drained, a descriptor the event
+//!   owns is closed, then `on_closed` (which may be NULL) runs exactly once
+//!   from a later `run_once` (AA-R4). The event stays allocated until
+//!   `on_closed` returns.
 //! - **dispose** drops the host's *reference*: no callback for the event ever
 //!   runs again and the host never touches it again. The reactor frees the
 //!   memory once nothing else refers to it: an in-flight kernel operation
