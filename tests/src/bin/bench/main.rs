@@ -21,8 +21,14 @@ mod report;
 use report::Report;
 
 const SCENARIOS: &[(&str, &str)] = &[
-    ("switch", "suspend/resume round trip between two coroutines (ns per round trip)"),
-    ("spawn", "spawn an empty coroutine and join it (ns per spawn+join)"),
+    (
+        "switch",
+        "suspend/resume round trip between two coroutines (ns per round trip)",
+    ),
+    (
+        "spawn",
+        "spawn an empty coroutine and join it (ns per spawn+join)",
+    ),
 ];
 
 fn main() {
@@ -49,29 +55,77 @@ const SPAWN_ITERS: u64 = 200_000;
 
 fn switch(report: &mut Report) {
     let s = "switch";
-    report.baseline(s, "this runtime, default engine", ours::switch_round_trip(None, false, SWITCH_ITERS));
+    report.baseline(
+        s,
+        "this runtime, default engine",
+        ours::switch_round_trip(None, false, SWITCH_ITERS),
+    );
     for engine in ["context", "corosensei"] {
-        report.add(s, &format!("this runtime, {engine} engine"), ours::switch_round_trip(Some(engine), false, SWITCH_ITERS));
+        report.add(
+            s,
+            &format!("this runtime, {engine} engine"),
+            ours::switch_round_trip(Some(engine), false, SWITCH_ITERS),
+        );
         report.add(
             s,
             &format!("this runtime, {engine} engine, one coroutine did FP work"),
             ours::switch_round_trip(Some(engine), true, SWITCH_ITERS),
         );
     }
-    report.add(s, "raw context (jump_fcontext) round trip", peers::context_round_trip(false, SWITCH_ITERS));
-    report.add(s, "raw context, coroutine did FP work", peers::context_round_trip(true, SWITCH_ITERS));
-    report.add(s, "raw corosensei round trip", peers::corosensei_round_trip(false, SWITCH_ITERS));
-    report.add(s, "raw corosensei, coroutine did FP work", peers::corosensei_round_trip(true, SWITCH_ITERS));
-    report.add(s, "tokio current_thread, two tasks yield_now", peers::tokio_yield_round_trip(SWITCH_ITERS));
-    report.add(s, "may (1 worker), two coroutines yield_now", peers::may_yield_round_trip(SWITCH_ITERS));
+    report.add(
+        s,
+        "raw context (jump_fcontext) round trip",
+        peers::context_round_trip(false, SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "raw context, coroutine did FP work",
+        peers::context_round_trip(true, SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "raw corosensei round trip",
+        peers::corosensei_round_trip(false, SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "raw corosensei, coroutine did FP work",
+        peers::corosensei_round_trip(true, SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "tokio current_thread, two tasks yield_now",
+        peers::tokio_yield_round_trip(SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "may (1 worker), two coroutines yield_now",
+        peers::may_yield_round_trip(SWITCH_ITERS),
+    );
 }
 
 fn spawn(report: &mut Report) {
     let s = "spawn";
-    report.baseline(s, "this runtime, default engine", ours::spawn_join(None, SPAWN_ITERS));
+    report.baseline(
+        s,
+        "this runtime, default engine",
+        ours::spawn_join(None, SPAWN_ITERS),
+    );
     for engine in ["context", "corosensei"] {
-        report.add(s, &format!("this runtime, {engine} engine"), ours::spawn_join(Some(engine), SPAWN_ITERS));
+        report.add(
+            s,
+            &format!("this runtime, {engine} engine"),
+            ours::spawn_join(Some(engine), SPAWN_ITERS),
+        );
     }
-    report.add(s, "tokio current_thread, spawn + await", peers::tokio_spawn_join(SPAWN_ITERS));
-    report.add(s, "may (1 worker), go! + join", peers::may_spawn_join(SPAWN_ITERS));
+    report.add(
+        s,
+        "tokio current_thread, spawn + await",
+        peers::tokio_spawn_join(SPAWN_ITERS),
+    );
+    report.add(
+        s,
+        "may (1 worker), go! + join",
+        peers::may_spawn_join(SPAWN_ITERS),
+    );
 }

@@ -49,7 +49,10 @@ pub(crate) fn context_round_trip(fp: bool, iters: u64) -> NsPerOp {
     reset_mxcsr();
     // SAFETY: `stack` outlives every use of the context made on it (both live
     // until the end of this function, and the coroutine never returns).
-    let mut t = Transfer::new(unsafe { Context::new(&stack, if fp { with_fp } else { plain }) }, 0);
+    let mut t = Transfer::new(
+        unsafe { Context::new(&stack, if fp { with_fp } else { plain }) },
+        0,
+    );
     // SAFETY: `t.context` is the fresh coroutine, started once here.
     t = unsafe { t.context.resume(0) };
     median(REPS, iters, || {
@@ -88,7 +91,9 @@ pub(crate) fn corosensei_round_trip(fp: bool, iters: u64) -> NsPerOp {
 
 /// tokio current-thread: two tasks that keep yielding to each other.
 pub(crate) fn tokio_yield_round_trip(iters: u64) -> NsPerOp {
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio runtime");
     median(REPS, iters, || {
         rt.block_on(async {
             let other = tokio::spawn(async move {
@@ -109,7 +114,9 @@ pub(crate) fn tokio_yield_round_trip(iters: u64) -> NsPerOp {
 
 /// tokio current-thread: spawn an empty task and await it.
 pub(crate) fn tokio_spawn_join(iters: u64) -> NsPerOp {
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio runtime");
     median(REPS, iters, || {
         rt.block_on(async {
             let start = Instant::now();
@@ -166,7 +173,9 @@ pub(crate) fn may_spawn_join(iters: u64) -> NsPerOp {
                 let start = Instant::now();
                 for _ in 0..iters {
                     // SAFETY: as above.
-                    unsafe { may::coroutine::spawn(|| {}) }.join().expect("empty");
+                    unsafe { may::coroutine::spawn(|| {}) }
+                        .join()
+                        .expect("empty");
                 }
                 tx.send(start.elapsed()).expect("send");
             })

@@ -9,7 +9,9 @@ pub(crate) struct NsPerOp(pub(crate) f64);
 /// Runs `f` (which performs `iters` operations and returns the time they
 /// took) `reps` times and keeps the median.
 pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -> NsPerOp {
-    let mut samples: Vec<f64> = (0..reps).map(|_| f().as_nanos() as f64 / iters as f64).collect();
+    let mut samples: Vec<f64> = (0..reps)
+        .map(|_| f().as_nanos() as f64 / iters as f64)
+        .collect();
     samples.sort_by(f64::total_cmp);
     NsPerOp(samples[samples.len() / 2])
 }
@@ -34,13 +36,23 @@ impl Report {
     /// Records the measurement every other line of `scenario` is compared to.
     pub(crate) fn baseline(&mut self, scenario: &str, name: &str, value: NsPerOp) {
         eprintln!("bench: {scenario}: {name}: {:.1} ns", value.0);
-        self.lines.push(Line { scenario: scenario.into(), name: name.into(), value, baseline: true });
+        self.lines.push(Line {
+            scenario: scenario.into(),
+            name: name.into(),
+            value,
+            baseline: true,
+        });
     }
 
     /// Records one measurement.
     pub(crate) fn add(&mut self, scenario: &str, name: &str, value: NsPerOp) {
         eprintln!("bench: {scenario}: {name}: {:.1} ns", value.0);
-        self.lines.push(Line { scenario: scenario.into(), name: name.into(), value, baseline: false });
+        self.lines.push(Line {
+            scenario: scenario.into(),
+            name: name.into(),
+            value,
+            baseline: false,
+        });
     }
 
     /// Prints one table per scenario: ns/op and the ratio to the baseline
@@ -50,13 +62,28 @@ impl Report {
         let mut scenarios: Vec<&str> = self.lines.iter().map(|l| l.scenario.as_str()).collect();
         scenarios.dedup();
         for s in scenarios {
-            let base = self.lines.iter().find(|l| l.scenario == s && l.baseline).map(|l| l.value.0);
+            let base = self
+                .lines
+                .iter()
+                .find(|l| l.scenario == s && l.baseline)
+                .map(|l| l.value.0);
             println!("\n## {s}\n");
-            println!("| {:<width$} | {:>10} | {:>14} |", "implementation", "ns/op", "vs this runtime");
-            println!("|{}|{}|{}|", "-".repeat(width + 2), "-".repeat(12), "-".repeat(16));
+            println!(
+                "| {:<width$} | {:>10} | {:>14} |",
+                "implementation", "ns/op", "vs this runtime"
+            );
+            println!(
+                "|{}|{}|{}|",
+                "-".repeat(width + 2),
+                "-".repeat(12),
+                "-".repeat(16)
+            );
             for l in self.lines.iter().filter(|l| l.scenario == s) {
                 let ratio = base.map_or("-".to_string(), |b| format!("{:.2}x", l.value.0 / b));
-                println!("| {:<width$} | {:>10.1} | {:>14} |", l.name, l.value.0, ratio);
+                println!(
+                    "| {:<width$} | {:>10.1} | {:>14} |",
+                    l.name, l.value.0, ratio
+                );
             }
         }
         println!();
