@@ -28,7 +28,7 @@
 //! without running (the host owns their arguments and knows it destroyed the
 //! scheduler).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 
@@ -39,18 +39,21 @@ pub(crate) type TaskFn = unsafe extern "C" fn(arg: *mut c_void);
 #[derive(Debug, Default)]
 pub(crate) struct Microtasks {
     queue: RefCell<VecDeque<(TaskFn, *mut c_void)>>,
+    /// `queue.len()`, readable without a borrow: checked before every switch.
+    pending: Cell<usize>,
 }
 
 impl Microtasks {
     /// Queues a microtask (M-I1).
     pub(crate) fn push(&self, task: TaskFn, arg: *mut c_void) {
         self.queue.borrow_mut().push_back((task, arg));
+        self.pending.set(self.pending.get() + 1);
     }
 
     /// Whether any microtask is waiting.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.queue.borrow().is_empty()
+        self.pending.get() == 0
     }
 
     /// Runs every queued microtask, including those queued meanwhile (M-I2).
@@ -71,6 +74,7 @@ impl Microtasks {
             let Some((task, arg)) = next else {
                 return ran;
             };
+            self.pending.set(self.pending.get() - 1);
             crate::ffi::call_microtask(task, arg);
             ran += 1;
         }

@@ -30,7 +30,7 @@
 //! random index and swaps it to the head, keeping Q-I1/Q-I2 and making the
 //! order reproducible from the seed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use crate::coroutine::CoroPtr;
@@ -46,6 +46,8 @@ pub(crate) enum Policy {
 #[derive(Debug)]
 pub(crate) struct RunQueue {
     ring: RefCell<VecDeque<CoroPtr>>,
+    /// `ring.len()`, readable without a borrow (the tick checks it often).
+    len: Cell<usize>,
     policy: Policy,
 }
 
@@ -54,6 +56,7 @@ impl RunQueue {
     pub(crate) fn new(policy: Policy, capacity: usize) -> RunQueue {
         RunQueue {
             ring: RefCell::new(VecDeque::with_capacity(capacity)),
+            len: Cell::new(0),
             policy,
         }
     }
@@ -62,20 +65,27 @@ impl RunQueue {
     #[inline]
     pub(crate) fn push_back(&self, c: CoroPtr) {
         self.ring.borrow_mut().push_back(c);
+        self.len.set(self.len.get() + 1);
     }
 
     /// Puts a high-priority coroutine at the head (Q-I3).
     #[inline]
     pub(crate) fn push_front(&self, c: CoroPtr) {
         self.ring.borrow_mut().push_front(c);
+        self.len.set(self.len.get() + 1);
     }
 
     /// Takes the next coroutine to run.
     #[inline]
     pub(crate) fn pop(&self) -> Option<CoroPtr> {
-        match self.policy {
-            Policy::Fifo => self.ring.borrow_mut().pop_front(),
+        if self.len.get() == 0 {
+            return None;
         }
+        let c = match self.policy {
+            Policy::Fifo => self.ring.borrow_mut().pop_front(),
+        };
+        self.len.set(self.ring.borrow().len());
+        c
     }
 
     /// Removes `c` wherever it is (Q-I2); linear, and only needed when a
@@ -85,16 +95,17 @@ impl RunQueue {
         if let Some(i) = ring.iter().position(|&x| x == c) {
             ring.remove(i);
         }
+        self.len.set(ring.len());
     }
 
     /// Whether nothing is runnable.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.ring.borrow().is_empty()
+        self.len.get() == 0
     }
 
     /// How many coroutines are queued.
     pub(crate) fn len(&self) -> usize {
-        self.ring.borrow().len()
+        self.len.get()
     }
 }

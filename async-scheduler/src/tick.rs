@@ -196,14 +196,17 @@ fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
 /// new fiber assigned to it. If no stack can be mapped, `n` goes back to the
 /// head of the queue, `run` will return `AA_E_NOMEM`, and this returns the
 /// root.
+#[inline]
 fn target_of(s: &Scheduler, n: CoroPtr) -> Ctx {
-    let co = n.get();
-    if co.started.get() {
-        return match co.fiber.get() {
-            Some(f) => Ctx::Fiber(f),
-            None => die("a started coroutine has no fiber"),
-        };
+    match n.get().fiber.get() {
+        Some(f) => Ctx::Fiber(f),
+        None => fresh_fiber(s, n),
     }
+}
+
+/// `target_of` for a coroutine that never started: an idle or new fiber.
+fn fresh_fiber(s: &Scheduler, n: CoroPtr) -> Ctx {
+    let co = n.get();
     let fiber = match s.fibers.take(co.stack_size) {
         Some(f) => f,
         None => match s.fibers.create(s, co.stack_size) {
