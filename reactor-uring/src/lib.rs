@@ -40,7 +40,7 @@
 //!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
 //!   (`cancel`), and the few plain system calls (`sys`);
 //! - `registry`: per-descriptor state (socket or not, ops in flight, the
-//!   parked close);
+//!   read and write lanes, the held close);
 //! - `timer/`: the deadline heap and timer arming;
 //! - `poll`: readiness watches; `trigger`: cross-thread triggers and the
 //!   waker; `control`: cancel, close, dispose, set_ref;

@@ -326,10 +326,16 @@ impl Reactor {
         if self.ops.borrow().get(key).is_none() {
             return;
         }
-        let _ = self.cancel_op(key);
+        if self.cancel_op(key).is_some() {
+            return; // never submitted: nothing to wait for
+        }
         let mut cqes = Vec::new();
         for _ in 0..64 {
-            if self.ring.borrow_mut().enter(Wait::Forever).is_err() {
+            let entered = self
+                .ring
+                .borrow_mut()
+                .enter(Wait::Forever, &mut |ud| self.hand_over(ud));
+            if entered.is_err() {
                 break;
             }
             cqes.clear();
@@ -380,7 +386,7 @@ impl Reactor {
             let (wait, timer_bound) = self.wait_for(timeout_ns, has_work);
             self.ring
                 .borrow_mut()
-                .enter(wait)
+                .enter(wait, &mut |ud| self.hand_over(ud))
                 .map_err(|e| Error::os("run_once: io_uring_enter", &e))?;
             // 4: complete what the kernel reported.
             let (reaped, callbacks) = self.reap();

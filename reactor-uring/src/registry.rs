@@ -5,8 +5,9 @@
 //!
 //! [`Registry`]: a map from descriptor number to [`FdEntry`]: whether the
 //! descriptor is a socket (detected once, with `fstat`), the keys of the
-//! ops in flight on it (requests and watches), and the parked close waiting
-//! for them, if the descriptor is being closed through the reactor.
+//! live ops on it (requests and watches), its two request lanes, and the
+//! held close waiting for the ops, if the descriptor is being closed
+//! through the reactor.
 //!
 //! # Invariants
 //!
@@ -17,10 +18,17 @@
 //! - **G2** `ops` holds exactly the keys of live ops whose `fd` is this
 //!   descriptor (the ops module adds a key when it makes the op and removes
 //!   it when it retires it).
-//! - **G3** Once `closer` is set, no new op is accepted on the descriptor
-//!   ([`Registry::open`] answers `EBADF`), and the closer is handed back to
-//!   be pushed exactly once: when `ops` becomes empty (or at once if it
-//!   already is). This is ops invariant O4.
+//! - **G3** Once `closing` is set, no new op is accepted on the descriptor
+//!   ([`Registry::open`] answers `EBADF`), its lanes stop advancing, and the
+//!   held close is handed back to be staged exactly once: when `ops`
+//!   becomes empty (or at once if it already is). This is ops invariant O4.
+//! - **G4** A lane (reads, writes) holds the keys of the stream requests
+//!   on the descriptor in submission order; only its head is staged or in
+//!   the kernel, the others are held (ops invariant O4), and the next is
+//!   handed back to be staged when the head retires. So requests in one
+//!   direction complete in submission order, each with the bytes that came
+//!   for it — which the kernel alone does not promise: it wakes two
+//!   `RECV`s waiting on one socket newest first.
 //!
 //! # Access
 //!
@@ -32,12 +40,21 @@
 //! Entries hold only keys and numbers: dropping the registry frees nothing
 //! else and closes no descriptor (AA-R6).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::RawFd;
 
 use crate::ops::sys;
 use crate::ops::OpKey;
+
+/// A request lane of a descriptor (G4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// Reads (`AA_IO_READ` without an offset).
+    Read = 0,
+    /// Writes (`AA_IO_WRITE` without an offset).
+    Write = 1,
+}
 
 /// What the reactor knows about one descriptor.
 #[derive(Debug)]
@@ -48,6 +65,8 @@ pub(crate) struct FdEntry {
     pub(crate) epoch: u64,
     /// Live ops on it (G2).
     ops: HashSet<OpKey>,
+    /// Stream requests in submission order, by [`Lane`] (G4).
+    lanes: [VecDeque<OpKey>; 2],
     /// Being closed through the reactor: no new op is accepted (G3).
     closing: bool,
     /// The parked close, while ops remain (G3).
@@ -74,6 +93,7 @@ impl Registry {
                     socket,
                     epoch: self.epochs,
                     ops: HashSet::new(),
+                    lanes: Default::default(),
                     closing: false,
                     closer: None,
                 },
@@ -92,58 +112,81 @@ impl Registry {
         matches!(self.by_fd.get(&fd), Some(e) if e.epoch == epoch && !e.closing)
     }
 
-    /// Records a new op on `fd` (G2).
-    pub(crate) fn add_op(&mut self, fd: RawFd, key: OpKey) {
-        if let Some(entry) = self.by_fd.get_mut(&fd) {
-            entry.ops.insert(key);
-        }
-    }
-
-    /// Forgets a retired op on `fd` (G2); returns the parked close to push
-    /// if that was the last op of a closing descriptor (G3).
-    pub(crate) fn remove_op(&mut self, fd: RawFd, key: OpKey) -> Option<OpKey> {
-        let entry = self.by_fd.get_mut(&fd)?;
-        entry.ops.remove(&key);
-        if entry.ops.is_empty() {
-            entry.closer.take()
-        } else {
-            None
-        }
-    }
-
-    /// The live ops on `fd`.
-    pub(crate) fn ops_on(&self, fd: RawFd) -> Vec<OpKey> {
-        self.by_fd
-            .get(&fd)
-            .map(|e| e.ops.iter().copied().collect())
-            .unwrap_or_default()
-    }
-
-    /// Parks `closer` on `fd` (G3). Returns true if `fd` has no op left, in
-    /// which case the caller pushes the close now (and it is not kept).
-    pub(crate) fn set_closer(&mut self, fd: RawFd, closer: OpKey) -> bool {
+    /// Records a new op on `fd` (G2), at the end of `lane` if it has one
+    /// (G4). Returns whether it may be staged now: it has no lane, or it is
+    /// its lane's head.
+    pub(crate) fn add_op(&mut self, fd: RawFd, key: OpKey, lane: Option<Lane>) -> bool {
         let Some(entry) = self.by_fd.get_mut(&fd) else {
             return true;
         };
-        // From now until the close completes and forgets the descriptor, it
-        // refuses new ops (G3).
-        entry.closing = true;
-        if entry.ops.is_empty() {
-            true
-        } else {
-            entry.closer = Some(closer);
-            false
+        entry.ops.insert(key);
+        match lane {
+            Some(lane) => {
+                let lane = &mut entry.lanes[lane as usize];
+                lane.push_back(key);
+                lane.len() == 1
+            }
+            None => true,
         }
     }
 
-    /// A parked close was cancelled before it ran: the descriptor stays
-    /// open and accepts ops again.
-    pub(crate) fn clear_closer(&mut self, fd: RawFd, closer: OpKey) {
-        if let Some(entry) = self.by_fd.get_mut(&fd) {
-            if entry.closer == Some(closer) {
-                entry.closer = None;
-                entry.closing = false;
+    /// Forgets a retired op on `fd` (G2). Returns what to stage now: the
+    /// next request of its lane if it was the head (G4), and the held close
+    /// if it was the last op of a closing descriptor (G3).
+    pub(crate) fn remove_op(&mut self, fd: RawFd, key: OpKey) -> (Option<OpKey>, Option<OpKey>) {
+        let Some(entry) = self.by_fd.get_mut(&fd) else {
+            return (None, None);
+        };
+        entry.ops.remove(&key);
+        let mut next = None;
+        for lane in &mut entry.lanes {
+            if lane.front() == Some(&key) {
+                lane.pop_front();
+                if !entry.closing {
+                    next = lane.front().copied();
+                }
+            } else if let Some(at) = lane.iter().position(|k| *k == key) {
+                lane.remove(at);
             }
+        }
+        let closer = if entry.ops.is_empty() {
+            entry.closer.take()
+        } else {
+            None
+        };
+        (next, closer)
+    }
+
+    /// Starts closing `fd` (G3) and returns its live ops, which the caller
+    /// ends.
+    pub(crate) fn start_closing(&mut self, fd: RawFd) -> Vec<OpKey> {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) => {
+                entry.closing = true;
+                entry.ops.iter().copied().collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Holds `closer` until `fd` is quiet (G3). Returns true if it already
+    /// is: the caller stages the close now.
+    pub(crate) fn hold_closer(&mut self, fd: RawFd, closer: OpKey) -> bool {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) if !entry.ops.is_empty() => {
+                entry.closer = Some(closer);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// A held close was cancelled before it ran: the descriptor stays open
+    /// and accepts ops again; its lanes resume.
+    pub(crate) fn stop_closing(&mut self, fd: RawFd) {
+        if let Some(entry) = self.by_fd.get_mut(&fd) {
+            entry.closing = false;
+            entry.closer = None;
         }
     }
 

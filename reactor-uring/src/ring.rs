@@ -1,30 +1,34 @@
-//! The ring wrapper: a reactor's one `IoUring`, its overflow queue, and the
+//! The ring wrapper: a reactor's one `IoUring`, its staging queue, and the
 //! single `io_uring_enter` of each loop iteration.
 //!
 //! # What this module owns
 //!
 //! [`Ring`]: the io_uring instance (its descriptor and the three shared
-//! mappings), the queue of submission entries that did not fit in the
-//! submission queue, and the last seen count of dropped completions.
+//! mappings), the staging queue of entries not yet handed to the kernel,
+//! and the last seen count of dropped completions.
 //!
 //! # Invariants
 //!
-//! - **K1** Pushing an entry is the moment the kernel may start borrowing
-//!   the memory it names, so [`Ring::push`] is `unsafe`: its caller promises
-//!   that every buffer, address and length pointer in the entry stays valid
-//!   and unmoved until the completion carrying its `user_data` was reaped
-//!   (the ops module keeps that promise with its invariant O1, and names
-//!   the owner of each buffer at each call site).
-//! - **K2** Nothing is lost or refused for lack of room: an entry that does
-//!   not fit waits in `overflow`, and entries leave `overflow` in FIFO order
-//!   and before any newer entry enters the submission queue, so submission
-//!   order is push order (a cancel is never submitted before its target).
+//! - **K1** Handing an entry to the kernel is the moment the kernel may
+//!   start borrowing the memory it names, so [`Ring::push`] is `unsafe`: its
+//!   caller promises that every buffer, address and length pointer in the
+//!   entry stays valid and unmoved until the completion carrying its
+//!   `user_data` was reaped, unless the entry is withdrawn before any
+//!   `io_uring_enter` (the `keep` filter of [`Ring::enter`] refuses it), in
+//!   which case the kernel never sees it. The ops module keeps that promise
+//!   with its invariant O1 and names the owner of each buffer at each call
+//!   site.
+//! - **K2** Nothing is lost or refused for lack of room: entries wait in
+//!   `staged` and move into the submission queue, in FIFO order, only inside
+//!   [`Ring::enter`], as many as fit, as often as it takes. So submission
+//!   order is push order (a cancel is never submitted before its target),
+//!   and until an `enter` an entry can still be withdrawn.
 //! - **K3** [`Ring::push`] never makes a system call; [`Ring::enter`] makes
-//!   one `io_uring_enter` per call that submits everything queued and waits
-//!   in the same call. It makes more only while `overflow` holds entries
-//!   that did not fit (one extra submit per full submission queue), and none
-//!   for a non-blocking call with nothing to submit and nothing held back by
-//!   the kernel.
+//!   one `io_uring_enter` per call that submits everything staged and waits
+//!   in the same call. It makes more only while the staged entries do not
+//!   fit in the submission queue (one extra submit per full queue), and
+//!   none for a non-blocking call with nothing to submit and nothing held
+//!   back by the kernel.
 //! - **K4** Completions are never dropped: `create` requires
 //!   `IORING_FEAT_NODROP`, so a full completion queue parks completions in
 //!   the kernel, which hands them over at the next `io_uring_enter` that
@@ -38,7 +42,7 @@
 //!
 //! # Safety
 //!
-//! The unsafe code here is the two calls that hand entries to the kernel
+//! The unsafe code here is the call that hands an entry to the kernel
 //! (`SubmissionQueue::push`), under K1.
 //!
 //! # Drop order
@@ -89,7 +93,7 @@ pub(crate) enum Wait {
 /// The ring (see the module doc).
 pub(crate) struct Ring {
     uring: IoUring,
-    overflow: VecDeque<squeue::Entry>,
+    staged: VecDeque<squeue::Entry>,
     dropped: u32,
 }
 
@@ -98,7 +102,7 @@ impl std::fmt::Debug for Ring {
         f.debug_struct("Ring")
             .field("sq_entries", &self.uring.params().sq_entries())
             .field("cq_entries", &self.uring.params().cq_entries())
-            .field("overflow", &self.overflow.len())
+            .field("staged", &self.staged.len())
             .finish()
     }
 }
@@ -108,7 +112,7 @@ impl Ring {
     pub(crate) fn new(uring: IoUring) -> Ring {
         Ring {
             uring,
-            overflow: VecDeque::new(),
+            staged: VecDeque::new(),
             dropped: 0,
         }
     }
@@ -123,49 +127,52 @@ impl Ring {
         self.uring.submitter().register_probe(probe)
     }
 
-    /// Queues one entry for the next [`Ring::enter`]; never a system call
+    /// Stages one entry for the next [`Ring::enter`]; never a system call
     /// (K3), never refused (K2).
     ///
     /// # Safety
     ///
     /// K1: every pointer in `entry` (buffers, addresses, lengths, counters)
     /// must stay valid and unmoved until the completion carrying its
-    /// `user_data` has been reaped by [`Ring::reap`].
+    /// `user_data` has been reaped by [`Ring::reap`], unless `enter`'s
+    /// `keep` filter withdraws the entry.
     pub(crate) unsafe fn push(&mut self, entry: squeue::Entry) {
-        if self.overflow.is_empty() {
-            let mut sq = self.uring.submission();
-            // SAFETY: K1 is the caller's promise for this very entry.
-            if unsafe { sq.push(&entry) }.is_ok() {
-                return;
-            }
-        }
-        self.overflow.push_back(entry);
+        self.staged.push_back(entry);
     }
 
-    /// Moves overflowed entries into the submission queue while they fit
-    /// (K2); returns whether the overflow queue is now empty.
-    fn flush_overflow(&mut self) -> bool {
+    /// Moves staged entries into the submission queue while they fit (K2),
+    /// dropping those `keep` withdraws; returns whether none is left.
+    fn flush(&mut self, keep: &mut dyn FnMut(u64) -> bool) -> bool {
         let mut sq = self.uring.submission();
-        while let Some(entry) = self.overflow.front() {
-            // SAFETY: every overflowed entry came through `push`, whose
-            // caller promised K1 for it; the promise does not depend on
-            // where the entry waited.
-            if unsafe { sq.push(entry) }.is_err() {
+        while let Some(entry) = self.staged.front() {
+            // Room first: `keep` records the hand-over, which must happen.
+            if sq.is_full() {
                 return false;
             }
-            self.overflow.pop_front();
+            if keep(entry.get_user_data()) {
+                // SAFETY: K1 is the promise of the `push` that staged this
+                // entry, and `keep` did not withdraw it; the queue has room,
+                // so the push succeeds.
+                let pushed = unsafe { sq.push(entry) };
+                debug_assert!(pushed.is_ok());
+            }
+            self.staged.pop_front();
         }
         true
     }
 
-    /// Submits everything queued and waits as asked, in one
-    /// `io_uring_enter` (K3). Interruptions, timeouts and a kernel that is
-    /// momentarily out of room are not errors: the caller reaps what there
-    /// is and comes back.
-    pub(crate) fn enter(&mut self, wait: Wait) -> io::Result<()> {
+    /// Submits everything staged (each entry `keep` accepts; the others are
+    /// withdrawn, K1) and waits as asked, in one `io_uring_enter` (K3).
+    /// Interruptions, timeouts and a kernel that is momentarily out of room
+    /// are not errors: the caller reaps what there is and comes back.
+    pub(crate) fn enter(
+        &mut self,
+        wait: Wait,
+        keep: &mut dyn FnMut(u64) -> bool,
+    ) -> io::Result<()> {
         // K2: a submission queue too small for the backlog is submitted
         // (without waiting) as often as it takes to empty the backlog.
-        while !self.flush_overflow() {
+        while !self.flush(keep) {
             match self.uring.submit() {
                 Ok(_) => {}
                 Err(e) if transient(&e) => break,

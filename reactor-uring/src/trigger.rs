@@ -159,7 +159,8 @@ impl Reactor {
             shared.close();
         }
         if let Some(key) = key {
-            // An eventfd read is never parked, so it is never retired here.
+            // A read the kernel never saw is simply retired: it has nothing
+            // to report.
             let _ = self.cancel_op(key);
         }
         self.touch(ev);

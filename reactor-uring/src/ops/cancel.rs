@@ -61,7 +61,7 @@ pub(crate) fn probe_cancel_fd(ring: &mut Ring, fd: RawFd) -> io::Result<bool> {
     unsafe { ring.push(by_fd(fd).user_data(PROBE)) };
     let mut cqes = Vec::new();
     for _ in 0..16 {
-        ring.enter(Wait::Forever)?;
+        ring.enter(Wait::Forever, &mut |_| true)?;
         ring.reap(&mut cqes);
         if let Some(cqe) = cqes.iter().find(|c| c.user_data == PROBE) {
             return Ok(cqe.result != -libc::EINVAL);

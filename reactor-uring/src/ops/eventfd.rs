@@ -15,7 +15,7 @@ use std::rc::Rc;
 use io_uring::{opcode, squeue, types};
 
 use crate::event::{Event, State};
-use crate::ops::{NewOp, OpKey, OpKind, OwnedBuf};
+use crate::ops::{Hold, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::Reactor;
 use crate::ring::Cqe;
 
@@ -43,7 +43,7 @@ impl Reactor {
                 kind,
                 fd: None,
                 buf: OwnedBuf::Counter(Box::new(0)),
-                parked: false,
+                hold: Hold::No,
             },
             |_, buf| read_entry(fd, buf),
         )

@@ -26,7 +26,7 @@ use io_uring::{opcode, squeue, types};
 use crate::error::{Error, Result};
 use crate::event::{Event, IoState, State};
 use crate::ffi::HostCallback;
-use crate::ops::{NewOp, OpKey, OpKind, OwnedBuf};
+use crate::ops::{Hold, Lane, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::{Deferred, Reactor};
 use crate::ring::Cqe;
 
@@ -118,6 +118,17 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// The lane of a stream request: reads and writes at the current
+    /// position complete in submission order (registry invariant G4);
+    /// accepts, connects and positional I/O are independent.
+    fn lane(&self) -> Option<Lane> {
+        match self.opcode {
+            Opcode::Read if self.offset < 0 => Some(Lane::Read),
+            Opcode::Write if self.offset < 0 => Some(Lane::Write),
+            _ => None,
+        }
+    }
+
     /// The `poll(2)` mask that means "this request can make progress".
     fn readiness_mask(&self) -> u32 {
         match self.opcode {
@@ -238,13 +249,14 @@ impl Reactor {
             self.close_fd(fd, Rc::clone(&ev), OpKind::Request(req))
         } else {
             let buf = owned_buf(&req);
+            let hold = req.lane().map_or(Hold::No, Hold::Lane);
             self.start_op(
                 NewOp {
                     owner: Some(Rc::clone(&ev)),
                     kind: OpKind::Request(req),
                     fd: Some(fd),
                     buf,
-                    parked: false,
+                    hold,
                 },
                 |kind, buf| match kind {
                     OpKind::Request(req) => entry(req, buf),
@@ -376,20 +388,10 @@ impl Reactor {
             key
         };
         if let Some(op) = self.cancel_op(key) {
-            // Parked (an AA_IO_CLOSE still waiting for its descriptor): the
-            // kernel never saw it, so it ends here, from the next
-            // `run_once` (R2). Its descriptor stays open.
-            if let OpKind::Request(req) = &op.kind {
-                self.registry.borrow_mut().clear_closer(req.fd, key);
-            }
-            if let State::Io(io) = &mut *ev.state.borrow_mut() {
-                io.op = None;
-            }
-            self.defer(Deferred::Notify {
-                ev: Rc::clone(ev),
-                status: 0,
-                value: i64::from(reason),
-            });
+            // The kernel never saw it (held in its lane, staged, or a close
+            // waiting for its descriptor): it ends here, and its callback
+            // runs from the next `run_once` (R2).
+            self.end_unsubmitted(op, reason);
         }
         self.touch(ev);
         true

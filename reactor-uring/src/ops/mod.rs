@@ -14,23 +14,29 @@
 //! - **O1** An op stays in the table from the moment its entry is built
 //!   until its *final* completion (one without `IORING_CQE_F_MORE`) has been
 //!   reaped, whatever happens to its event meanwhile (cancel, close,
-//!   dispose). The table holds the event's `Rc` and the op's boxed buffers,
-//!   so every pointer the kernel was given stays valid while the kernel may
-//!   use it: the kernel never writes into freed memory (P-21). Host buffers
-//!   named by a request stay valid by AA-R5, since the request's callback
-//!   runs only after that final completion.
+//!   dispose) — or, if the kernel never saw it (held or staged), until it
+//!   is withdrawn. The table holds the event's `Rc` and the op's boxed
+//!   buffers, so every pointer the kernel was given stays valid while the
+//!   kernel may use it: the kernel never writes into freed memory (P-21).
+//!   Host buffers named by a request stay valid by AA-R5, since the
+//!   request's callback runs only after that final completion.
 //! - **O2** An entry's `user_data` is its op's key, unique among live ops
 //!   (a reused slot has a new generation). Entries nobody answers (cancels)
 //!   carry [`IGNORED`], which no key equals.
-//! - **O3** An op has at most one entry in the ring or the kernel at a time:
-//!   it is pushed again (a re-armed watch, a re-armed eventfd read, a retry
-//!   after `EAGAIN` or `ENOTSOCK`) only from its own final completion, and
-//!   only while its life is [`Life::Submitted`].
-//! - **O4** A [`Life::Parked`] op (a descriptor close) has no entry in the
-//!   ring: it is pushed once every other op on its descriptor has retired
-//!   (registry invariant G3), so no request can reach a closed or reused
-//!   descriptor number.
-//! - **O5** A cancelled op is never retried or re-armed: `CancelRequested`
+//! - **O3** An op has at most one entry staged, in the ring or in the kernel
+//!   at a time: it is pushed again (a re-armed watch, a re-armed eventfd
+//!   read, a retry after `EAGAIN` or `ENOTSOCK`) only from its own final
+//!   completion, and only while its life is [`Life::Submitted`].
+//! - **O4** A [`Life::Held`] op has no entry anywhere: it waits for its turn
+//!   in its descriptor's lane (registry invariant G4) or, for a descriptor
+//!   close, for every other op on the descriptor to retire (G3), so no
+//!   request can reach a closed or reused descriptor number.
+//! - **O5** Only a [`Life::Staged`] op's entry is handed over by the next
+//!   `io_uring_enter` (its life then becomes `Submitted`); a staged entry
+//!   whose op was cancelled, or retired, is withdrawn unsubmitted (ring
+//!   invariant K1). So a request cancelled or disposed before the kernel
+//!   saw it never reaches the kernel.
+//! - **O6** A cancelled op is never retried or re-armed: `CancelRequested`
 //!   is terminal until the final completion retires it.
 //!
 //! # Access
@@ -40,15 +46,15 @@
 //!
 //! # Safety
 //!
-//! `push_entry` is where an op's entry is handed to the kernel; its SAFETY
-//! argument is O1. The request-specific unsafe code (host memory written on
+//! `push_entry` is where an op's entry is staged for the kernel; its SAFETY
+//! argument is O1 (with O5 for entries withdrawn unsubmitted). The request-specific unsafe code (host memory written on
 //! an accept's completion) is in `io.rs`; plain system calls are in
 //! `sys.rs`.
 //!
 //! # Drop order
 //!
 //! Ops leave the table only through [`Reactor::retire`] (a final
-//! completion, or a parked op cancelled before the kernel saw it).
+//! completion, or an op cancelled before the kernel saw it).
 //! `destroy` refuses while an op owned by an event is in the table.
 
 pub(crate) mod cancel;
@@ -57,6 +63,7 @@ pub(crate) mod io;
 pub(crate) mod poll;
 pub(crate) mod sys;
 
+pub(crate) use crate::registry::Lane;
 pub(crate) use io::{HostAddr, HostBuf, Opcode, Request};
 
 use std::os::fd::RawFd;
@@ -136,16 +143,19 @@ pub(crate) enum OwnedBuf {
 /// final completion takes the op out of the table (O1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Life {
-    /// Waiting in user space for its descriptor's other ops (O4). The
-    /// kernel has not seen it; it owns nothing of the kernel's.
-    Parked,
-    /// Pushed: in the ring, its overflow queue, or the kernel, which owns
-    /// its memory until the final completion. May be re-armed or retried
-    /// (O3).
+    /// Waiting in user space for its turn (O4): behind another request in
+    /// its descriptor's lane, or, for a descriptor close, for the
+    /// descriptor's other ops. No entry anywhere.
+    Held,
+    /// Its entry is staged for the next `io_uring_enter` (O5): the kernel
+    /// has not seen it and can still be spared it.
+    Staged,
+    /// Handed to the kernel, which owns its memory until the final
+    /// completion. May be re-armed or retried (O3).
     Submitted,
-    /// Pushed, then cancelled: an async cancel follows it in the ring. Still
-    /// owned by the kernel until its final completion; never pushed again
-    /// (O5).
+    /// Handed to the kernel, then cancelled: an async cancel follows it.
+    /// Still owned by the kernel until its final completion; never pushed
+    /// again (O6).
     CancelRequested,
 }
 
@@ -157,7 +167,8 @@ pub(crate) enum CancelStep {
     PushCancel,
     /// A cancel was already asked for; nothing to do.
     AlreadyRequested,
-    /// The op never reached the kernel: retire it now, in user space.
+    /// The kernel never saw the op: retire it now, in user space (a staged
+    /// entry is then withdrawn, O5).
     RetireNow,
 }
 
@@ -165,7 +176,7 @@ impl Life {
     /// Records a cancellation; returns what the caller must do.
     pub(crate) fn request_cancel(&mut self) -> CancelStep {
         match *self {
-            Life::Parked => CancelStep::RetireNow,
+            Life::Held | Life::Staged => CancelStep::RetireNow,
             Life::Submitted => {
                 *self = Life::CancelRequested;
                 CancelStep::PushCancel
@@ -173,6 +184,17 @@ impl Life {
             Life::CancelRequested => CancelStep::AlreadyRequested,
         }
     }
+}
+
+/// When a new op's entry is staged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// At once.
+    No,
+    /// When its turn comes in its descriptor's lane (G4).
+    Lane(Lane),
+    /// When the descriptor has no other op (a descriptor close, G3).
+    UntilQuiet,
 }
 
 /// One operation (see the module doc).
@@ -293,13 +315,13 @@ pub(crate) struct NewOp {
     pub(crate) fd: Option<RawFd>,
     /// The memory it lends the kernel.
     pub(crate) buf: OwnedBuf,
-    /// Parked (O4) instead of pushed.
-    pub(crate) parked: bool,
+    /// When its entry is staged.
+    pub(crate) hold: Hold,
 }
 
 impl Reactor {
     /// Makes an op, builds its entry with `build` (from the op's own boxed
-    /// buffers, which never move) and pushes it, unless it is parked.
+    /// buffers, which never move) and stages it, unless it is held (O4).
     pub(crate) fn start_op(
         &self,
         new: NewOp,
@@ -310,63 +332,61 @@ impl Reactor {
             kind,
             fd,
             buf,
-            parked,
+            hold,
         } = new;
-        let (key, entry) = {
+        let key = {
             let mut ops = self.ops.borrow_mut();
             let key = ops.next_key();
             let entry = build(&kind, &buf).user_data(key.user_data());
             if let Some(ev) = &owner {
                 ev.in_flight.set(ev.in_flight.get() + 1);
             }
-            let life = if parked {
-                Life::Parked
-            } else {
-                Life::Submitted
-            };
             ops.put(
                 key,
                 Op {
-                    life,
+                    life: Life::Held,
                     owner,
                     kind,
                     fd,
                     buf,
-                    entry: entry.clone(),
+                    entry,
                     awaiting_readiness: false,
                 },
             );
-            (key, entry)
+            key
         };
-        if let Some(fd) = fd {
-            self.registry.borrow_mut().add_op(fd, key);
-        }
-        if !parked {
-            self.push_entry(entry);
+        let now = match (fd, hold) {
+            (Some(fd), Hold::Lane(lane)) => self.registry.borrow_mut().add_op(fd, key, Some(lane)),
+            (Some(fd), _) => self.registry.borrow_mut().add_op(fd, key, None),
+            (None, _) => true,
+        };
+        if now && hold != Hold::UntilQuiet {
+            self.repush(key);
         }
         key
     }
 
-    /// Hands an op's entry to the ring.
+    /// Stages an entry for the next `io_uring_enter`.
     fn push_entry(&self, entry: squeue::Entry) {
         // SAFETY: K1 holds by O1: the entry names only the op's boxed
         // buffers, which stay in the op table until the final completion
-        // carrying this key is reaped, and host memory that the host keeps
-        // valid until the request's callback (AA-R5), which runs only after
-        // that completion.
+        // carrying this key is reaped (or until the entry is withdrawn
+        // unsubmitted, O5), and host memory that the host keeps valid until
+        // the request's callback (AA-R5), which runs only after that
+        // completion.
         unsafe { self.ring.borrow_mut().push(entry) };
     }
 
-    /// Pushes an op's stored entry again (O3), or, for a parked op, for the
-    /// first time (O4); its life becomes `Submitted`.
+    /// Stages an op's stored entry: for the first time (a held op whose turn
+    /// came, O4), or again (O3). Its life becomes `Staged`.
     pub(crate) fn repush(&self, key: OpKey) {
         let entry = {
             let mut ops = self.ops.borrow_mut();
             let Some(op) = ops.get_mut(key) else { return };
             if op.life == Life::CancelRequested {
-                return; // O5
+                return; // O6
             }
-            op.life = Life::Submitted;
+            op.life = Life::Staged;
             op.awaiting_readiness = false;
             op.entry.clone()
         };
@@ -374,7 +394,7 @@ impl Reactor {
     }
 
     /// Replaces an op's stored entry (a retry as another opcode, a watch
-    /// that falls back to one-shot) and pushes it (O3).
+    /// that falls back to one-shot) and stages it (O3).
     pub(crate) fn replace_entry(&self, key: OpKey, entry: squeue::Entry) {
         if let Some(op) = self.ops.borrow_mut().get_mut(key) {
             op.entry = entry.user_data(key.user_data());
@@ -382,25 +402,43 @@ impl Reactor {
         self.repush(key);
     }
 
-    /// Takes an op out of the table (its final completion was reaped, or it
-    /// was parked and is cancelled). Unparks its descriptor's close if it was
-    /// the last op on it (O4).
+    /// The `keep` filter of `Ring::enter` (O5): an op's entry is handed to
+    /// the kernel only if the op is still staged, and the op is then
+    /// `Submitted`; cancels always go.
+    pub(crate) fn hand_over(&self, user_data: u64) -> bool {
+        let Some(key) = OpKey::from_user_data(user_data) else {
+            return true;
+        };
+        match self.ops.borrow_mut().get_mut(key) {
+            Some(op) if op.life == Life::Staged => {
+                op.life = Life::Submitted;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes an op out of the table (its final completion was reaped, or the
+    /// kernel never saw it). Stages what its descriptor was holding back:
+    /// the next request in its lane (G4), or the descriptor's close if it
+    /// was the last op (G3, O4).
     pub(crate) fn retire(&self, key: OpKey) -> Option<Op> {
         let op = self.ops.borrow_mut().remove(key)?;
         if let Some(ev) = &op.owner {
             ev.in_flight.set(ev.in_flight.get() - 1);
         }
         if let Some(fd) = op.fd {
-            let closer = self.registry.borrow_mut().remove_op(fd, key);
-            if let Some(closer) = closer {
-                self.repush(closer);
+            let (next, closer) = self.registry.borrow_mut().remove_op(fd, key);
+            for key in [next, closer].into_iter().flatten() {
+                self.repush(key);
             }
         }
         Some(op)
     }
 
     /// Cancels an op: pushes an async cancel for it, or retires it if the
-    /// kernel never saw it. Returns the op if it was retired here.
+    /// kernel never saw it. Returns the op if it was retired here: the
+    /// caller completes it in user space.
     pub(crate) fn cancel_op(&self, key: OpKey) -> Option<Op> {
         let step = self.ops.borrow_mut().get_mut(key)?.life.request_cancel();
         match step {
@@ -426,8 +464,8 @@ impl Reactor {
                 OpKind::WakeRead => 3,
                 OpKind::OwnedFdClose => 4,
             },
-            // A stale completion: the op was retired (a parked close that
-            // was cancelled never reaches here; nothing else can).
+            // Nothing else can complete: only submitted ops reach the
+            // kernel (O5), and they stay until their final completion (O1).
             None => return 0,
         };
         match tag {
@@ -443,7 +481,7 @@ impl Reactor {
     /// that refuses to wait inside the kernel (old kernels, `O_NONBLOCK`
     /// files without `FMODE_NOWAIT`) answers `EAGAIN`; the op then waits
     /// for readiness with a one-shot poll carrying its key, and its entry is
-    /// pushed again when that poll completes (O3). Returns whether the
+    /// staged again when that poll completes (O3). Returns whether the
     /// completion was consumed this way.
     pub(crate) fn retry_when_ready(&self, key: OpKey, cqe: Cqe, fd: RawFd, mask: u32) -> bool {
         let awaiting = {
@@ -452,7 +490,7 @@ impl Reactor {
                 return false;
             };
             if op.life != Life::Submitted {
-                return false; // O5
+                return false; // O6
             }
             if op.awaiting_readiness {
                 if cqe.result < 0 {
@@ -462,7 +500,6 @@ impl Reactor {
                 }
                 true
             } else if cqe.result == -libc::EAGAIN {
-                op.awaiting_readiness = true;
                 false
             } else {
                 return false;
@@ -477,52 +514,85 @@ impl Reactor {
     }
 
     /// Closes a descriptor through the ring once every op on it has retired
-    /// (O4): cancels those ops (all at once with `IORING_ASYNC_CANCEL_FD`
-    /// where the kernel has it, else one by one), ends the watches on it
-    /// (an armed one is told `-ECANCELED`, from the next `run_once`), and
-    /// parks the close until the descriptor is quiet. Returns the close's
-    /// key.
+    /// (O4): ends those ops (the kernel's with one cancel by descriptor,
+    /// `IORING_ASYNC_CANCEL_FD`, where the kernel has it, else one cancel
+    /// each; the ones it never saw at once, with `-ECANCELED` from the next
+    /// `run_once`), ends the watches on it (an armed one is told
+    /// `-ECANCELED`, from the next `run_once`), and holds the close until the
+    /// descriptor is quiet. Returns the close's key.
     pub(crate) fn close_fd(&self, fd: RawFd, owner: Rc<Event>, kind: OpKind) -> OpKey {
-        let ops_on_fd = self.registry.borrow().ops_on(fd);
-        let mut watches = Vec::new();
-        {
-            let mut ops = self.ops.borrow_mut();
-            for key in &ops_on_fd {
-                let Some(op) = ops.get_mut(*key) else {
-                    continue;
-                };
-                // O5: nothing on a closing descriptor is retried or re-armed.
-                // The step is ignored: one cancel for the descriptor follows.
-                let _ = op.life.request_cancel();
-                if let (OpKind::Poll { .. }, Some(ev)) = (&op.kind, &op.owner) {
-                    watches.push((Rc::clone(ev), *key));
-                }
-            }
-        }
-        if self.features.cancel_fd {
-            self.push_cancel_fd(fd);
-        } else {
-            for key in &ops_on_fd {
-                self.push_cancel(*key);
-            }
-        }
-        for (ev, key) in watches {
-            self.end_watch_of_closed_fd(&ev, key);
-        }
         let key = self.start_op(
             NewOp {
                 owner: Some(owner),
                 kind,
                 fd: None,
                 buf: OwnedBuf::None,
-                parked: true,
+                hold: Hold::UntilQuiet,
             },
             |_, _| io::close_entry(fd),
         );
-        let quiet = self.registry.borrow_mut().set_closer(fd, key);
-        if quiet {
+        // G3: from now on the descriptor accepts no op and its lanes stop.
+        let ops_on_fd = self.registry.borrow_mut().start_closing(fd);
+        let mut in_kernel = false;
+        for op_key in ops_on_fd {
+            let (step, watch) = {
+                let mut ops = self.ops.borrow_mut();
+                let Some(op) = ops.get_mut(op_key) else {
+                    continue;
+                };
+                let watch = match (&op.kind, &op.owner) {
+                    (OpKind::Poll { .. }, Some(ev)) => Some(Rc::clone(ev)),
+                    _ => None,
+                };
+                (op.life.request_cancel(), watch)
+            };
+            if let Some(ev) = &watch {
+                self.end_watch_of_closed_fd(ev, op_key);
+            }
+            match step {
+                CancelStep::PushCancel => {
+                    in_kernel = true;
+                    if !self.features.cancel_fd {
+                        self.push_cancel(op_key);
+                    }
+                }
+                CancelStep::AlreadyRequested => in_kernel = true,
+                CancelStep::RetireNow => {
+                    if let Some(op) = self.retire(op_key) {
+                        self.end_unsubmitted(op, -libc::ECANCELED);
+                    }
+                }
+            }
+        }
+        if in_kernel && self.features.cancel_fd {
+            self.push_cancel_fd(fd);
+        }
+        if self.registry.borrow_mut().hold_closer(fd, key) {
             self.repush(key);
         }
         key
+    }
+
+    /// Completes, in user space, an op the kernel never saw (retired by a
+    /// cancel, O5): a request's callback gets `value` from the next
+    /// `run_once` (R2); other kinds have nothing to report here.
+    pub(crate) fn end_unsubmitted(&self, op: Op, value: i32) {
+        let Some(ev) = op.owner else { return };
+        if let OpKind::Request(req) = &op.kind {
+            if req.opcode == Opcode::Close {
+                // A close that never ran: the descriptor stays open.
+                self.registry.borrow_mut().stop_closing(req.fd);
+            }
+            if let crate::event::State::Io(io) = &mut *ev.state.borrow_mut() {
+                io.op = None;
+            }
+            self.defer(crate::reactor::Deferred::Notify {
+                ev: Rc::clone(&ev),
+                status: 0,
+                value: i64::from(value),
+            });
+        }
+        self.touch(&ev);
+        self.settle_close(&ev);
     }
 }

@@ -25,7 +25,7 @@ use async_abi::{AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
 use io_uring::{opcode, squeue, types};
 
 use crate::event::{Event, PollState, State};
-use crate::ops::{NewOp, OpKey, OpKind, OwnedBuf};
+use crate::ops::{Hold, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::{Deferred, Reactor};
 use crate::ring::Cqe;
 
@@ -87,7 +87,7 @@ impl Reactor {
                 kind: OpKind::Poll { mask },
                 fd: Some(fd),
                 buf: OwnedBuf::None,
-                parked: false,
+                hold: Hold::No,
             },
             |_, _| add_entry(fd, mask, multishot),
         );
@@ -104,7 +104,8 @@ impl Reactor {
             _ => None,
         };
         if let Some(key) = key {
-            // A watch is never parked, so the op is never retired here.
+            // A watch the kernel never saw is simply retired: it has
+            // nothing to report.
             let _ = self.cancel_op(key);
         }
     }

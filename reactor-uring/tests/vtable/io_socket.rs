@@ -221,22 +221,81 @@ fn connect_to_a_closed_port_fails_with_econnrefused() {
 
 #[test]
 fn full_submission_queue_keeps_every_request() {
+    // 100 requests on 100 descriptors (so none waits in a lane), with room
+    // for 4 in the submission queue: every one is submitted and completes.
     let mut lp = create(&[("uring.sq_entries", "4")]).unwrap();
-    let (a, b) = socketpair();
-    let data: Vec<[u8; 1]> = (0..100u8).map(|i| [i]).collect();
-    let mut ops: Vec<AaIoOp> = data.iter().map(|d| write_op(a, d)).collect();
-    let evs: Vec<_> = ops.iter_mut().map(|op| lp.submit("write", op)).collect();
+    let pairs: Vec<_> = (0..50).map(|_| socketpair()).collect();
+    let data: Vec<[u8; 1]> = (0..50u8).map(|i| [i]).collect();
+    let mut bufs = vec![[0u8; 4]; 50];
+    let mut ops: Vec<AaIoOp> = Vec::new();
+    for (i, ((a, b), buf)) in pairs.iter().zip(bufs.iter_mut()).enumerate() {
+        ops.push(write_op(*a, &data[i]));
+        ops.push(read_op(*b, buf));
+    }
+    let evs: Vec<_> = ops.iter_mut().map(|op| lp.submit("io", op)).collect();
     assert_eq!(lp.alive(), 100);
     lp.run_until(LIMIT, |log| ios(log) == 100);
-    assert!(lp.take_log().iter().all(|r| *r == Rec::Io("write", 1)));
-    let mut got = [0u8; 128];
-    assert_eq!(recv_now(b, &mut got), Some(100));
-    let mut sorted = got[..100].to_vec();
-    sorted.sort_unstable();
-    assert_eq!(sorted, (0..100u8).collect::<Vec<_>>());
+    assert!(lp.take_log().iter().all(|r| *r == Rec::Io("io", 1)));
+    for (i, buf) in bufs.iter().enumerate() {
+        assert_eq!(buf[0], i as u8);
+    }
     for ev in evs {
         lp.dispose(ev);
     }
+    lp.finish();
+    for (a, b) in pairs {
+        close_fd(a);
+        close_fd(b);
+    }
+}
+
+#[test]
+fn writes_on_one_socket_complete_in_submission_order() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    let data: Vec<[u8; 1]> = (0..100u8).map(|i| [i]).collect();
+    let mut ops: Vec<AaIoOp> = data.iter().map(|d| write_op(a, d)).collect();
+    let tags: Vec<&'static str> = (0..100)
+        .map(|i| &*Box::leak(format!("w{i}").into_boxed_str()))
+        .collect();
+    let evs: Vec<_> = ops
+        .iter_mut()
+        .zip(&tags)
+        .map(|(op, tag)| lp.submit(tag, op))
+        .collect();
+    lp.run_until(LIMIT, |log| ios(log) == 100);
+    let expected: Vec<Rec> = tags.iter().map(|t| Rec::Io(t, 1)).collect();
+    assert_eq!(lp.take_log(), expected);
+    let mut got = [0u8; 128];
+    assert_eq!(recv_now(b, &mut got), Some(100));
+    assert_eq!(got[..100], (0..100u8).collect::<Vec<_>>()[..]);
+    for ev in evs {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn reads_on_one_socket_take_the_bytes_in_submission_order() {
+    let mut lp = Loop::new();
+    let (a, b) = socketpair();
+    let mut first = [0u8; 1];
+    let mut second = [0u8; 1];
+    let mut r1 = read_op(b, &mut first);
+    let mut r2 = read_op(b, &mut second);
+    let e1 = lp.submit("first", &mut r1);
+    let e2 = lp.submit("second", &mut r2);
+    lp.run_once(0);
+    send_now(a, b"1");
+    lp.run_until(LIMIT, |log| !log.is_empty());
+    send_now(a, b"2");
+    lp.run_until(LIMIT, |log| ios(log) == 2);
+    assert_eq!(lp.take_log(), [Rec::Io("first", 1), Rec::Io("second", 1)]);
+    assert_eq!((first[0], second[0]), (b'1', b'2'));
+    lp.dispose(e1);
+    lp.dispose(e2);
     lp.finish();
     close_fd(a);
     close_fd(b);
