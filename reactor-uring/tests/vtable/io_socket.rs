@@ -226,7 +226,7 @@ fn full_submission_queue_keeps_every_request() {
     let mut lp = create(&[("uring.sq_entries", "4")]).unwrap();
     let pairs: Vec<_> = (0..50).map(|_| socketpair()).collect();
     let data: Vec<[u8; 1]> = (0..50u8).map(|i| [i]).collect();
-    let mut bufs = vec![[0u8; 4]; 50];
+    let mut bufs = [[0u8; 4]; 50];
     let mut ops: Vec<AaIoOp> = Vec::new();
     for (i, ((a, b), buf)) in pairs.iter().zip(bufs.iter_mut()).enumerate() {
         ops.push(write_op(*a, &data[i]));
