@@ -62,7 +62,7 @@ fn tracing_level(level: log::Level) -> tracing::Level {
 /// warnings and errors (a deadlock report) then go to stderr, so they are
 /// never lost silently.
 fn no_subscriber() -> bool {
-    !tracing::dispatcher::has_been_set()
+    tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
 }
 
 /// True if a record at this level could be emitted by the current
@@ -121,4 +121,88 @@ unsafe extern "C" fn host_log_enabled(_ctx: *mut c_void, lvl: u32, _target: AaSt
 
 unsafe extern "C" fn host_get_extension(_ctx: *mut c_void, _id: AaStr) -> *const c_void {
     ptr::null()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+    use tracing_log::NormalizeEvent;
+
+    use super::*;
+
+    /// Collects `(level, target, file, line, message)` of each event.
+    struct Collect(Mutex<Vec<(tracing::Level, String, String, u32, String)>>);
+
+    struct Message(String);
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl Subscriber for &'static Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn max_level_hint(&self) -> Option<LevelFilter> {
+            Some(LevelFilter::TRACE)
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let meta = event.normalized_metadata();
+            let meta = meta.as_ref().unwrap_or_else(|| event.metadata());
+            let mut msg = Message(String::new());
+            event.record(&mut msg);
+            self.0.lock().unwrap().push((
+                *meta.level(),
+                meta.target().to_owned(),
+                meta.file().unwrap_or("").to_owned(),
+                meta.line().unwrap_or(0),
+                msg.0,
+            ));
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn plugin_records_keep_their_target_file_and_line() {
+        let collect: &'static Collect = Box::leak(Box::new(Collect(Mutex::new(Vec::new()))));
+        tracing::subscriber::with_default(collect, || {
+            let log = HOST_API.log.unwrap();
+            let enabled = HOST_API.log_enabled.unwrap();
+            // SAFETY: the strings are valid for the calls (AA-R2).
+            unsafe {
+                assert!(enabled(ptr::null_mut(), AA_LOG_DEBUG, AaStr::from_str("x")));
+                log(
+                    ptr::null_mut(),
+                    AA_LOG_WARN,
+                    AaStr::from_str("reactor_mio::ffi"),
+                    AaStr::from_str("unknown reactor option \"x\""),
+                    AaStr::from_str("reactor-mio/src/ffi.rs"),
+                    42,
+                );
+            }
+        });
+        let got = collect.0.lock().unwrap().clone();
+        assert_eq!(
+            got,
+            vec![(
+                tracing::Level::WARN,
+                "reactor_mio::ffi".to_owned(),
+                "reactor-mio/src/ffi.rs".to_owned(),
+                42,
+                "unknown reactor option \"x\"".to_owned()
+            )]
+        );
+    }
 }
