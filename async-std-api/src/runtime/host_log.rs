@@ -133,8 +133,11 @@ mod tests {
 
     use super::*;
 
-    /// Collects `(level, target, file, line, message)` of each event.
-    struct Collect(Mutex<Vec<(tracing::Level, String, String, u32, String)>>);
+    /// `(level, target, file, line, message)` of one event.
+    type Seen = (tracing::Level, String, String, u32, String);
+
+    /// Collects every event.
+    struct Collect(Mutex<Vec<Seen>>);
 
     struct Message(String);
     impl tracing::field::Visit for Message {
