@@ -87,8 +87,9 @@ fn read_exact_and_large_writes_cross_many_requests() {
 #[test]
 fn connecting_to_a_closed_port_is_refused() {
     run(|| {
+        // A port nobody listens on (std's listener closes synchronously).
         let port = {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
         let err = TcpStream::connect(("127.0.0.1", port)).unwrap_err();

@@ -202,10 +202,20 @@ pub(crate) fn perform(
     }
 }
 
-unsafe extern "C" fn close_cb(_ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {}
+unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {
+    // The close's one callback: the event is ours to dispose (F5).
+    let _ = catch_unwind(|| {
+        if let (Some(rt), Some(ev)) = (crate::runtime::current(), NonNull::new(ev)) {
+            rt.reactor.dispose(ev);
+        }
+    });
+}
 
-/// Closes `fd` through the reactor (`AA_IO_CLOSE`), fire and forget: a
-/// pending close is disposed at once.
+/// Closes `fd` through the reactor (`AA_IO_CLOSE`), fire and forget: the
+/// caller does not wait. A close that does not complete inline is disposed
+/// by its own callback, after it completed (disposing it earlier would be
+/// allowed by the ABI, but a reactor that drops a not-yet-submitted close
+/// would leak the descriptor and never send the peer its EOF).
 pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
     use std::os::fd::IntoRawFd;
     let r = reactor.raw();
@@ -229,11 +239,7 @@ pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
             &mut ev,
         )
     };
-    if status == AA_OK {
-        if let Some(ev) = NonNull::new(ev) {
-            reactor.dispose(ev);
-        }
-    } else if status < 0 {
+    if status < 0 {
         // The reactor refused: close it ourselves.
         // SAFETY: `raw` came from `into_raw_fd` above and was not handed to
         // the reactor (AA-R8), so we still own it.
