@@ -227,7 +227,7 @@ unsafe extern "C" fn get_interface(_ctx: *mut AaPluginCtx, id: AaStr) -> *const 
 /// processes, fs watches and DNS are not implemented (their slots are NULL).
 const CAPS: u64 = AA_CAP_TIMER | AA_CAP_POLL | AA_CAP_IO | AA_CAP_TRIGGER | AA_CAP_IO_NATIVE;
 
-static VTABLE: AaReactorVTable = AaReactorVTable {
+pub(crate) static VTABLE: AaReactorVTable = AaReactorVTable {
     hdr: AaIfaceHeader {
         struct_size: size_of::<AaReactorVTable>() as u32,
         iface_minor: AA_ABI_MINOR,
@@ -433,6 +433,13 @@ unsafe extern "C" fn create(
             Err(e) => fail(e),
         }
     })
+}
+
+/// A reactor made from a resolved config (the crate's own tests).
+#[cfg(test)]
+pub(crate) fn create_with(config: &Config) -> *mut AaReactor {
+    let reactor = Reactor::new(config).unwrap_or_else(|e| panic!("{e}"));
+    Rc::into_raw(reactor).cast_mut().cast()
 }
 
 unsafe extern "C" fn destroy(r: *mut AaReactor) -> AaStatus {

@@ -34,7 +34,7 @@
 //! - `ffi`: the descriptor, the vtable and the `extern "C"` shims;
 //! - `reactor`: the owned driver and the loop iteration (one
 //!   `io_uring_enter` per iteration);
-//! - `ring`: the ring wrapper (push, overflow queue, enter, reap);
+//! - `ring`: the ring wrapper (staging queue, enter, reap);
 //! - `probe`: what `create` checks of the kernel;
 //! - `ops/`: ring operations and their typed lifecycle (`mod`), requests
 //!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
@@ -54,6 +54,9 @@ mod config;
 mod control;
 mod error;
 mod event;
+#[cfg(test)]
+#[allow(unsafe_code)] // drives the C vtable, as a host does
+mod fallback_tests;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 mod ffi;
 #[allow(unsafe_code)] // lending memory to the kernel (module `# Safety`)

@@ -85,7 +85,7 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
             neg_errno(&e),
             format!("{UNAVAILABLE}io_uring_enter failed: {e}"),
         )
-    })?;
+    })? && !config.old_kernel;
     Ok((ring, Features { cancel_fd }))
 }
 

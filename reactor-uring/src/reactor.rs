@@ -141,7 +141,7 @@ impl Reactor {
             now: Cell::new(0),
             ring: RefCell::new(ring),
             features,
-            multishot_poll: Cell::new(true),
+            multishot_poll: Cell::new(!config.old_kernel),
             ops: RefCell::new(OpTable::default()),
             registry: RefCell::new(Registry::default()),
             timers: RefCell::new(TimerHeap::default()),

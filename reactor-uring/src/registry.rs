@@ -69,7 +69,7 @@ pub(crate) struct FdEntry {
     lanes: [VecDeque<OpKey>; 2],
     /// Being closed through the reactor: no new op is accepted (G3).
     closing: bool,
-    /// The parked close, while ops remain (G3).
+    /// The held close, while ops remain (G3).
     closer: Option<OpKey>,
 }
 
