@@ -4,7 +4,7 @@
 //!
 //! # Safety
 //!
-//! Each call goes through [`syscall!`], which turns `-1` into
+//! Each call goes through `syscall!`, which turns `-1` into
 //! [`io::Error::last_os_error`]. The obligations are:
 //!
 //! - **Y1 Descriptors.** A raw descriptor is only a number to the kernel: a
