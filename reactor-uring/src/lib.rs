@@ -54,9 +54,6 @@ mod config;
 mod control;
 mod error;
 mod event;
-#[cfg(test)]
-#[allow(unsafe_code)] // drives the C vtable, as a host does
-mod fallback_tests;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 mod ffi;
 #[allow(unsafe_code)] // lending memory to the kernel (module `# Safety`)
