@@ -11,7 +11,7 @@ const LIMIT: Duration = Duration::from_secs(5);
 
 #[test]
 fn cancel_of_an_in_flight_read_calls_back_once_with_the_reason() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0xAAu8; 16];
     let mut r = read_op(b, &mut buf);
@@ -48,7 +48,7 @@ fn cancel_of_an_in_flight_read_calls_back_once_with_the_reason() {
 
 #[test]
 fn cancel_after_the_data_arrived_reports_the_data() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0u8; 16];
     let mut r = read_op(b, &mut buf);
@@ -68,7 +68,7 @@ fn cancel_after_the_data_arrived_reports_the_data() {
 fn cancel_before_the_kernel_saw_the_read_races_fairly() {
     // The cancel follows the read in the same submission: the kernel either
     // completes the read first (data was there) or cancels it; one callback.
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0u8; 16];
     let mut r = read_op(b, &mut buf);
@@ -89,7 +89,7 @@ fn cancel_before_the_kernel_saw_the_read_races_fairly() {
 
 #[test]
 fn dispose_of_an_in_flight_read_never_calls_back_and_destroy_waits_for_the_kernel() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0u8; 16];
     let mut r = read_op(b, &mut buf);
@@ -113,7 +113,7 @@ fn dispose_of_an_in_flight_read_never_calls_back_and_destroy_waits_for_the_kerne
 
 #[test]
 fn close_of_an_in_flight_read_completes_it_then_calls_on_closed_later() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0u8; 16];
     let mut r = read_op(b, &mut buf);
@@ -143,7 +143,7 @@ fn a_callback_may_cancel_and_dispose_another_request() {
     // Re-entrancy (R1): from inside a timer callback, cancel one read and
     // dispose another; the cancelled one is called back from a later
     // iteration, the disposed one never.
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf1 = [0u8; 8];
     let mut buf2 = [0u8; 8];

@@ -16,7 +16,7 @@ fn ios(log: &[Rec]) -> usize {
 
 #[test]
 fn socketpair_write_then_read_moves_the_bytes() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let data = *b"hello, ring";
     let mut buf = [0u8; 64];
@@ -40,7 +40,7 @@ fn socketpair_write_then_read_moves_the_bytes() {
 
 #[test]
 fn read_completes_with_zero_at_end_of_stream() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf = [0u8; 8];
     let mut r = read_op(b, &mut buf);
@@ -56,7 +56,7 @@ fn read_completes_with_zero_at_end_of_stream() {
 
 #[test]
 fn write_to_a_closed_peer_fails_with_epipe_not_sigpipe() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     close_fd(b);
     let data = [7u8; 16];
@@ -71,7 +71,7 @@ fn write_to_a_closed_peer_fails_with_epipe_not_sigpipe() {
 
 #[test]
 fn pipe_read_uses_read_not_recv() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let mut fds = [0; 2];
     assert_eq!(
         // SAFETY: `fds` is a local array of two ints.
@@ -141,7 +141,7 @@ fn tcp_socket() -> RawFd {
 
 #[test]
 fn accept_and_connect_on_loopback_report_the_peer_and_echo() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -199,7 +199,7 @@ fn accept_and_connect_on_loopback_report_the_peer_and_echo() {
 
 #[test]
 fn connect_to_a_closed_port_fails_with_econnrefused() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let port = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -223,7 +223,7 @@ fn connect_to_a_closed_port_fails_with_econnrefused() {
 fn full_submission_queue_keeps_every_request() {
     // 100 requests on 100 descriptors (so none waits in a lane), with room
     // for 4 in the submission queue: every one is submitted and completes.
-    let mut lp = create(&[("uring.sq_entries", "4")]).unwrap();
+    let mut lp = crate::uring_loop!(&[("uring.sq_entries", "4")]);
     let pairs: Vec<_> = (0..50).map(|_| socketpair()).collect();
     let data: Vec<[u8; 1]> = (0..50u8).map(|i| [i]).collect();
     let mut bufs = [[0u8; 4]; 50];
@@ -251,7 +251,7 @@ fn full_submission_queue_keeps_every_request() {
 
 #[test]
 fn writes_on_one_socket_complete_in_submission_order() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let data: Vec<[u8; 1]> = (0..100u8).map(|i| [i]).collect();
     let mut ops: Vec<AaIoOp> = data.iter().map(|d| write_op(a, d)).collect();
@@ -279,7 +279,7 @@ fn writes_on_one_socket_complete_in_submission_order() {
 
 #[test]
 fn reads_on_one_socket_take_the_bytes_in_submission_order() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut first = [0u8; 1];
     let mut second = [0u8; 1];
@@ -303,7 +303,7 @@ fn reads_on_one_socket_take_the_bytes_in_submission_order() {
 
 #[test]
 fn close_request_completes_pending_requests_first_then_closes() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let mut buf1 = [0u8; 8];
     let mut buf2 = [0u8; 8];
@@ -336,7 +336,7 @@ fn close_request_completes_pending_requests_first_then_closes() {
 
 #[test]
 fn io_submit_refuses_bad_arguments_without_an_event() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let mut op = AaIoOp::new(99, 0);
     assert_eq!(
         lp.try_submit("bad", &mut op, None).unwrap_err(),

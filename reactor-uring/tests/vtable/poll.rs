@@ -16,7 +16,7 @@ fn set_interest(lp: &Loop, ev: *mut AaEvent, interest: u32) -> AaStatus {
 
 #[test]
 fn readable_is_reported_when_data_arrives_and_not_again_until_reevaluated() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let ev = lp.poll("p", b, AA_POLL_READABLE, 0);
     assert_eq!(lp.alive(), 1);
@@ -49,7 +49,7 @@ fn readable_is_reported_when_data_arrives_and_not_again_until_reevaluated() {
 
 #[test]
 fn writable_is_reported_at_once_and_hangup_with_it() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let ev = lp.poll("p", a, AA_POLL_WRITABLE, 0);
     lp.run_until(LIMIT, |log| !log.is_empty());
@@ -68,7 +68,7 @@ fn writable_is_reported_at_once_and_hangup_with_it() {
 
 #[test]
 fn cancel_ends_an_armed_watch_with_the_reason() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let ev = lp.poll("p", b, AA_POLL_READABLE, 0);
     lp.run_once(0);
@@ -89,7 +89,7 @@ fn cancel_ends_an_armed_watch_with_the_reason() {
 
 #[test]
 fn close_of_a_poll_that_owns_its_descriptor_closes_it_before_on_closed() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let ev = lp.poll("p", b, AA_POLL_READABLE, AA_EVF_OWNS_FD);
     lp.run_once(0);
@@ -104,7 +104,7 @@ fn close_of_a_poll_that_owns_its_descriptor_closes_it_before_on_closed() {
 
 #[test]
 fn a_close_request_ends_armed_watches_on_its_descriptor() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     let ev = lp.poll("p", b, AA_POLL_READABLE, 0);
     lp.run_once(0);
@@ -126,7 +126,7 @@ fn a_close_request_ends_armed_watches_on_its_descriptor() {
 
 #[test]
 fn poll_new_refuses_a_bad_descriptor_and_unknown_bits() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let (a, b) = socketpair();
     close_fd(b);
     let mut ev = std::ptr::null_mut();

@@ -146,12 +146,38 @@ pub(crate) fn create(options: &[(&str, &str)]) -> Result<Loop, (AaStatus, String
     })
 }
 
-impl Loop {
-    /// A reactor with default options.
-    pub(crate) fn new() -> Loop {
-        create(&[]).unwrap_or_else(|(s, m)| panic!("create failed ({s}): {m}"))
+/// `create`, or `None` after printing why the test is skipped, if this
+/// system refuses io_uring (a seccomp policy, `kernel.io_uring_disabled`, an
+/// old kernel); any other failure fails the test (STYLE S21).
+#[track_caller]
+pub(crate) fn create_or_skip(options: &[(&str, &str)]) -> Option<Loop> {
+    match create(options) {
+        Ok(lp) => Some(lp),
+        Err((_, m)) if m.starts_with("io_uring unavailable") => {
+            let name = std::thread::current().name().unwrap_or("?").to_owned();
+            eprintln!("SKIPPED {name}: {m}");
+            None
+        }
+        Err((s, m)) => panic!("create failed ({s}): {m}"),
     }
+}
 
+/// A reactor with default options, or an early return that skips the test
+/// when the system refuses io_uring.
+#[macro_export]
+macro_rules! uring_loop {
+    () => {
+        $crate::uring_loop!(&[])
+    };
+    ($options:expr) => {
+        match $crate::support::create_or_skip($options) {
+            Some(lp) => lp,
+            None => return,
+        }
+    };
+}
+
+impl Loop {
     fn sink(&mut self, tag: &'static str, hook: Option<Hook>) -> *mut c_void {
         let sink = Rc::new(Sink {
             log: Rc::clone(&self.log),

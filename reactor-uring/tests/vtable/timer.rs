@@ -11,7 +11,7 @@ const MS: u64 = 1_000_000;
 
 #[test]
 fn timers_fire_in_deadline_order_then_arming_order_and_never_early() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let start = Instant::now();
     let evs = [
         lp.timer("30ms", 30 * MS, 0),
@@ -56,7 +56,7 @@ fn timers_fire_in_deadline_order_then_arming_order_and_never_early() {
 
 #[test]
 fn run_once_with_a_timeout_returns_when_the_timeout_expires() {
-    let lp = Loop::new();
+    let lp = crate::uring_loop!();
     let start = Instant::now();
     assert_eq!(lp.run_once(5 * MS as i64), 0);
     let took = start.elapsed();
@@ -67,7 +67,7 @@ fn run_once_with_a_timeout_returns_when_the_timeout_expires() {
 
 #[test]
 fn periodic_timer_rearms_from_its_deadline_until_cancelled() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let start = Instant::now();
     let ev = lp.timer("tick", 2 * MS, 2 * MS);
     let mut ticks = 0;
@@ -89,7 +89,7 @@ fn periodic_timer_rearms_from_its_deadline_until_cancelled() {
 
 #[test]
 fn rearm_replaces_the_deadline_without_a_callback() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.timer("t", 1_000 * MS, 0);
     // SAFETY: `ev` is a live timer of this loop.
     let s = unsafe { (lp.vt.timer_rearm.unwrap())(ev, MS, 0) };
@@ -104,7 +104,7 @@ fn rearm_replaces_the_deadline_without_a_callback() {
 
 #[test]
 fn hidden_and_unreferenced_timers_do_not_keep_the_loop_alive() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let hidden = lp.timer_with("hidden", 1_000 * MS, 0, AA_EVF_HIDDEN, None);
     assert_eq!(lp.alive(), 0);
     let t = lp.timer("t", 1_000 * MS, 0);
@@ -121,7 +121,7 @@ fn hidden_and_unreferenced_timers_do_not_keep_the_loop_alive() {
 
 #[test]
 fn a_timer_armed_inside_a_callback_fires_in_a_later_iteration() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let vt = lp.vt;
     let r = lp.r;
     let hook: Hook = Box::new(move |ev| {
@@ -140,7 +140,7 @@ fn a_timer_armed_inside_a_callback_fires_in_a_later_iteration() {
 
 #[test]
 fn now_is_refreshed_before_arming() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     lp.run_once(0);
     let before = lp.now_ns();
     let spin = Instant::now();

@@ -26,7 +26,7 @@ impl Shared {
 
 #[test]
 fn a_trigger_fired_from_another_thread_calls_back_on_the_loop() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.trigger("t", 0);
     assert_eq!(lp.alive(), 1, "an open trigger keeps the loop alive");
     let shared = Shared(ev, lp.vt);
@@ -41,7 +41,7 @@ fn a_trigger_fired_from_another_thread_calls_back_on_the_loop() {
 
 #[test]
 fn fires_before_the_loop_notices_coalesce_into_one_callback() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.trigger("t", 0);
     let shared = Shared(ev, lp.vt);
     for _ in 0..5 {
@@ -60,7 +60,7 @@ fn fires_before_the_loop_notices_coalesce_into_one_callback() {
 
 #[test]
 fn many_threads_firing_never_lose_the_last_fire() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.trigger("t", 0);
     let shared = Shared(ev, lp.vt);
     let fired = Arc::new(AtomicUsize::new(0));
@@ -97,7 +97,7 @@ fn many_threads_firing_never_lose_the_last_fire() {
 
 #[test]
 fn hidden_trigger_does_not_keep_the_loop_alive_and_cancel_closes_it() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.trigger("t", AA_EVF_HIDDEN);
     assert_eq!(lp.alive(), 0);
     assert_eq!(lp.cancel(ev, AA_E_CANCELLED), AA_OK);
@@ -110,7 +110,7 @@ fn hidden_trigger_does_not_keep_the_loop_alive_and_cancel_closes_it() {
 
 #[test]
 fn wake_from_another_thread_interrupts_a_blocking_run_once() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     // Something alive, so a blocking wait would otherwise last forever.
     let t = lp.trigger("t", 0);
     #[derive(Clone, Copy)]
@@ -131,7 +131,7 @@ fn wake_from_another_thread_interrupts_a_blocking_run_once() {
 
 #[test]
 fn close_of_a_trigger_calls_on_closed_from_a_later_iteration() {
-    let mut lp = Loop::new();
+    let mut lp = crate::uring_loop!();
     let ev = lp.trigger("t", 0);
     assert_eq!(lp.close("t", ev), AA_OK);
     assert!(lp.log.borrow().is_empty());
