@@ -370,7 +370,14 @@ unsafe extern "C" fn create(
             // SAFETY: `err_buf` is NULL or writable for `err_cap` bytes
             // (AaReactorConfig contract).
             unsafe { sdk::copy_message(&e.message, err_buf.0, err_buf.1) };
-            async_abi::plugin_error!("{}", e.message);
+            // The host reports `err_buf` as its one line; logging the same
+            // line as an error too would print it twice. Without a buffer
+            // the log is the only place the reason can go.
+            if err_buf.0.is_null() || err_buf.1 == 0 {
+                async_abi::plugin_error!("{}", e.message);
+            } else {
+                async_abi::plugin_debug!("create failed: {}", e.message);
+            }
             e.status
         };
         if out.is_null() || ctx.is_null() {
