@@ -19,7 +19,10 @@ pub(crate) struct Config {
     /// Submission queue entries asked of `io_uring_setup`.
     pub(crate) sq_entries: u32,
     /// Behave as on an older kernel (no option sets it: the crate's own
-    /// tests do, to run the fallbacks on a kernel that has everything).
+    /// tests do, to run the fallbacks on a kernel that has everything): no
+    /// cancel by descriptor, no multishot watches, and reads and writes
+    /// that cannot wait inside the kernel (`RWF_NOWAIT`, `MSG_DONTWAIT`), so
+    /// they answer `EAGAIN` as `O_NONBLOCK` files did before `FMODE_NOWAIT`.
     pub(crate) old_kernel: bool,
 }
 

@@ -648,6 +648,7 @@ unsafe fn to_request(op: &AaIoOp) -> Result<Request> {
         peer: None,
         target: None,
         socket: false,
+        nowait: false,
     };
     match opcode {
         Opcode::Read | Opcode::Write => {
@@ -846,9 +847,10 @@ unsafe extern "C" fn dispose(ev: *mut AaEvent) {
 mod fallback_tests {
     //! The fallbacks for kernels older than this machine's, forced on through
     //! `Config::old_kernel`: one `ASYNC_CANCEL` per op instead of
-    //! `IORING_ASYNC_CANCEL_FD` (before 5.19), and one-shot `POLL_ADD`s
-    //! re-armed after each completion instead of multishot ones (before 5.13).
-    //! Driven through the C vtable, as a host does.
+    //! `IORING_ASYNC_CANCEL_FD` (before 5.19), one-shot `POLL_ADD`s re-armed
+    //! after each completion instead of multishot ones (before 5.13), and
+    //! requests that answer `EAGAIN` instead of waiting in the kernel (files
+    //! without `FMODE_NOWAIT`). Driven through the C vtable, as a host does.
 
     use std::cell::RefCell;
     use std::ffi::c_void;
@@ -870,6 +872,10 @@ mod fallback_tests {
 
     unsafe extern "C" fn on_io(_: *mut AaEvent, result: i64, ud: *mut c_void) {
         LOG.with(|l| l.borrow_mut().push((tag(ud), result)));
+    }
+
+    unsafe extern "C" fn on_trigger(_: *mut AaEvent, status: AaStatus, ud: *mut c_void) {
+        LOG.with(|l| l.borrow_mut().push((tag(ud), i64::from(status))));
     }
 
     unsafe extern "C" fn on_poll(_: *mut AaEvent, status: AaStatus, ready: u32, ud: *mut c_void) {
@@ -946,6 +952,24 @@ mod fallback_tests {
             ev
         }
 
+        fn trigger(&self, tag: &'static &'static str) -> *mut AaEvent {
+            let mut ev = ptr::null_mut();
+            // SAFETY: a live reactor; `tag` is static.
+            let s = unsafe {
+                (VTABLE.trigger_new.unwrap())(self.0, 0, Some(on_trigger), ud(tag), &mut ev)
+            };
+            assert_eq!(s, AA_OK);
+            ev
+        }
+
+        fn idle(&self) {
+            for _ in 0..3 {
+                // SAFETY: a live reactor of this thread.
+                assert!(unsafe { (VTABLE.run_once.unwrap())(self.0, 0) } >= 0);
+            }
+            assert_eq!(take(), [], "nothing may complete yet");
+        }
+
         fn finish(self, evs: &[*mut AaEvent]) {
             for ev in evs {
                 // SAFETY: live events of this reactor, disposed once.
@@ -1008,6 +1032,51 @@ mod fallback_tests {
         lp.finish(&[r, w, c]);
         // SAFETY: the test owns `a`.
         unsafe { libc::close(a) };
+    }
+
+    #[test]
+    fn requests_the_kernel_answers_eagain_wait_for_readiness_then_complete() {
+        static FIRST: &str = "first";
+        static SECOND: &str = "second";
+        static PIPE: &str = "pipe";
+        static TRIGGER: &str = "trigger";
+        let Some(lp) = Old::new() else { return };
+        // Socket reads (RECV), in their lane's order.
+        let (a, b) = socketpair();
+        let mut first = [0u8; 1];
+        let mut second = [0u8; 1];
+        let r1 = lp.read(b, &mut first, &FIRST);
+        let r2 = lp.read(b, &mut second, &SECOND);
+        lp.idle();
+        send(a, b"12");
+        lp.run_until(2);
+        assert_eq!(take(), [("first", 1), ("second", 1)]);
+        assert_eq!((first, second), ([b'1'], [b'2']));
+        // A pipe read (READ).
+        let mut p = [0; 2];
+        // SAFETY: `p` is a local array of two ints.
+        assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK) }, 0);
+        let mut buf = [0u8; 4];
+        let r3 = lp.read(p[0], &mut buf, &PIPE);
+        lp.idle();
+        // SAFETY: a local 3-byte buffer.
+        assert_eq!(unsafe { libc::write(p[1], b"abc".as_ptr().cast(), 3) }, 3);
+        lp.run_until(1);
+        assert_eq!(take(), [("pipe", 3)]);
+        // A trigger: its eventfd read answers EAGAIN too.
+        let t = lp.trigger(&TRIGGER);
+        lp.idle();
+        // SAFETY: a live trigger of this reactor.
+        assert_eq!(unsafe { (VTABLE.trigger_fire.unwrap())(t) }, AA_OK);
+        lp.run_until(1);
+        assert_eq!(take(), [("trigger", 0)]);
+        lp.finish(&[r1, r2, r3, t]);
+        // SAFETY: the test owns these descriptors.
+        unsafe {
+            for fd in [a, b, p[0], p[1]] {
+                libc::close(fd);
+            }
+        }
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub(crate) struct Reactor {
     /// `IORING_POLL_ADD_MULTI` works (cleared the first time the kernel
     /// refuses it).
     pub(crate) multishot_poll: Cell<bool>,
+    /// Reads and writes may not wait inside the kernel (`Config::old_kernel`).
+    pub(crate) nowait: bool,
     pub(crate) ops: RefCell<OpTable>,
     pub(crate) registry: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerHeap>,
@@ -142,6 +144,7 @@ impl Reactor {
             ring: RefCell::new(ring),
             features,
             multishot_poll: Cell::new(!config.old_kernel),
+            nowait: config.old_kernel,
             ops: RefCell::new(OpTable::default()),
             registry: RefCell::new(Registry::default()),
             timers: RefCell::new(TimerHeap::default()),

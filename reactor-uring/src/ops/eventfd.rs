@@ -19,13 +19,17 @@ use crate::ops::{Hold, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::Reactor;
 use crate::ring::Cqe;
 
-/// An 8-byte read of `fd` into the op's counter.
-fn read_entry(fd: RawFd, buf: &OwnedBuf) -> squeue::Entry {
+/// An 8-byte read of `fd` into the op's counter; with `nowait`, one that
+/// may not wait inside the kernel (`Config::old_kernel`).
+fn read_entry(fd: RawFd, buf: &OwnedBuf, nowait: bool) -> squeue::Entry {
     let counter = match buf {
         OwnedBuf::Counter(counter) => &**counter as *const u64 as *mut u8,
         _ => std::ptr::null_mut(),
     };
-    opcode::Read::new(types::Fd(fd), counter, 8).build()
+    let rw_flags = if nowait { libc::RWF_NOWAIT } else { 0 };
+    opcode::Read::new(types::Fd(fd), counter, 8)
+        .rw_flags(rw_flags)
+        .build()
 }
 
 impl Reactor {
@@ -45,7 +49,7 @@ impl Reactor {
                 buf: OwnedBuf::Counter(Box::new(0)),
                 hold: Hold::No,
             },
-            |_, buf| read_entry(fd, buf),
+            |_, buf| read_entry(fd, buf, self.nowait),
         )
     }
 

@@ -115,6 +115,8 @@ pub(crate) struct Request {
     /// Whether the descriptor is a socket (`RECV`/`SEND` rather than
     /// `READ`/`WRITE`), from the registry.
     pub(crate) socket: bool,
+    /// The request may not wait inside the kernel (`Config::old_kernel`).
+    pub(crate) nowait: bool,
 }
 
 impl Request {
@@ -163,20 +165,27 @@ fn owned_buf(req: &Request) -> OwnedBuf {
 /// and the op's own `buf` (O1).
 fn entry(req: &Request, buf: &OwnedBuf) -> squeue::Entry {
     let fd = types::Fd(req.fd);
+    let (rw_flags, msg_flags) = if req.nowait {
+        (libc::RWF_NOWAIT, libc::MSG_DONTWAIT)
+    } else {
+        (0, 0)
+    };
     match req.opcode {
-        Opcode::Read if req.socket => {
-            opcode::Recv::new(fd, req.buf.ptr, req.buf.kernel_len()).build()
-        }
+        Opcode::Read if req.socket => opcode::Recv::new(fd, req.buf.ptr, req.buf.kernel_len())
+            .flags(msg_flags)
+            .build(),
         Opcode::Read => opcode::Read::new(fd, req.buf.ptr, req.buf.kernel_len())
             .offset(file_offset(req.offset))
+            .rw_flags(rw_flags)
             .build(),
         Opcode::Write if req.socket => {
             opcode::Send::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
-                .flags(libc::MSG_NOSIGNAL)
+                .flags(libc::MSG_NOSIGNAL | msg_flags)
                 .build()
         }
         Opcode::Write => opcode::Write::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
             .offset(file_offset(req.offset))
+            .rw_flags(rw_flags)
             .build(),
         Opcode::Accept => {
             let (addr, len) = match (req.peer, buf) {
@@ -229,6 +238,7 @@ impl Reactor {
     /// completed inline (the ABI lets a reactor ignore `AA_IO_TRY_INLINE`).
     pub(crate) fn io_submit(&self, mut req: Request, callback: HostCallback) -> Result<Rc<Event>> {
         let fd = req.fd;
+        req.nowait = self.nowait;
         req.socket = self
             .registry
             .borrow_mut()

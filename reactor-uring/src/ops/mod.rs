@@ -484,7 +484,7 @@ impl Reactor {
     /// staged again when that poll completes (O3). Returns whether the
     /// completion was consumed this way.
     pub(crate) fn retry_when_ready(&self, key: OpKey, cqe: Cqe, fd: RawFd, mask: u32) -> bool {
-        let awaiting = {
+        let ready = {
             let mut ops = self.ops.borrow_mut();
             let Some(op) = ops.get_mut(key) else {
                 return false;
@@ -500,12 +500,15 @@ impl Reactor {
                 }
                 true
             } else if cqe.result == -libc::EAGAIN {
+                // The wait is the op's one entry now (O3), staged (O5).
+                op.awaiting_readiness = true;
+                op.life = Life::Staged;
                 false
             } else {
                 return false;
             }
         };
-        if awaiting {
+        if ready {
             self.repush(key);
         } else {
             self.push_readiness_wait(key, fd, mask);

@@ -110,8 +110,8 @@ impl Reactor {
         }
     }
 
-    /// Pushes a one-shot readiness wait carrying `key` (the `EAGAIN`
-    /// fallback, ops invariant O3).
+    /// Stages a one-shot readiness wait carrying `key` (the `EAGAIN`
+    /// fallback, ops invariant O3); the caller made the op `Staged`.
     pub(crate) fn push_readiness_wait(&self, key: OpKey, fd: RawFd, mask: u32) {
         let entry = add_entry(fd, mask, false).user_data(key.user_data());
         self.push_entry(entry);

@@ -356,3 +356,51 @@ fn io_submit_refuses_bad_arguments_without_an_event() {
     assert!(lp.log.borrow().is_empty());
     lp.finish();
 }
+
+/// A pty pair: (master, slave), the master non-blocking.
+fn pty() -> (RawFd, RawFd) {
+    // SAFETY: plain calls on descriptors this test owns.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK);
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let slave = libc::ioctl(master, libc::TIOCGPTPEER, libc::O_RDWR | libc::O_NOCTTY);
+        assert!(
+            slave >= 0,
+            "TIOCGPTPEER: {}",
+            std::io::Error::last_os_error()
+        );
+        (master, slave)
+    }
+}
+
+#[test]
+fn a_read_on_a_non_blocking_tty_waits_for_the_bytes() {
+    // Where a tty cannot wait inside io_uring (older kernels), the kernel
+    // answers EAGAIN and the reactor waits for readiness and tries again
+    // (the `EAGAIN` path itself is forced in `ffi.rs`'s fallback tests);
+    // either way: no result before the bytes, then one with them.
+    let mut lp = crate::uring_loop!();
+    let (master, slave) = pty();
+    let mut buf = [0u8; 16];
+    let mut r = read_op(master, &mut buf);
+    let ev = lp.submit("read", &mut r);
+    for _ in 0..3 {
+        lp.run_once(0);
+    }
+    assert!(lp.log.borrow().is_empty(), "{:?}", lp.log.borrow());
+    // SAFETY: a local 2-byte buffer.
+    assert_eq!(unsafe { libc::write(slave, b"hi".as_ptr().cast(), 2) }, 2);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("read", 2)]);
+    assert_eq!(&buf[..2], b"hi");
+    lp.dispose(ev);
+    lp.finish();
+    close_fd(master);
+    close_fd(slave);
+}
