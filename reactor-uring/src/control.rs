@@ -5,7 +5,8 @@
 //!   owns, that is when the kernel's own completion arrives: `-ECANCELED`
 //!   becomes the reason, a real result (it finished first) is reported as
 //!   it is. The event stays usable (a timer can be re-armed, a poll re-armed
-//!   with `poll_set_interest`).
+//!   with `poll_set_interest`). An `AA_IO_CLOSE` is never stopped (ops/io.rs):
+//!   it completes with its real result.
 //! - **close** ends the handle: a pending request completes with
 //!   `-ECANCELED` (or its real result), the kernel releases everything of
 //!   the event, a descriptor a poll owns is closed through the ring, then

@@ -181,15 +181,6 @@ impl Registry {
         }
     }
 
-    /// A held close was cancelled before it ran: the descriptor stays open
-    /// and accepts ops again; its lanes resume.
-    pub(crate) fn stop_closing(&mut self, fd: RawFd) {
-        if let Some(entry) = self.by_fd.get_mut(&fd) {
-            entry.closing = false;
-            entry.closer = None;
-        }
-    }
-
     /// The descriptor turned out not to be a socket (its number was reused
     /// behind the reactor's back).
     pub(crate) fn mark_not_socket(&mut self, fd: RawFd) {

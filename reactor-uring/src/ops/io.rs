@@ -336,6 +336,12 @@ impl Reactor {
         count
     }
 
+    /// Whether the op named `key` is an `AA_IO_CLOSE`.
+    fn is_close(&self, key: OpKey) -> bool {
+        matches!(self.ops.borrow().get(key).map(|op| &op.kind),
+            Some(OpKind::Request(req)) if req.opcode == Opcode::Close)
+    }
+
     /// Retries that stay inside the request: `EAGAIN` (wait for readiness,
     /// then push again) and `ENOTSOCK` (the descriptor number was reused for
     /// a non-socket behind the reactor's back: `RECV`/`SEND` become
@@ -381,6 +387,11 @@ impl Reactor {
 
     /// Ends a pending request (cancel, close, dispose): records the reason
     /// (E6) and cancels its op. Returns whether it was pending.
+    ///
+    /// An `AA_IO_CLOSE` is never stopped: a dropped close would leak the
+    /// descriptor and never send the peer its end of stream, and the epoll
+    /// reactor closes at once anyway. It runs to completion and reports its
+    /// real result (to nobody, if the request was disposed).
     pub(crate) fn cancel_request(&self, ev: &Rc<Event>, reason: i32) -> bool {
         let key = {
             let mut state = ev.state.borrow_mut();
@@ -388,7 +399,7 @@ impl Reactor {
                 return false;
             };
             let Some(key) = io.op else { return false };
-            if io.cancel.is_some() {
+            if io.cancel.is_some() || self.is_close(key) {
                 return true;
             }
             io.cancel = Some(crate::event::Cancel {
@@ -398,9 +409,8 @@ impl Reactor {
             key
         };
         if let Some(op) = self.cancel_op(key) {
-            // The kernel never saw it (held in its lane, staged, or a close
-            // waiting for its descriptor): it ends here, and its callback
-            // runs from the next `run_once` (R2).
+            // The kernel never saw it (held in its lane, or staged): it ends
+            // here, and its callback runs from the next `run_once` (R2).
             self.end_unsubmitted(op, reason);
         }
         self.touch(ev);

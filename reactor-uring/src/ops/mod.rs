@@ -581,11 +581,7 @@ impl Reactor {
     /// `run_once` (R2); other kinds have nothing to report here.
     pub(crate) fn end_unsubmitted(&self, op: Op, value: i32) {
         let Some(ev) = op.owner else { return };
-        if let OpKind::Request(req) = &op.kind {
-            if req.opcode == Opcode::Close {
-                // A close that never ran: the descriptor stays open.
-                self.registry.borrow_mut().stop_closing(req.fd);
-            }
+        if let OpKind::Request(_) = &op.kind {
             if let crate::event::State::Io(io) = &mut *ev.state.borrow_mut() {
                 io.op = None;
             }

@@ -171,3 +171,57 @@ fn a_callback_may_cancel_and_dispose_another_request() {
     close_fd(a);
     close_fd(b);
 }
+
+#[test]
+fn a_close_request_disposed_at_once_still_closes_the_descriptor() {
+    // Fire and forget, as a host may do: the close is held behind a pending
+    // read when the host drops it; the descriptor is closed all the same
+    // (a dropped close would leak it and never send the peer its EOF).
+    let mut lp = crate::uring_loop!();
+    let (a, b) = socketpair();
+    let mut buf = [0u8; 8];
+    let mut r = read_op(b, &mut buf);
+    let rev = lp.submit("read", &mut r);
+    lp.run_once(0);
+    let mut c = AaIoOp::new(AA_IO_CLOSE, i64::from(b));
+    let cev = lp.submit("close", &mut c);
+    lp.dispose(cev);
+    lp.run_until(LIMIT, |log| !log.is_empty());
+    assert_eq!(
+        lp.take_log(),
+        [Rec::Io("read", -i64::from(libc::ECANCELED))]
+    );
+    lp.dispose(rev);
+    lp.finish();
+    assert!(!is_open(b), "the disposed close still ran");
+    // The peer sees end of stream.
+    let mut eof = [0u8; 1];
+    assert_eq!(recv_now(a, &mut eof), Some(0));
+    close_fd(a);
+}
+
+#[test]
+fn a_cancelled_close_request_still_closes_and_reports_its_result() {
+    let mut lp = crate::uring_loop!();
+    let (a, b) = socketpair();
+    let mut buf = [0u8; 8];
+    let mut r = read_op(b, &mut buf);
+    let rev = lp.submit("read", &mut r);
+    lp.run_once(0);
+    let mut c = AaIoOp::new(AA_IO_CLOSE, i64::from(b));
+    let cev = lp.submit("close", &mut c);
+    assert_eq!(lp.cancel(cev, AA_E_CANCELLED), AA_OK);
+    lp.run_until(LIMIT, |log| log.len() == 2);
+    assert_eq!(
+        lp.take_log(),
+        [
+            Rec::Io("read", -i64::from(libc::ECANCELED)),
+            Rec::Io("close", 0)
+        ]
+    );
+    assert!(!is_open(b));
+    lp.dispose(rev);
+    lp.dispose(cev);
+    lp.finish();
+    close_fd(a);
+}
