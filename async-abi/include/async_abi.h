@@ -37,9 +37,10 @@
  * AA-R3 Borrowed outputs: data passed to a callback is valid only during it.
  * AA-R4 Asynchronous close: after close(ev, on_closed, ud) the only callback
  *       is one on_closed, from a later run_once; pending operations complete
- *       first with -ECANCELED.
+ *       first with -ECANCELED, or their real result if the kernel finished.
  * AA-R5 In-flight buffers: for io_submit the host keeps buf and addr alive and
- *       unmoved until the request's callback has run, -ECANCELED included.
+ *       unmoved until the request's callback has run, -ECANCELED included; a
+ *       disposed pending request keeps them lent until destroy returns AA_OK.
  * AA-R6 Descriptors: a reactor closes only descriptors it opened, or those
  *       given to AA_IO_CLOSE or flagged AA_EVF_OWNS_FD.
  * AA-R7 Static strings: descriptors, vtables, names and versions live for the

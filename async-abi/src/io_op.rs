@@ -15,7 +15,12 @@
 //!
 //! Requests on one descriptor are independent: each has its own event and
 //! its own completion, and a reactor never completes one request with
-//! another's result.
+//! another's result. Reads at the current position on one descriptor
+//! complete in submission order, and so do writes.
+//!
+//! A request cancelled or disposed before the next `run_once` never starts.
+//! An `AA_IO_CLOSE` is never stopped: cancelling, closing or disposing its
+//! event only drops the callback; the descriptor is still closed.
 
 use core::ffi::c_void;
 

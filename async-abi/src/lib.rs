@@ -41,11 +41,15 @@
 //!   into a caller's buffer.
 //! - **AA-R4 Asynchronous close.** After `close(ev, on_closed, ud)` the event
 //!   gets no callback except exactly one `on_closed`, delivered from a *later*
-//!   `run_once`. Pending operations complete first, with `-ECANCELED`.
+//!   `run_once`. Pending operations complete first, with `-ECANCELED`, or
+//!   with their real result if the kernel completed them first (so no data
+//!   and no accepted descriptor is lost).
 //! - **AA-R5 In-flight buffers.** For `io_submit`, the host keeps the buffer
 //!   and address alive and unmoved until that operation's callback has run,
 //!   including when it completes with `-ECANCELED`. Cancelling never shortens
-//!   this.
+//!   this. If the host *disposes* a pending request, it gets no callback, so
+//!   the buffer stays lent until `destroy` returns `AA_OK`; to get a buffer
+//!   back earlier, cancel the request and wait for its callback.
 //! - **AA-R6 Descriptors.** A reactor never closes a descriptor it did not
 //!   open, unless asked to by `AA_IO_CLOSE` or the `AA_EVF_OWNS_FD` flag.
 //! - **AA-R7 Static strings.** Descriptor and vtable pointers, names and
