@@ -1,0 +1,231 @@
+//! `echo`: a TCP echo server over loopback under load.
+//!
+//! What is timed: the number of request/response round trips completed in a
+//! fixed window by `CONNS` client connections, each sending a `MSG`-byte
+//! message and waiting for its echo before sending the next (so each
+//! connection has one request in flight). The server runs on one core, in
+//! one thread; the load generator runs on the other core, in another thread,
+//! and is the same for every server: a single-threaded mio loop, so the
+//! client's own cost is identical across rows.
+//!
+//! Excluded: server start-up, connection set-up (all connections are made
+//! and warmed before the window opens) and teardown.
+//!
+//! Servers: this runtime on the mio reactor and on the io_uring reactor (a
+//! coroutine per connection, plain blocking `read`/`write_all`), tokio's
+//! current-thread runtime (a task per connection), and monoio on io_uring
+//! (a task per connection, its ownership-passing I/O).
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream as MioStream;
+use mio::{Events, Interest, Poll, Token};
+
+/// Client connections.
+pub(crate) const CONNS: usize = 100;
+/// Message size in bytes.
+pub(crate) const MSG: usize = 64;
+/// Length of the measured window.
+pub(crate) const WINDOW: Duration = Duration::from_secs(3);
+
+/// Pins the calling thread to one CPU (best effort: on failure the
+/// measurement still runs, unpinned).
+pub(crate) fn pin_to_cpu(cpu: usize) {
+    // SAFETY: `set` is a local, zero-initialized `cpu_set_t`; CPU_SET writes
+    // inside it; sched_setaffinity(0, ..) only reads it and affects this
+    // thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % 2, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Requests per second measured for one server.
+pub(crate) struct EchoResult {
+    pub(crate) rps: f64,
+}
+
+/// Starts `serve` on a thread pinned to CPU 0 (it must send its bound
+/// address through the channel, then serve until the process ends), drives
+/// it from this thread pinned to CPU 1, and returns the request rate.
+pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static) -> EchoResult {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        pin_to_cpu(0);
+        serve(tx);
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server address");
+    pin_to_cpu(1);
+    let result = drive(addr).expect("load generator");
+    EchoResult { rps: result }
+}
+
+/// The load generator: `CONNS` connections, one message in flight each.
+fn drive(addr: SocketAddr) -> io::Result<f64> {
+    let mut poll = Poll::new()?;
+    let mut conns = Vec::with_capacity(CONNS);
+    for i in 0..CONNS {
+        let std_stream = std::net::TcpStream::connect(addr)?;
+        std_stream.set_nodelay(true)?;
+        std_stream.set_nonblocking(true)?;
+        let mut s = MioStream::from_std(std_stream);
+        poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
+        conns.push(Conn { s, got: 0 });
+    }
+    let msg = [b'x'; MSG];
+    let mut done: u64 = 0;
+    let mut events = Events::with_capacity(1024);
+    let mut buf = [0u8; 4096];
+    // Warm up: one round on every connection.
+    for c in &mut conns {
+        c.s.write_all(&msg)?;
+    }
+    let mut window_start: Option<Instant> = None;
+    let mut measured: u64 = 0;
+    let warm_target = CONNS as u64;
+    loop {
+        poll.poll(&mut events, Some(Duration::from_millis(100)))?;
+        for ev in events.iter() {
+            let c = &mut conns[ev.token().0];
+            loop {
+                match c.s.read(&mut buf) {
+                    Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "server closed")),
+                    Ok(n) => {
+                        c.got += n;
+                        while c.got >= MSG {
+                            c.got -= MSG;
+                            done += 1;
+                            if window_start.is_some() {
+                                measured += 1;
+                            }
+                            write_all_nb(&mut c.s, &msg)?;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if window_start.is_none() && done >= warm_target {
+            window_start = Some(Instant::now());
+        }
+        if let Some(t) = window_start {
+            if t.elapsed() >= WINDOW {
+                return Ok(measured as f64 / t.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+struct Conn {
+    s: MioStream,
+    got: usize,
+}
+
+/// Writes a small message on a non-blocking socket (it always fits in the
+/// socket buffer at this size; spin on the rare would-block).
+fn write_all_nb(s: &mut MioStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        match s.write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// This runtime's server: a coroutine per connection, blocking-style code.
+pub(crate) fn ours(reactor: &'static str) -> impl FnOnce(mpsc::Sender<SocketAddr>) + Send {
+    move |tx| {
+        async_std_api::Builder::new()
+            .reactor(reactor)
+            .run(move || {
+                let listener = async_std_api::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+                tx.send(listener.local_addr().expect("addr")).expect("send addr");
+                loop {
+                    let (mut conn, _) = listener.accept().expect("accept");
+                    conn.set_nodelay(true).expect("nodelay");
+                    async_std_api::spawn(move || {
+                        let mut buf = [0u8; 4096];
+                        loop {
+                            match conn.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => {
+                                    if conn.write_all(&buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    });
+                }
+            })
+            .expect("runtime");
+    }
+}
+
+/// tokio current-thread: a task per connection.
+pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("tokio");
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        tx.send(listener.local_addr().expect("addr")).expect("send addr");
+        loop {
+            let (mut conn, _) = listener.accept().await.expect("accept");
+            conn.set_nodelay(true).expect("nodelay");
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            if conn.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// monoio on io_uring: a task per connection (buffers passed by ownership).
+pub(crate) fn monoio_server(tx: mpsc::Sender<SocketAddr>) {
+    use monoio::buf::IoBuf;
+    use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+    let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+        .build()
+        .expect("monoio (io_uring)");
+    rt.block_on(async move {
+        let listener = monoio::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        tx.send(listener.local_addr().expect("addr")).expect("send addr");
+        loop {
+            let (mut conn, _) = listener.accept().await.expect("accept");
+            conn.set_nodelay(true).expect("nodelay");
+            monoio::spawn(async move {
+                // monoio reads into a Vec's capacity from its start.
+                let mut buf = Vec::with_capacity(4096);
+                loop {
+                    let (res, b) = conn.read(buf).await;
+                    let n = match res {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    // Write back the `n` bytes read, lending the same buffer.
+                    let (res, slice) = conn.write_all(b.slice(0..n)).await;
+                    buf = slice.into_inner();
+                    if res.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+}
