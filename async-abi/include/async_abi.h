@@ -826,4 +826,21 @@ typedef struct {
 // A timer or deadline expired.
 #define AA_E_TIMEOUT -10013
 
+// The name does not exist, or has no address of the requested family
+// (`EAI_NONAME`, `EAI_NODATA`, `EAI_ADDRFAMILY`). Names under `.invalid`
+// (RFC 6761) always fail with it.
+#define AA_E_DNS_NONAME -10100
+
+// A temporary failure of the name server; trying again later may succeed
+// (`EAI_AGAIN`).
+#define AA_E_DNS_AGAIN -10101
+
+// A permanent failure of the name server (`EAI_FAIL`, and any other
+// resolver failure without a closer code).
+#define AA_E_DNS_FAIL -10102
+
+// The address family, socket type or service is not supported for this
+// lookup (`EAI_FAMILY`, `EAI_SOCKTYPE`, `EAI_SERVICE`).
+#define AA_E_DNS_FAMILY -10103
+
 #endif  /* ASYNC_ABI_H */

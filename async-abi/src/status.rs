@@ -66,6 +66,27 @@ pub const AA_E_SHUTDOWN: AaStatus = -10012;
 /// A timer or deadline expired.
 pub const AA_E_TIMEOUT: AaStatus = -10013;
 
+// Name resolution (`dns_resolve`): the sub-block -10100 to -10199. The
+// `EAI_*` codes of `getaddrinfo` that are not errno values land here;
+// `EAI_SYSTEM` is reported as `-errno` and `EAI_MEMORY` as `AA_E_NOMEM`.
+
+/// The name does not exist, or has no address of the requested family
+/// (`EAI_NONAME`, `EAI_NODATA`, `EAI_ADDRFAMILY`). Names under `.invalid`
+/// (RFC 6761) always fail with it.
+pub const AA_E_DNS_NONAME: AaStatus = -10100;
+
+/// A temporary failure of the name server; trying again later may succeed
+/// (`EAI_AGAIN`).
+pub const AA_E_DNS_AGAIN: AaStatus = -10101;
+
+/// A permanent failure of the name server (`EAI_FAIL`, and any other
+/// resolver failure without a closer code).
+pub const AA_E_DNS_FAIL: AaStatus = -10102;
+
+/// The address family, socket type or service is not supported for this
+/// lookup (`EAI_FAMILY`, `EAI_SOCKTYPE`, `EAI_SERVICE`).
+pub const AA_E_DNS_FAMILY: AaStatus = -10103;
+
 /// One row of the status table.
 #[derive(Debug, Clone, Copy)]
 pub struct StatusInfo {
@@ -106,6 +127,22 @@ pub const STATUS_TABLE: &[StatusInfo] = &[
     row(AA_E_DEADLOCK, "AA_E_DEADLOCK", "deadlock detected"),
     row(AA_E_SHUTDOWN, "AA_E_SHUTDOWN", "scheduler is shutting down"),
     row(AA_E_TIMEOUT, "AA_E_TIMEOUT", "timed out"),
+    row(AA_E_DNS_NONAME, "AA_E_DNS_NONAME", "name or service not known"),
+    row(
+        AA_E_DNS_AGAIN,
+        "AA_E_DNS_AGAIN",
+        "temporary failure in name resolution",
+    ),
+    row(
+        AA_E_DNS_FAIL,
+        "AA_E_DNS_FAIL",
+        "non-recoverable failure in name resolution",
+    ),
+    row(
+        AA_E_DNS_FAMILY,
+        "AA_E_DNS_FAMILY",
+        "address family, socket type or service not supported",
+    ),
 ];
 
 const fn row(code: AaStatus, name: &'static str, message: &'static str) -> StatusInfo {
@@ -150,6 +187,7 @@ mod tests {
             );
         }
         assert_eq!(status_name(AA_E_DEADLOCK), Some("AA_E_DEADLOCK"));
+        assert_eq!(status_name(AA_E_DNS_NONAME), Some("AA_E_DNS_NONAME"));
         assert_eq!(status_name(-4), None);
     }
 }
