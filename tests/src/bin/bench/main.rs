@@ -33,6 +33,10 @@ const SCENARIOS: &[(&str, &str)] = &[
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--profile") {
+        profile(&args[1..]);
+        return;
+    }
     if args.iter().any(|a| a == "--list") {
         for (name, what) in SCENARIOS {
             println!("{name:8} {what}");
@@ -48,6 +52,28 @@ fn main() {
         spawn(&mut report);
     }
     report.print();
+}
+
+/// `--profile <switch|spawn> <default|context|corosensei> <iters>`: one run
+/// of one of this runtime's scenarios and nothing else, for instruction
+/// counts (`valgrind --tool=callgrind`): run it with two iteration counts and
+/// divide the difference in instructions by the difference in iterations.
+fn profile(args: &[String]) {
+    let usage = "usage: bench --profile <switch|spawn> <default|context|corosensei> <iters>";
+    let [scenario, engine, iters] = args else {
+        panic!("{usage}");
+    };
+    let engine = (engine != "default").then_some(engine.as_str());
+    let iters: u64 = iters.parse().expect(usage);
+    let ns = match scenario.as_str() {
+        "switch" => ours::switch_once(engine, false, iters),
+        "spawn" => ours::spawn_join_once(engine, iters),
+        _ => panic!("{usage}"),
+    };
+    println!(
+        "{scenario} {iters}: {:.1} ns/op",
+        ns.as_nanos() as f64 / iters as f64
+    );
 }
 
 const SWITCH_ITERS: u64 = 1_000_000;
