@@ -2,8 +2,10 @@
 //! ABI (`async_abi::AaReactorVTable`, interface `"aa.reactor.v1"`).
 //!
 //! It knows nothing of coroutines: it runs timers, readiness watches,
-//! cross-thread triggers and completion-level socket requests, and completes
-//! each by calling its typed callback from inside `run_once`. The same code
+//! cross-thread triggers, completion-level socket requests, signal watches,
+//! child process exits, filesystem watches and name resolution (every event
+//! kind of the ABI), and completes each by calling its typed callback from
+//! inside `run_once`. The same code
 //! is linked statically (the `embedded` reactor, through [`plugin_desc`])
 //! and built as `libreactor_mio.so` (through the entry symbol
 //! [`aa_reactor_entry_v1`]).
@@ -22,7 +24,8 @@
 //!
 //! - `ffi`: the descriptor, the vtable and the `extern "C"` shims (the only
 //!   file with `unsafe` besides `sys`);
-//! - `sys`: the syscall layer;
+//! - `sys`: the syscall layer, with `sys/signal` (the process-wide signal
+//!   handler and its table of reactor ports) and `sys/dns` (`getaddrinfo`);
 //! - `reactor`: the owned driver and the loop iteration;
 //! - `registry`: per-descriptor state, one mio registration per fd;
 //! - `timer/`: the deadline heap and timer arming;
@@ -30,6 +33,9 @@
 //!   close);
 //! - `poll`: readiness watches; `trigger`: cross-thread triggers and the
 //!   waker; `control`: cancel, close, dispose, set_ref;
+//! - `signal`: signal watches (the loop's half); `process`: child exits
+//!   through pidfds; `fs_watch`: inotify; `dns`: lookups on a small pool of
+//!   resolver threads;
 //! - `event`: event memory; `config`: `create` options; `error`.
 //!
 //! # How requests complete
@@ -42,14 +48,18 @@
 
 mod config;
 mod control;
+mod dns;
 mod error;
 mod event;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 mod ffi;
+mod fs_watch;
 mod ops;
 mod poll;
+mod process;
 mod reactor;
 mod registry;
+mod signal;
 #[allow(unsafe_code)] // the syscall layer (module `# Safety`)
 mod sys;
 mod timer;

@@ -7,7 +7,10 @@
 //! event buffer, the [`Registry`], the [`TimerHeap`], the open triggers, the
 //! queue of deferred callbacks (cancellations, results of requests that never
 //! waited, `on_closed`), the list of descriptors whose queues must be tried
-//! without waiting for an edge ("dirty"), the cached clock and the counters.
+//! without waiting for an edge ("dirty"), the cached clock and the counters;
+//! and, made on first use, the signal watches ([`Signals`]), the process
+//! watches by token, the inotify instance ([`Inotify`]) and the resolver
+//! ([`Resolver`]).
 //!
 //! # Invariants
 //!
@@ -31,6 +34,10 @@
 //!   requests queued during it beyond the queue's length at its start, wait
 //!   for the next one, so a callback that re-arms itself cannot spin a
 //!   single `run_once` forever.
+//! - **R7** mio tokens: a registry key never has `u32::MAX` in its low half
+//!   (registry invariant G5); the reactor's own sources (the waker, the
+//!   signal eventfd, the inotify descriptor, each pidfd) all do, so a token
+//!   names either a descriptor entry or one of them, never both.
 //!
 //! # Access
 //!
@@ -42,9 +49,10 @@
 //!
 //! `destroy` (with no live event) clears the deferred queue, the triggers
 //! and their fired list (a fired flag holds the shared waker), the timers
-//! and the registry, then drops the poll, which closes the epoll
-//! descriptor; events that were disposed and still sat in a queue go with
-//! them.
+//! and the registry; gives back the signal port (restoring dispositions),
+//! closes the inotify descriptor and ends the resolver pool; then drops the
+//! poll, which closes the epoll descriptor; events that were disposed and
+//! still sat in a queue go with them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -59,15 +67,32 @@ use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use mio::{Events, Poll, Token};
 
 use crate::config::Config;
+use crate::dns::Resolver;
 use crate::error::{Error, Result};
 use crate::event::{CloseState, Event, State};
 use crate::ffi::{ClosedCallback, HostCallback};
+use crate::fs_watch::Inotify;
 use crate::registry::{Key, Registry};
+use crate::signal::Signals;
 use crate::timer::TimerHeap;
 use crate::trigger::{Shared, TriggerFlag};
 
-/// The waker's token; registry keys never reach it.
+/// The low half of every token of the reactor's own sources (R7).
+const OWN_SOURCE: usize = 0xffff_ffff;
+
+/// The waker's token (R7).
 pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
+/// The signal eventfd's token (R7).
+pub(crate) const SIGNAL_TOKEN: Token = Token(0xffff_fffe << 32 | OWN_SOURCE);
+/// The inotify descriptor's token (R7).
+pub(crate) const INOTIFY_TOKEN: Token = Token(0xffff_fffd << 32 | OWN_SOURCE);
+/// The highest id of a pidfd's token, below the fixed ones.
+pub(crate) const LAST_PROCESS_ID: u32 = 0xffff_fffc;
+
+/// The token of the pidfd with `id` (1..=[`LAST_PROCESS_ID`], R7).
+pub(crate) fn process_token(id: u32) -> Token {
+    Token((id as usize) << 32 | OWN_SOURCE)
+}
 
 /// A callback owed to the host, delivered by the next `run_once` (R2).
 #[derive(Debug)]
@@ -110,6 +135,16 @@ pub(crate) struct Reactor {
     next_trigger: Cell<u64>,
     deferred: RefCell<VecDeque<Deferred>>,
     dirty: RefCell<Vec<Key>>,
+    /// Signal watches, from the first `signal_new`.
+    pub(crate) signals: RefCell<Option<Signals>>,
+    /// Active process watches by their pidfd's token.
+    pub(crate) processes: RefCell<HashMap<Token, Rc<Event>>>,
+    /// The next pidfd token id to try.
+    pub(crate) next_process: Cell<u32>,
+    /// The inotify instance, from the first `fs_watch_new`.
+    pub(crate) inotify: RefCell<Option<Inotify>>,
+    /// The resolver, from the first `dns_resolve`.
+    pub(crate) resolver: RefCell<Option<Resolver>>,
     alive: Cell<u32>,
     live_events: Cell<usize>,
     running: Cell<bool>,
@@ -147,6 +182,11 @@ impl Reactor {
             next_trigger: Cell::new(1),
             deferred: RefCell::new(VecDeque::new()),
             dirty: RefCell::new(Vec::new()),
+            signals: RefCell::new(None),
+            processes: RefCell::new(HashMap::new()),
+            next_process: Cell::new(1),
+            inotify: RefCell::new(None),
+            resolver: RefCell::new(None),
             alive: Cell::new(0),
             live_events: Cell::new(0),
             running: Cell::new(false),
@@ -297,6 +337,10 @@ impl Reactor {
         self.timers.borrow_mut().clear();
         self.registry.borrow_mut().clear();
         self.dirty.borrow_mut().clear();
+        self.processes.borrow_mut().clear();
+        self.close_signals();
+        self.close_inotify();
+        self.close_resolver();
         Ok(())
     }
 
@@ -349,6 +393,8 @@ impl Reactor {
             count += self.drain(key, false);
         }
         count += self.run_triggers();
+        count += self.run_signals();
+        count += self.run_dns();
 
         // 5: cancellations, early results and `on_closed` (R2).
         count += self.deliver(deferred);
@@ -416,7 +462,8 @@ impl Reactor {
     fn complete_ready(&self, ready: &[(Token, u32)]) -> i32 {
         let mut count = 0;
         for &(token, bits) in ready {
-            if token == WAKER_TOKEN {
+            if token.0 & OWN_SOURCE == OWN_SOURCE {
+                count += self.complete_own(token);
                 continue;
             }
             let key = Key(token.0);
@@ -429,6 +476,20 @@ impl Reactor {
             count += self.notify_polls(key, bits);
         }
         count
+    }
+
+    /// Handles a report of one of the reactor's own sources (R7).
+    fn complete_own(&self, token: Token) -> i32 {
+        match token {
+            WAKER_TOKEN => 0,
+            SIGNAL_TOKEN => {
+                // The signals themselves are taken by `run_signals`.
+                self.drain_signal_fd();
+                0
+            }
+            INOTIFY_TOKEN => self.read_inotify(),
+            _ => self.complete_process(token),
+        }
     }
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).

@@ -23,6 +23,9 @@
 //!   outlived its descriptor) finds nothing.
 //! - **G4** Every event in `readers`/`writers` is an I/O request in phase
 //!   `Queued` or `Connecting`; every event in `polls` is a poll.
+//! - **G5** A slot index is below `u32::MAX`, so no key's token has
+//!   `u32::MAX` in its low half: those tokens belong to the reactor's own
+//!   sources (reactor invariant R7).
 //!
 //! # Access
 //!
@@ -130,7 +133,10 @@ impl Registry {
                     generation: 0,
                     entry: None,
                 });
-                (self.slots.len() - 1) as u32
+                u32::try_from(self.slots.len() - 1)
+                    .ok()
+                    .filter(|&i| i != u32::MAX)
+                    .expect("fewer than 2^32 - 1 descriptors (G5)")
             }
         };
         let slot = &mut self.slots[index as usize];
