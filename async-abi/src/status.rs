@@ -127,7 +127,11 @@ pub const STATUS_TABLE: &[StatusInfo] = &[
     row(AA_E_DEADLOCK, "AA_E_DEADLOCK", "deadlock detected"),
     row(AA_E_SHUTDOWN, "AA_E_SHUTDOWN", "scheduler is shutting down"),
     row(AA_E_TIMEOUT, "AA_E_TIMEOUT", "timed out"),
-    row(AA_E_DNS_NONAME, "AA_E_DNS_NONAME", "name or service not known"),
+    row(
+        AA_E_DNS_NONAME,
+        "AA_E_DNS_NONAME",
+        "name or service not known",
+    ),
     row(
         AA_E_DNS_AGAIN,
         "AA_E_DNS_AGAIN",

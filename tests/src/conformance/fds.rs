@@ -100,6 +100,35 @@ pub fn parse_ipv4(addr: &AaSockAddr) -> (i32, [u8; 4], u16) {
     )
 }
 
+/// The address in an `AaSockAddr`, checked: an `AF_INET` address of
+/// exactly `sizeof(sockaddr_in)` bytes or an `AF_INET6` one of
+/// `sizeof(sockaddr_in6)` bytes.
+pub fn socket_addr(addr: &AaSockAddr) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    let len = addr.len as usize;
+    // SAFETY: `storage` is 128 bytes, 8-aligned; any bytes are a valid
+    // `sa_family_t` at its start.
+    let family = i32::from(unsafe { addr.storage.as_ptr().cast::<libc::sa_family_t>().read() });
+    match family {
+        libc::AF_INET if len == size_of::<libc::sockaddr_in>() => {
+            let (_, ip, port) = parse_ipv4(addr);
+            Ok(SocketAddrV4::new(Ipv4Addr::from(ip), port).into())
+        }
+        libc::AF_INET6 if len == size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for a `sockaddr_in6` (plain integers).
+            let sin6 = unsafe { addr.storage.as_ptr().cast::<libc::sockaddr_in6>().read() };
+            Ok(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                u32::from_be(sin6.sin6_flowinfo),
+                sin6.sin6_scope_id,
+            )
+            .into())
+        }
+        _ => Err(format!("family {family} with length {len}")),
+    }
+}
+
 /// The local address of a socket.
 #[track_caller]
 pub fn local_addr(fd: i32) -> AaSockAddr {

@@ -29,6 +29,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::mem::size_of;
+use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::rc::{Rc, Weak};
@@ -51,6 +52,16 @@ pub enum Rec {
     Trigger(&'static str, AaStatus),
     /// `on_closed`: tag.
     Closed(&'static str),
+    /// A signal callback: tag, status, signal number.
+    Signal(&'static str, AaStatus, i32),
+    /// A process callback: tag, status, `(code, signal)` of the exit status
+    /// (`None` when the reactor passed NULL).
+    Process(&'static str, AaStatus, Option<(i32, i32)>),
+    /// A filesystem watch callback: tag, status, change bits, entry name.
+    FsWatch(&'static str, AaStatus, u32, String),
+    /// A lookup callback: tag, status, the addresses (each checked to be a
+    /// well-formed `sockaddr_in` or `sockaddr_in6`).
+    Dns(&'static str, AaStatus, Vec<SocketAddr>),
     /// A marker written by the case (`Loop::mark`).
     Mark(&'static str),
 }
@@ -64,6 +75,10 @@ impl Rec {
             | Rec::Io(t, _)
             | Rec::Trigger(t, _)
             | Rec::Closed(t)
+            | Rec::Signal(t, _, _)
+            | Rec::Process(t, _, _)
+            | Rec::FsWatch(t, _, _, _)
+            | Rec::Dns(t, _, _)
             | Rec::Mark(t) => t,
         }
     }
@@ -247,6 +262,68 @@ unsafe extern "C" fn trigger_cb(ev: *mut AaEvent, status: AaStatus, ud: *mut c_v
 
 unsafe extern "C" fn closed_cb(ev: *mut AaEvent, ud: *mut c_void) {
     let _ = catch_unwind(|| record(ud, ev, Rec::Closed));
+}
+
+unsafe extern "C" fn signal_cb(ev: *mut AaEvent, status: AaStatus, signum: i32, ud: *mut c_void) {
+    let _ = catch_unwind(|| record(ud, ev, |t| Rec::Signal(t, status, signum)));
+}
+
+unsafe extern "C" fn process_cb(
+    ev: *mut AaEvent,
+    status: AaStatus,
+    exit: *const AaExitStatus,
+    ud: *mut c_void,
+) {
+    // SAFETY: a non-NULL `exit` is valid for the callback (AA-R3).
+    let exit = unsafe { exit.as_ref() }.map(|e| (e.code, e.signal));
+    let _ = catch_unwind(|| record(ud, ev, |t| Rec::Process(t, status, exit)));
+}
+
+unsafe extern "C" fn fs_watch_cb(
+    ev: *mut AaEvent,
+    status: AaStatus,
+    events: u32,
+    name: AaBytes,
+    ud: *mut c_void,
+) {
+    let name = if name.len == 0 {
+        String::new()
+    } else {
+        // SAFETY: `name` is valid for the callback (AA-R3): `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(name.ptr, name.len) };
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    let _ = catch_unwind(|| record(ud, ev, |t| Rec::FsWatch(t, status, events, name)));
+}
+
+unsafe extern "C" fn dns_cb(
+    ev: *mut AaEvent,
+    status: AaStatus,
+    addrs: *const AaSockAddr,
+    n: usize,
+    ud: *mut c_void,
+) {
+    let addrs = if n == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `addrs` holds `n` addresses for the callback (AA-R3).
+        unsafe { std::slice::from_raw_parts(addrs, n) }
+    };
+    let parsed: Result<Vec<SocketAddr>, String> =
+        addrs.iter().map(super::fds::socket_addr).collect();
+    let _ = catch_unwind(|| match parsed {
+        Ok(parsed) => record(ud, ev, |t| Rec::Dns(t, status, parsed)),
+        Err(why) => fail_from(ud, format!("dns_resolve gave a malformed address: {why}")),
+    });
+}
+
+/// Fails the case of the loop that owns the slot `ud`.
+fn fail_from(ud: *mut c_void, msg: String) {
+    // SAFETY: H4: `ud` is a slot of a loop that is not destroyed yet.
+    let slot = unsafe { &*(ud as *const Slot) };
+    if let Some(core) = slot.core.upgrade() {
+        fail(&core, msg);
+    }
 }
 
 impl Loop {
@@ -611,6 +688,165 @@ impl Loop {
         self.submit(tag, &mut op, flags)
     }
 
+    // -- optional kinds -----------------------------------------------------
+
+    /// `signal_new`; the status on failure.
+    pub fn try_signal(&self, tag: &'static str, signum: i32, flags: u32) -> Result<Ev, AaStatus> {
+        let (slot, index) = self.new_slot(tag);
+        let mut out = ptr::null_mut();
+        let f = self
+            .0
+            .vt
+            .signal_new
+            .expect("AA_CAP_SIGNAL fills signal_new");
+        // SAFETY: live reactor; the slot outlives the event (H4).
+        let status = unsafe {
+            f(
+                self.raw(),
+                signum,
+                flags,
+                Some(signal_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
+        match status {
+            AA_OK => Ok(self.adopt(&slot, index, out)),
+            s => Err(s),
+        }
+    }
+
+    /// `signal_new`, which must succeed.
+    #[track_caller]
+    pub fn signal(&self, tag: &'static str, signum: i32, flags: u32) -> Ev {
+        self.try_signal(tag, signum, flags)
+            .unwrap_or_else(|s| panic!("signal_new failed with {s}: {}", self.last_error()))
+    }
+
+    /// `process_new`; the status on failure.
+    pub fn try_process(&self, tag: &'static str, pid: i64, flags: u32) -> Result<Ev, AaStatus> {
+        let (slot, index) = self.new_slot(tag);
+        let mut out = ptr::null_mut();
+        let f = self
+            .0
+            .vt
+            .process_new
+            .expect("AA_CAP_PROCESS fills process_new");
+        // SAFETY: live reactor; the slot outlives the event (H4).
+        let status = unsafe {
+            f(
+                self.raw(),
+                pid,
+                flags,
+                Some(process_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
+        match status {
+            AA_OK => Ok(self.adopt(&slot, index, out)),
+            s => Err(s),
+        }
+    }
+
+    /// `process_new`, which must succeed.
+    #[track_caller]
+    pub fn process(&self, tag: &'static str, pid: i64, flags: u32) -> Ev {
+        self.try_process(tag, pid, flags)
+            .unwrap_or_else(|s| panic!("process_new failed with {s}: {}", self.last_error()))
+    }
+
+    /// `fs_watch_new`; the status on failure.
+    pub fn try_fs_watch(&self, tag: &'static str, path: &[u8], flags: u32) -> Result<Ev, AaStatus> {
+        let (slot, index) = self.new_slot(tag);
+        let mut out = ptr::null_mut();
+        let f = self
+            .0
+            .vt
+            .fs_watch_new
+            .expect("AA_CAP_FS_WATCH fills fs_watch_new");
+        let path = AaBytes {
+            ptr: path.as_ptr(),
+            len: path.len(),
+        };
+        // SAFETY: live reactor; `path` is borrowed for the call (AA-R2); the
+        // slot outlives the event (H4).
+        let status = unsafe {
+            f(
+                self.raw(),
+                path,
+                flags,
+                Some(fs_watch_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
+        match status {
+            AA_OK => Ok(self.adopt(&slot, index, out)),
+            s => Err(s),
+        }
+    }
+
+    /// `fs_watch_new`, which must succeed.
+    #[track_caller]
+    pub fn fs_watch(&self, tag: &'static str, path: &[u8], flags: u32) -> Ev {
+        self.try_fs_watch(tag, path, flags)
+            .unwrap_or_else(|s| panic!("fs_watch_new failed with {s}: {}", self.last_error()))
+    }
+
+    /// `dns_resolve` with hints of `family` and `socktype` (NULL hints when
+    /// `None`); the status on failure.
+    pub fn try_dns(
+        &self,
+        tag: &'static str,
+        node: &str,
+        service: &str,
+        hints: Option<(i32, i32)>,
+    ) -> Result<Ev, AaStatus> {
+        let (slot, index) = self.new_slot(tag);
+        let mut out = ptr::null_mut();
+        let f = self.0.vt.dns_resolve.expect("AA_CAP_DNS fills dns_resolve");
+        let hints = hints.map(|(family, socktype)| AaAddrHints {
+            struct_size: size_of::<AaAddrHints>() as u32,
+            family,
+            socktype,
+            flags: 0,
+        });
+        let hints_ptr = hints
+            .as_ref()
+            .map_or(ptr::null(), |h| h as *const AaAddrHints);
+        // SAFETY: live reactor; the strings and hints are borrowed for the
+        // call (AA-R2); the slot outlives the event (H4).
+        let status = unsafe {
+            f(
+                self.raw(),
+                AaStr::from_str(node),
+                AaStr::from_str(service),
+                hints_ptr,
+                Some(dns_cb),
+                Self::ud(&slot),
+                &mut out,
+            )
+        };
+        match status {
+            AA_OK => Ok(self.adopt(&slot, index, out)),
+            s => Err(s),
+        }
+    }
+
+    /// `dns_resolve`, which must succeed.
+    #[track_caller]
+    pub fn dns(
+        &self,
+        tag: &'static str,
+        node: &str,
+        service: &str,
+        hints: Option<(i32, i32)>,
+    ) -> Ev {
+        self.try_dns(tag, node, service, hints)
+            .unwrap_or_else(|s| panic!("dns_resolve failed with {s}: {}", self.last_error()))
+    }
+
     // -- control ------------------------------------------------------------
 
     /// `cancel(ev, reason)`.
@@ -687,6 +923,21 @@ impl Loop {
     /// which must return `AA_OK`.
     #[track_caller]
     pub fn finish(self) {
+        self.finish_with(false);
+    }
+
+    /// [`Loop::finish`] for a reactor that may hold work of disposed events
+    /// outside the loop (a lookup still running on a resolver thread):
+    /// `destroy` may answer `AA_E_BUSY` for a while; the loop is run (as a
+    /// host does) and `destroy` retried until it returns `AA_OK`, within
+    /// [`PATIENCE`].
+    #[track_caller]
+    pub fn finish_when_idle(self) {
+        self.finish_with(true);
+    }
+
+    #[track_caller]
+    fn finish_with(self, patient: bool) {
         let left: Vec<Ev> = {
             let slots = self.0.slots.borrow();
             let disposed = self.0.disposed.borrow();
@@ -715,8 +966,20 @@ impl Loop {
             "callbacks ran after every event was disposed"
         );
         let destroy = self.0.vt.destroy.expect("required slot");
-        // SAFETY: the reactor is alive and no callback is running.
-        let status = unsafe { destroy(self.raw()) };
+        let start = Instant::now();
+        let status = loop {
+            // SAFETY: the reactor is alive and no callback is running.
+            let status = unsafe { destroy(self.raw()) };
+            if !(patient && status == AA_E_BUSY && start.elapsed() < PATIENCE) {
+                break status;
+            }
+            self.run_once(10_000_000);
+            assert_eq!(
+                self.log(),
+                log,
+                "callbacks ran after every event was disposed"
+            );
+        };
         assert_eq!(
             status,
             AA_OK,

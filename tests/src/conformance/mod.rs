@@ -33,20 +33,36 @@
 //! - [`liveness`]: `alive()`, `set_ref`, `AA_EVF_HIDDEN`.
 //! - [`errors`]: AA-R8 (a failing call returns a negative status and never
 //!   calls back), NULL arguments, bad descriptors, short structs.
+//! - [`signal`] (`AA_CAP_SIGNAL`): delivery from `run_once`, coalescing,
+//!   every watcher and every loop told, dispositions owned while watched
+//!   and restored after, cancel, close, hidden watchers, refused signals.
+//! - [`process`] (`AA_CAP_PROCESS`): exit codes and killing signals,
+//!   reaping, zombies, pids that are not children, cancel, dispose.
+//! - [`fs_watch`] (`AA_CAP_FS_WATCH`): renames and changes with names,
+//!   watched files, missing paths, shared watches, cancel, dispose.
+//! - [`dns`] (`AA_CAP_DNS`): `localhost` per family, `.invalid` names,
+//!   cancel, liveness, dispose then destroy, malformed lookups.
 //!
 //! Every case records its callbacks into a log, asserts exact sequences and
 //! counts, and ends with [`Loop::finish`]: everything disposed, nothing
-//! alive, nothing running afterwards, `destroy` returns `AA_OK`. A case
-//! whose capability the reactor lacks prints `SKIPPED` and why.
+//! alive, nothing running afterwards, `destroy` returns `AA_OK` (the name
+//! resolution cases allow `AA_E_BUSY` for a while, as a host does:
+//! [`Loop::finish_when_idle`]). A case whose capability the reactor lacks
+//! prints `SKIPPED` and why.
 
+pub mod dns;
 pub mod errors;
 pub mod fds;
+pub mod fs_watch;
 pub mod harness;
 pub mod io;
 pub mod lifecycle;
 pub mod liveness;
+pub mod os;
 pub mod plugin;
 pub mod poll;
+pub mod process;
+pub mod signal;
 pub mod timers;
 pub mod trigger;
 
@@ -147,6 +163,41 @@ macro_rules! reactor_conformance_tests {
                 io_submit_read_with_null_buffer_is_invalid,
                 io_submit_with_null_op_is_invalid,
                 cancel_with_a_non_negative_reason_or_nothing_pending_fails,
+            }
+            signal {
+                raised_signal_calls_the_watcher_once,
+                deliveries_before_run_once_coalesce_into_one_callback,
+                two_watchers_of_one_signal_are_both_called,
+                dispose_of_the_last_watcher_restores_the_previous_disposition,
+                cancel_of_a_signal_watcher_delivers_the_reason_once,
+                close_of_a_signal_watcher_gives_only_on_closed,
+                hidden_signal_watcher_does_not_count_in_alive,
+                uncatchable_and_invalid_signals_are_refused,
+                every_loop_watching_a_signal_is_told,
+            }
+            process {
+                exit_code_is_reported_once_and_the_child_is_reaped,
+                child_killed_by_a_signal_reports_code_minus_one_and_the_signal,
+                child_that_exited_before_the_watch_is_reported,
+                pid_that_is_not_a_child_fails_without_callback,
+                cancel_of_a_process_watch_delivers_the_reason_once,
+                dispose_of_a_process_watch_never_calls_back,
+            }
+            fs_watch {
+                creating_then_writing_a_file_reports_rename_then_change,
+                watched_file_reports_its_changes_with_an_empty_name,
+                missing_path_fails_with_enoent,
+                two_watches_of_one_path_and_dispose_stops_reports,
+                cancel_of_a_fs_watch_delivers_the_reason_once,
+            }
+            dns {
+                localhost_with_af_inet_resolves_to_127_0_0_1,
+                localhost_with_af_unspec_includes_127_0_0_1,
+                name_under_invalid_fails_with_dns_noname,
+                cancel_of_a_pending_lookup_delivers_the_reason_once,
+                pending_lookup_counts_in_alive,
+                dispose_of_a_pending_lookup_then_destroy_succeeds,
+                malformed_lookups_fail_without_callback,
             }
         }
     };

@@ -257,6 +257,13 @@ impl Reactor {
     }
 }
 
+// SAFETY: after negotiation every field is immutable; the context is only
+// handed to `create`, which the ABI lets any thread call (the caller becomes
+// the new loop's thread), and `deinit` runs on drop, which needs exclusive
+// ownership. So cases may create loops on several threads from one `&Reactor`
+// (the signal tier does, to check that every loop is told).
+unsafe impl Sync for Reactor {}
+
 impl Drop for Reactor {
     fn drop(&mut self) {
         if let Some(deinit) = self.desc.deinit {
