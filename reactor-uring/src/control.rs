@@ -22,6 +22,7 @@ use std::rc::Rc;
 
 use async_abi::AA_EVF_OWNS_FD;
 use async_abi::{AaStatus, AA_EVENT_IO, AA_EVENT_POLL, AA_EVENT_TIMER, AA_EVENT_TRIGGER};
+use async_abi::{AA_EVENT_DNS, AA_EVENT_FS_WATCH, AA_EVENT_PROCESS, AA_EVENT_SIGNAL};
 
 use crate::error::{Error, Result};
 use crate::event::{CloseState, Event, State};
@@ -38,6 +39,7 @@ impl Reactor {
             )));
         }
         self.check_open(ev, "cancel")?;
+        let mut value = 0;
         let deferred = match ev.header.kind {
             AA_EVENT_TIMER => self.timer_disarm(ev),
             AA_EVENT_POLL => {
@@ -62,6 +64,15 @@ impl Reactor {
                 false
             }
             AA_EVENT_TRIGGER => self.end_trigger(ev),
+            AA_EVENT_SIGNAL => {
+                if let State::Signal(s) = &*ev.state.borrow() {
+                    value = i64::from(s.signum);
+                }
+                self.signal_stop(ev)
+            }
+            AA_EVENT_PROCESS => self.process_stop(ev),
+            AA_EVENT_FS_WATCH => self.fs_watch_stop(ev),
+            AA_EVENT_DNS => self.dns_stop(ev),
             _ => false,
         };
         if !deferred {
@@ -70,7 +81,7 @@ impl Reactor {
         self.defer(Deferred::Notify {
             ev: Rc::clone(ev),
             status: reason,
-            value: 0,
+            value,
         });
         Ok(())
     }
@@ -91,7 +102,9 @@ impl Reactor {
             AA_EVENT_TRIGGER => {
                 self.end_trigger(ev);
             }
-            _ => {}
+            _ => {
+                self.stop_watch(ev);
+            }
         }
         self.touch(ev);
         self.settle_close(ev);
@@ -113,9 +126,23 @@ impl Reactor {
             AA_EVENT_TRIGGER => {
                 self.end_trigger(&ev);
             }
-            _ => {}
+            _ => {
+                self.stop_watch(&ev);
+            }
         }
         self.touch(&ev);
+    }
+
+    /// Stops a signal, process, fs watch or lookup (close, dispose): no
+    /// callback. Returns whether it was active.
+    fn stop_watch(&self, ev: &Rc<Event>) -> bool {
+        match ev.header.kind {
+            AA_EVENT_SIGNAL => self.signal_stop(ev),
+            AA_EVENT_PROCESS => self.process_stop(ev),
+            AA_EVENT_FS_WATCH => self.fs_watch_stop(ev),
+            AA_EVENT_DNS => self.dns_stop(ev),
+            _ => false,
+        }
     }
 
     /// `set_ref(ev, referenced)`.

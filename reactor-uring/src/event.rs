@@ -118,6 +118,52 @@ pub(crate) enum State {
     Io(IoState),
     /// A cross-thread trigger.
     Trigger(TriggerState),
+    /// A signal watch (`signal.rs`).
+    Signal(SignalState),
+    /// A child process watch (`process.rs`).
+    Process(ProcessState),
+    /// A filesystem watch (`fs_watch.rs`).
+    FsWatch(FsWatchState),
+    /// A name resolution (`dns.rs`).
+    Dns(DnsState),
+}
+
+/// A signal watch's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SignalState {
+    /// The signal number.
+    pub(crate) signum: i32,
+    /// Watching until cancelled, closed or disposed.
+    pub(crate) active: bool,
+}
+
+/// A child process watch's state.
+#[derive(Debug)]
+pub(crate) struct ProcessState {
+    /// The child's pidfd while the watch is active.
+    pub(crate) pidfd: Option<std::os::fd::OwnedFd>,
+    /// The `POLL_ADD` on the pidfd currently reporting for this watch;
+    /// completions of any other op of the event are stale.
+    pub(crate) op: Option<OpKey>,
+}
+
+/// A filesystem watch's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FsWatchState {
+    /// The inotify watch descriptor (shared by watches of one inode).
+    pub(crate) wd: i32,
+    /// Reporting until cancelled, closed, disposed or the watch ended.
+    pub(crate) active: bool,
+}
+
+/// A name resolution's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DnsState {
+    /// The lookup's id in the resolver.
+    pub(crate) id: u64,
+    /// Pending until its result was delivered, or it was cancelled, closed
+    /// or disposed.
+    pub(crate) active: bool,
 }
 
 /// A timer's state.
@@ -196,6 +242,10 @@ impl Event {
             State::Poll(p) => p.armed && p.interest != 0,
             State::Io(io) => io.op.is_some(),
             State::Trigger(t) => t.open,
+            State::Signal(s) => s.active,
+            State::Process(p) => p.pidfd.is_some(),
+            State::FsWatch(w) => w.active,
+            State::Dns(d) => d.active,
         }
     }
 

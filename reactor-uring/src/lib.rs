@@ -3,8 +3,10 @@
 //! interchangeable with the epoll reactor `reactor-mio`.
 //!
 //! It knows nothing of coroutines: it runs timers, readiness watches,
-//! cross-thread triggers and completion-level socket requests, and completes
-//! each by calling its typed callback from inside `run_once`. Requests are
+//! cross-thread triggers, completion-level socket requests, signal watches,
+//! child process exits, filesystem watches and name resolution (every event
+//! kind of the ABI, at parity with `reactor-mio`), and completes each by
+//! calling its typed callback from inside `run_once`. Requests are
 //! real ring operations (`RECV`, `SEND`, `ACCEPT`, `CONNECT`, `CLOSE`, ...),
 //! not readiness emulation: the kernel does the I/O and reports a result.
 //! The host loads it as `libreactor_uring.so` (reactor name `uring`) through
@@ -38,12 +40,18 @@
 //! - `probe`: what `create` checks of the kernel;
 //! - `ops/`: ring operations and their typed lifecycle (`mod`), requests
 //!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
-//!   (`cancel`), and the few plain system calls (`sys`);
+//!   (`cancel`), pidfd waits (`pidfd`), the inotify read (`inotify`), and
+//!   the few plain system calls (`sys`, with `sys/signal`: the process-wide
+//!   signal handler and its table of reactor ports, and `sys/dns`:
+//!   `getaddrinfo`);
 //! - `registry`: per-descriptor state (socket or not, ops in flight, the
 //!   read and write lanes, the held close);
 //! - `timer/`: the deadline heap and timer arming;
 //! - `poll`: readiness watches; `trigger`: cross-thread triggers and the
 //!   waker; `control`: cancel, close, dispose, set_ref;
+//! - `signal`: signal watches (the loop's half); `process`: child exits;
+//!   `fs_watch`: inotify watches; `dns`: lookups on a small pool of
+//!   resolver threads;
 //! - `event`: event memory; `config`: `create` options; `error`.
 //!
 //! Unsafe code is confined to `ffi`, `ring` and `ops/`, each with a
@@ -52,18 +60,22 @@
 
 mod config;
 mod control;
+mod dns;
 mod error;
 mod event;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 mod ffi;
+mod fs_watch;
 #[allow(unsafe_code)] // lending memory to the kernel (module `# Safety`)
 mod ops;
 mod poll;
 mod probe;
+mod process;
 mod reactor;
 mod registry;
 #[allow(unsafe_code)] // pushing entries into the ring (module `# Safety`)
 mod ring;
+mod signal;
 mod timer;
 mod trigger;
 

@@ -7,7 +7,10 @@
 //! [`OpTable`], the [`Registry`], the [`TimerHeap`], the [`Waker`] and its
 //! eventfd read, the queue of deferred callbacks (cancellations, on_closed,
 //! completions reaped in the iteration that cancelled them), the cached
-//! clock and the counters.
+//! clock and the counters; and, made on first use, the signal watches
+//! ([`Signals`], woken through the waker), the inotify instance
+//! ([`Inotify`], with its own read) and the resolver ([`Resolver`], woken
+//! through the waker).
 //!
 //! # Invariants
 //!
@@ -42,14 +45,18 @@
 //! # Access
 //!
 //! Loop thread only (checked at the ABI boundary against the thread that
-//! called `create`), except `waker`, which `wake` reaches from any thread.
+//! called `create`), except `waker`, which `wake`, the signal handler (by
+//! its descriptor) and the resolver threads reach from any thread.
 //!
 //! # Drop order
 //!
 //! `destroy` (with no live event and no event op in the kernel) clears the
-//! deferred queue and the timers, cancels the waker's read and waits for
-//! its completion; dropping the reactor then drops the ring (unmapping it,
-//! closing its descriptor) and the waker's eventfd.
+//! deferred queue and the timers, gives back the signal port (restoring
+//! dispositions; no handler writes the waker after that), ends the resolver
+//! pool, cancels the waker's and the inotify reads and waits for their
+//! completions, then closes the inotify descriptor; dropping the reactor
+//! then drops the ring (unmapping it, closing its descriptor) and its
+//! reference to the waker (a detached resolver thread may hold the other).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -61,13 +68,16 @@ use std::time::{Duration, Instant};
 use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED, AA_E_INVALID};
 
 use crate::config::Config;
+use crate::dns::Resolver;
 use crate::error::{Error, Result};
 use crate::event::{CloseState, Event, State};
 use crate::ffi::HostCallback;
+use crate::fs_watch::Inotify;
 use crate::ops::{OpKey, OpTable};
 use crate::probe::{self, Features};
 use crate::registry::Registry;
 use crate::ring::{Cqe, Ring, Wait};
+use crate::signal::Signals;
 use crate::timer::TimerHeap;
 use crate::trigger::{TriggerShared, Waker};
 
@@ -94,8 +104,13 @@ pub(crate) enum Deferred {
 /// One event loop (see the module doc).
 #[derive(Debug)]
 pub(crate) struct Reactor {
-    /// What `wake` reaches from other threads.
-    pub(crate) waker: Waker,
+    /// Signal watches, from the first `signal_new`. Declared first so its
+    /// port is released before anything else goes (its handler writes the
+    /// waker's eventfd).
+    pub(crate) signals: RefCell<Option<Signals>>,
+    /// What `wake`, the signal handler and resolver threads reach from
+    /// other threads.
+    pub(crate) waker: Arc<Waker>,
     this: Weak<Reactor>,
     thread: usize,
     base: Instant,
@@ -117,6 +132,10 @@ pub(crate) struct Reactor {
     running: Cell<bool>,
     iteration: Cell<u64>,
     wake_op: Cell<Option<OpKey>>,
+    /// The inotify instance, from the first `fs_watch_new`.
+    pub(crate) inotify: RefCell<Option<Inotify>>,
+    /// The resolver, from the first `dns_resolve`.
+    pub(crate) resolver: RefCell<Option<Resolver>>,
     last_error: RefCell<String>,
 }
 
@@ -136,7 +155,8 @@ impl Reactor {
         let waker = Waker::new().map_err(|e| Error::os("create: eventfd", &e))?;
         let (ring, features) = probe::open(config, waker.fd())?;
         let reactor = Rc::new_cyclic(|this| Reactor {
-            waker,
+            signals: RefCell::new(None),
+            waker: Arc::new(waker),
             this: this.clone(),
             thread: thread_mark(),
             base: Instant::now(),
@@ -155,6 +175,8 @@ impl Reactor {
             running: Cell::new(false),
             iteration: Cell::new(0),
             wake_op: Cell::new(None),
+            inotify: RefCell::new(None),
+            resolver: RefCell::new(None),
             last_error: RefCell::new(String::new()),
         });
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
@@ -314,26 +336,37 @@ impl Reactor {
         }
         self.deferred.borrow_mut().clear();
         self.timers.borrow_mut().clear();
-        self.drain_waker();
+        self.close_signals();
+        self.close_resolver();
+        let own: Vec<OpKey> = [self.wake_op.take(), self.take_inotify_op()]
+            .into_iter()
+            .flatten()
+            .collect();
+        self.drain_own_ops(&own);
+        self.close_inotify();
         Ok(())
     }
 
-    /// Cancels the waker's read and waits (a bounded number of
-    /// `io_uring_enter`s) for its final completion, so its counter is not
-    /// freed while the kernel may write it. If the kernel does not answer,
-    /// the op is leaked rather than freed.
-    fn drain_waker(&self) {
-        let Some(key) = self.wake_op.take() else {
-            return;
-        };
-        if self.ops.borrow().get(key).is_none() {
-            return;
-        }
-        if self.cancel_op(key).is_some() {
-            return; // never submitted: nothing to wait for
-        }
+    /// Cancels the reactor's own reads (the waker's, the inotify one) and
+    /// waits (a bounded number of `io_uring_enter`s) for their final
+    /// completions, so their buffers are not freed while the kernel may
+    /// write them. Completions are reaped here, not dispatched, so every
+    /// such read is drained in the same call. If the kernel does not
+    /// answer, an op is leaked rather than freed.
+    fn drain_own_ops(&self, keys: &[OpKey]) {
+        let mut left: Vec<OpKey> = keys
+            .iter()
+            .copied()
+            .filter(|&key| self.ops.borrow().get(key).is_some())
+            // An op never submitted is retired by the cancel: nothing to
+            // wait for.
+            .filter(|&key| self.cancel_op(key).is_none())
+            .collect();
         let mut cqes = Vec::new();
         for _ in 0..64 {
+            if left.is_empty() {
+                return;
+            }
             let entered = self
                 .ring
                 .borrow_mut()
@@ -344,15 +377,19 @@ impl Reactor {
             cqes.clear();
             self.ring.borrow_mut().reap(&mut cqes);
             for cqe in &cqes {
-                if cqe.user_data == key.user_data() && !cqe.more() {
-                    self.retire(key);
-                    return;
+                if let Some(at) = left
+                    .iter()
+                    .position(|k| k.user_data() == cqe.user_data && !cqe.more())
+                {
+                    self.retire(left.swap_remove(at));
                 }
             }
         }
-        if let Some(op) = self.retire(key) {
-            async_abi::plugin_error!("destroy: the kernel did not release the waker's read");
-            mem::forget(op);
+        for key in left {
+            if let Some(op) = self.retire(key) {
+                async_abi::plugin_error!("destroy: the kernel did not release a reactor read");
+                mem::forget(op);
+            }
         }
     }
 
@@ -403,6 +440,11 @@ impl Reactor {
                 break;
             }
         }
+
+        // Signals and lookups that arrived (their wake-ups completed the
+        // waker's read, so this wait did not block past them).
+        count += self.run_signals();
+        count += self.run_dns();
 
         // 5: cancellations, early results and `on_closed` (R2).
         count += self.deliver(deferred);

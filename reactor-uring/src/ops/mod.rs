@@ -59,13 +59,16 @@
 
 pub(crate) mod cancel;
 pub(crate) mod eventfd;
+pub(crate) mod inotify;
 pub(crate) mod io;
+pub(crate) mod pidfd;
 pub(crate) mod poll;
 pub(crate) mod sys;
 
 pub(crate) use crate::registry::Lane;
 pub(crate) use io::{HostAddr, HostBuf, Opcode, Request};
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
@@ -124,6 +127,10 @@ pub(crate) enum OpKind {
     /// The close of a descriptor its owner, a poll, owned
     /// (`AA_EVF_OWNS_FD`).
     OwnedFdClose,
+    /// The one-shot `POLL_ADD` on the pidfd of its owner, a process watch.
+    ProcessWait,
+    /// The reactor's inotify read (no owner; ops/inotify.rs).
+    InotifyRead,
 }
 
 /// The memory an op lends the kernel, boxed so it never moves (O1).
@@ -137,6 +144,9 @@ pub(crate) enum OwnedBuf {
     Addr(Box<AaSockAddr>),
     /// Eventfd read: the 8-byte counter the kernel writes.
     Counter(Box<u64>),
+    /// inotify read: the bytes the kernel writes (cells, so the loop may
+    /// read what the kernel wrote through the pointer it was given).
+    Bytes(Box<[Cell<u8>]>),
 }
 
 /// Where an op is in its life (STYLE S5). "Completed" is not a state: the
@@ -463,6 +473,8 @@ impl Reactor {
                 OpKind::TriggerRead => 2,
                 OpKind::WakeRead => 3,
                 OpKind::OwnedFdClose => 4,
+                OpKind::ProcessWait => 5,
+                OpKind::InotifyRead => 6,
             },
             // Nothing else can complete: only submitted ops reach the
             // kernel (O5), and they stay until their final completion (O1).
@@ -473,7 +485,9 @@ impl Reactor {
             1 => self.complete_poll(key, cqe),
             2 => self.complete_trigger_read(key, cqe),
             3 => self.complete_wake_read(key, cqe),
-            _ => self.complete_owned_close(key, cqe),
+            4 => self.complete_owned_close(key, cqe),
+            5 => self.complete_process_wait(key, cqe),
+            _ => self.complete_inotify_read(key, cqe),
         }
     }
 

@@ -24,13 +24,22 @@ fn bad_sq_entries_is_refused_with_the_value() {
 }
 
 #[test]
-fn the_vtable_advertises_native_io_and_no_inline_completion() {
+fn the_vtable_advertises_every_kind_native_io_and_no_inline_completion() {
     let (vt, _) = vtable();
     assert_eq!(
         vt.caps,
-        AA_CAP_TIMER | AA_CAP_POLL | AA_CAP_IO | AA_CAP_TRIGGER | AA_CAP_IO_NATIVE
+        AA_CAP_TIMER
+            | AA_CAP_POLL
+            | AA_CAP_IO
+            | AA_CAP_TRIGGER
+            | AA_CAP_IO_NATIVE
+            | AA_CAP_SIGNAL
+            | AA_CAP_PROCESS
+            | AA_CAP_FS_WATCH
+            | AA_CAP_DNS
     );
-    assert!(vt.signal_new.is_none() && vt.dns_resolve.is_none());
+    assert!(vt.signal_new.is_some() && vt.process_new.is_some());
+    assert!(vt.fs_watch_new.is_some() && vt.dns_resolve.is_some());
 }
 
 /// Installs, on the calling thread only, a seccomp filter that makes
