@@ -192,3 +192,39 @@ pub fn cancel_of_a_fs_watch_delivers_the_reason_once(reactor: &Reactor) {
     assert_eq!(lp.alive(), 0);
     lp.finish();
 }
+
+/// Checks that deleting the watched directory reports a rename of itself
+/// (empty name), then ends the watch with one `-ENOENT`.
+pub fn deleting_the_watched_directory_ends_the_watch_with_enoent(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_FS_WATCH,
+        "deleting_the_watched_directory_ends_the_watch_with_enoent",
+    ) {
+        return;
+    }
+    let dir = TempDir::new("fs-delete");
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).expect("mkdir");
+    let lp = Loop::new(reactor);
+    lp.fs_watch("w", sub.as_os_str().as_encoded_bytes(), 0);
+    std::fs::remove_dir(&sub).expect("rmdir");
+    lp.run_until("the end of the watch", |log| {
+        log.contains(&Rec::FsWatch("w", -libc::ENOENT, 0, String::new()))
+    });
+    lp.run_once(0);
+    let seen = changes(&lp.log(), "w");
+    assert_eq!(
+        seen.last(),
+        Some(&(-libc::ENOENT, 0, String::new())),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&(0, AA_FS_RENAME, String::new())), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|c| c.0 != 0).count(),
+        1,
+        "one end: {seen:?}"
+    );
+    assert_eq!(lp.alive(), 0, "the watch has ended");
+    lp.finish();
+}

@@ -39,7 +39,8 @@
 //! - [`process`] (`AA_CAP_PROCESS`): exit codes and killing signals,
 //!   reaping, zombies, pids that are not children, cancel, dispose.
 //! - [`fs_watch`] (`AA_CAP_FS_WATCH`): renames and changes with names,
-//!   watched files, missing paths, shared watches, cancel, dispose.
+//!   watched files, missing paths, shared watches, cancel, dispose, the end
+//!   of a watch whose directory is deleted.
 //! - [`dns`] (`AA_CAP_DNS`): `localhost` per family, `.invalid` names,
 //!   cancel, liveness, dispose then destroy, malformed lookups.
 //!
@@ -189,6 +190,7 @@ macro_rules! reactor_conformance_tests {
                 missing_path_fails_with_enoent,
                 two_watches_of_one_path_and_dispose_stops_reports,
                 cancel_of_a_fs_watch_delivers_the_reason_once,
+                deleting_the_watched_directory_ends_the_watch_with_enoent,
             }
             dns {
                 localhost_with_af_inet_resolves_to_127_0_0_1,
