@@ -7,7 +7,10 @@
 //! holds one strong reference (leaked with `Rc::into_raw` by `ffi.rs`, taken
 //! back by `dispose`), and the reactor holds one per place that may still
 //! produce a callback (a pending request in a descriptor queue, a poll in a
-//! descriptor's list, an open trigger, a deferred callback). That is the
+//! descriptor's list, an open trigger, a deferred callback, an active
+//! signal watcher in its signal's list, a process watch in the process
+//! table, a filesystem watch in its inotify descriptor's list, a pending
+//! lookup in the resolver). That is the
 //! contract's refcount: "the host's reference + one per in-flight
 //! operation". Timers are referenced weakly from the timer heap.
 //!

@@ -4,7 +4,7 @@
 //! # Safety
 //!
 //! This module and `ffi.rs` are the only places with `unsafe` code. Each
-//! call goes through [`syscall!`], which turns `-1` into
+//! call goes through `syscall!`, which turns `-1` into
 //! [`io::Error::last_os_error`], as mio does. The obligations are:
 //!
 //! - **S1 Descriptors.** A raw descriptor is only a number to the kernel: a

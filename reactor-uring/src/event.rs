@@ -6,8 +6,10 @@
 //! callback, and the kind's state. Events live in an `Rc`. The host holds
 //! one strong reference (leaked with `Rc::into_raw` by `ffi.rs`, taken back
 //! by `dispose`); the reactor holds one per in-flight ring operation (in the
-//! op table, ops invariant O1), one per deferred callback, and, for a timer,
-//! a weak one in the heap. That is the ABI's refcount: "the host's
+//! op table, ops invariant O1), one per deferred callback, one per place an
+//! active signal watcher, filesystem watch or pending lookup is listed
+//! (signal.rs, fs_watch.rs, dns.rs), and, for a timer, a weak one in the
+//! heap. That is the ABI's refcount: "the host's
 //! reference + one per in-flight operation" — so a disposed event whose
 //! buffer the kernel may still write stays allocated until the kernel's
 //! completion has been reaped (P-21).

@@ -27,10 +27,10 @@
 //!   Bits coalesce: several deliveries before the reactor looks are one.
 //! - **SG3 No write after release.** The handler raises the port's `busy`
 //!   count before it reads `watched` or `fd` and lowers it after its write.
-//!   [`Port::unwatch`] and [`Port::release`] change `watched`/`fd` first and
-//!   then wait for `busy` to drop to zero (all `SeqCst`, so a handler that
-//!   read the old value is seen by the wait). So after `release` returns no
-//!   handler will write the old descriptor, and after `unwatch` returns no
+//!   [`Port::unwatch`] and dropping the [`Port`] change `watched`/`fd` first
+//!   and then wait for `busy` to drop to zero (all `SeqCst`, so a handler
+//!   that read the old value is seen by the wait). So once the port is
+//!   dropped no handler will write its descriptor, and after `unwatch` no
 //!   handler will set the old bit: `unwatch` clears that `pending` bit after
 //!   the wait, and a signal that arrived for a watcher that is gone is never
 //!   delivered to a later one.
@@ -146,7 +146,7 @@ extern "C" fn on_signal(signum: libc::c_int) {
                 if fd >= 0 {
                     let one: u64 = 1;
                     // SAFETY: SG3: the port's owner keeps `fd` open until
-                    // `release` saw `busy` at zero, which cannot happen
+                    // the port's drop saw `busy` at zero, which cannot happen
                     // before this write returns; `one` is a local of the 8
                     // bytes written. `write(2)` is async-signal-safe; its
                     // result is ignored (EAGAIN: the counter is full, the
