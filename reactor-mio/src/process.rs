@@ -15,8 +15,9 @@
 //!   not a child with `-ECHILD` (checked with `WNOWAIT`, which leaves an
 //!   exited child to be reaped by the watch).
 //! - **PW3** Only the watch reaps: a readiness report on a pidfd whose child
-//!   has not exited (none is expected) leaves the watch as it is. If
-//!   someone else reaped the child first, the callback gets `-ECHILD`.
+//!   has not exited (none is expected) re-registers it, so the exit is still
+//!   reported. If someone else reaped the child first, the callback gets
+//!   `-ECHILD`.
 //!
 //! # Access
 //!
@@ -118,7 +119,21 @@ impl Reactor {
             _ => return 0,
         };
         let outcome = match reaped {
-            Ok(None) => return 0,
+            Ok(None) => {
+                // Not exited after all: re-register, which reports the
+                // pidfd again if it is readable (registrations are
+                // edge-triggered, and the exit is one edge).
+                if let State::Process(ProcessState {
+                    pidfd: Some(pidfd), ..
+                }) = &*ev.state.borrow()
+                {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(pidfd);
+                    let _ = self.with_mio(|mio| {
+                        mio.reregister(&mut SourceFd(&fd), token, Interest::READABLE)
+                    });
+                }
+                return 0;
+            }
             Ok(Some(exit)) => Ok(exit),
             Err(e) => Err(sys::neg_errno(&e) as i32),
         };
