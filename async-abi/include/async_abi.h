@@ -192,6 +192,13 @@
 // no callback). Without it, the result always comes through the callback.
 #define AA_IO_TRY_INLINE (1 << 0)
 
+// Capability bit of [`AaSchedulerVTable::caps`]: `suspend` honours
+// `AA_WAIT_YIELD` in [`AaWaitInfo::flags`], so a yield is one call instead
+// of `enqueue` + `suspend`. A scheduler without the bit ignores the flag
+// (it was a reserved bit), so a host must check the capability before it
+// relies on the flag.
+#define AA_SCHED_CAP_WAIT_YIELD (1 << 0)
+
 // State: created, not yet enqueued.
 #define AA_CORO_CREATED 0
 
@@ -221,6 +228,15 @@
 
 // Switch handler kind: the coroutine is finishing; the last call.
 #define AA_SWITCH_FINISH 3
+
+// [`AaWaitInfo::flags`] bit: the suspension is a yield. `suspend` first
+// enqueues the calling coroutine with status 0, exactly as
+// `enqueue(s, current(s), 0)` right before it would (at the tail of the run
+// queue, or at the head for `AA_PRIORITY_HIGH`; a coroutine already queued
+// keeps its place and its status), then suspends it, so it resumes once the
+// coroutines queued before it have run. Honoured only by a scheduler whose
+// vtable has `AA_SCHED_CAP_WAIT_YIELD` in `caps`; any other ignores the bit.
+#define AA_WAIT_YIELD (1 << 0)
 
 // Opaque coroutine handle, owned by the scheduler.
 typedef struct AaCoroutine AaCoroutine;
@@ -649,7 +665,7 @@ typedef void (*AaCoroutineEntry)(void *arg, AaStatus start_status);
 typedef struct {
   // `sizeof(AaWaitInfo)` as the host was compiled.
   uint32_t struct_size;
-  // Zero; reserved.
+  // `AA_WAIT_*` bits; other bits are zero (reserved).
   uint32_t flags;
   // What the coroutine waits on, for people: `"delay 100 ms"`,
   // `"join coroutine 7"`, `"read fd 9"`.
@@ -713,7 +729,7 @@ typedef bool (*AaSwitchHandlerFn)(AaCoroutine *coro, uint32_t kind, void *arg);
 typedef struct {
   // Size and minor version of this vtable.
   AaIfaceHeader hdr;
-  // Zero; reserved for capability bits.
+  // Capability bits: `AA_SCHED_CAP_*`; other bits are zero (reserved).
   uint64_t caps;
   // Creates a scheduler bound to the calling thread and to the reactor in
   // `cfg`. `[loop]`
@@ -742,7 +758,10 @@ typedef struct {
   AaStatus (*enqueue)(AaScheduler *s, AaCoroutine *coro, AaStatus status);
   // Suspends the current coroutine until it is enqueued; returns the
   // status it was enqueued with. `wait` (may be NULL) says what it waits
-  // for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. `[loop]`
+  // for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. With
+  // [`AA_SCHED_CAP_WAIT_YIELD`] in `caps`, a `wait` whose flags contain
+  // `AA_WAIT_YIELD` first enqueues the caller with status 0, exactly as
+  // `enqueue(s, current(s), 0)` would (a yield in one call). `[loop]`
   AaStatus (*suspend)(AaScheduler *s, const AaWaitInfo *wait);
   // The running coroutine, or NULL in the scheduler's own context. `[loop]`
   AaCoroutine *(*current)(const AaScheduler *s);

@@ -94,6 +94,15 @@ pub struct AaSpawnOptions {
     pub spawn_column: u32,
 }
 
+/// [`AaWaitInfo::flags`] bit: the suspension is a yield. `suspend` first
+/// enqueues the calling coroutine with status 0, exactly as
+/// `enqueue(s, current(s), 0)` right before it would (at the tail of the run
+/// queue, or at the head for `AA_PRIORITY_HIGH`; a coroutine already queued
+/// keeps its place and its status), then suspends it, so it resumes once the
+/// coroutines queued before it have run. Honoured only by a scheduler whose
+/// vtable has `AA_SCHED_CAP_WAIT_YIELD` in `caps`; any other ignores the bit.
+pub const AA_WAIT_YIELD: u32 = 1 << 0;
+
 /// What a coroutine is about to wait for, passed to `suspend`.
 ///
 /// Read by the scheduler while the coroutine is suspended (deadlock reports,
@@ -104,7 +113,7 @@ pub struct AaSpawnOptions {
 pub struct AaWaitInfo {
     /// `sizeof(AaWaitInfo)` as the host was compiled.
     pub struct_size: u32,
-    /// Zero; reserved.
+    /// `AA_WAIT_*` bits; other bits are zero (reserved).
     pub flags: u32,
     /// What the coroutine waits on, for people: `"delay 100 ms"`,
     /// `"join coroutine 7"`, `"read fd 9"`.

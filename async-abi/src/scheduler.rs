@@ -66,6 +66,13 @@ pub struct AaSchedulerConfig {
     pub err_cap: usize,
 }
 
+/// Capability bit of [`AaSchedulerVTable::caps`]: `suspend` honours
+/// `AA_WAIT_YIELD` in [`AaWaitInfo::flags`], so a yield is one call instead
+/// of `enqueue` + `suspend`. A scheduler without the bit ignores the flag
+/// (it was a reserved bit), so a host must check the capability before it
+/// relies on the flag.
+pub const AA_SCHED_CAP_WAIT_YIELD: u64 = 1 << 0;
+
 /// Called by `iterate` for each live coroutine; return false to stop.
 /// `[loop]`
 pub type AaCoroutineVisitFn =
@@ -79,7 +86,7 @@ pub type AaCoroutineVisitFn =
 pub struct AaSchedulerVTable {
     /// Size and minor version of this vtable.
     pub hdr: AaIfaceHeader,
-    /// Zero; reserved for capability bits.
+    /// Capability bits: `AA_SCHED_CAP_*`; other bits are zero (reserved).
     pub caps: u64,
 
     /// Creates a scheduler bound to the calling thread and to the reactor in
@@ -125,7 +132,10 @@ pub struct AaSchedulerVTable {
     >,
     /// Suspends the current coroutine until it is enqueued; returns the
     /// status it was enqueued with. `wait` (may be NULL) says what it waits
-    /// for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. `[loop]`
+    /// for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. With
+    /// [`AA_SCHED_CAP_WAIT_YIELD`] in `caps`, a `wait` whose flags contain
+    /// `AA_WAIT_YIELD` first enqueues the caller with status 0, exactly as
+    /// `enqueue(s, current(s), 0)` would (a yield in one call). `[loop]`
     pub suspend:
         Option<unsafe extern "C" fn(s: *mut AaScheduler, wait: *const AaWaitInfo) -> AaStatus>,
     /// The running coroutine, or NULL in the scheduler's own context. `[loop]`
