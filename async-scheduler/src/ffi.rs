@@ -33,8 +33,9 @@ use async_abi::{
     AaCoroutine, AaCoroutineInfo, AaCoroutineVisitFn, AaHostApi, AaIfaceHeader, AaMicrotaskFn,
     AaPluginCtx, AaPluginDesc, AaReactor, AaReactorVTable, AaScheduler, AaSchedulerConfig,
     AaSchedulerVTable, AaSpawnOptions, AaStatus, AaStr, AaSwitchHandlerFn, AaWaitInfo,
-    AA_ABI_MAJOR, AA_ABI_MINOR, AA_E_BUSY, AA_E_INVALID, AA_E_VERSION, AA_OK, AA_PRIORITY_HIGH,
-    AA_PRIORITY_NORMAL, AA_ROLE_SCHEDULER,
+    AA_ABI_MAJOR, AA_ABI_MINOR, AA_E_BUSY, AA_E_INVALID, AA_E_PANIC, AA_E_VERSION, AA_OK,
+    AA_PRIORITY_HIGH, AA_PRIORITY_NORMAL, AA_ROLE_SCHEDULER, AA_SCHED_CAP_WAIT_YIELD,
+    AA_WAIT_YIELD,
 };
 
 use crate::coroutine::{CoroPtr, EntryFn, HandlerFn, SpawnSite, State};
@@ -139,7 +140,7 @@ static VTABLE: AaSchedulerVTable = AaSchedulerVTable {
         iface_minor: 0,
         _reserved: 0,
     },
-    caps: 0,
+    caps: AA_SCHED_CAP_WAIT_YIELD,
     create: Some(create),
     destroy: Some(destroy),
     run: Some(run),
@@ -156,6 +157,24 @@ static VTABLE: AaSchedulerVTable = AaSchedulerVTable {
     shutdown: Some(shutdown),
     last_error_message: Some(last_error_message),
 };
+
+/// `sdk::guard_or` for the hot shims (step 1 of the module doc): the body
+/// is inlined into the shim and only the panic path is out of line, where
+/// `guard_or` itself reports the panic (the same log record) and returns
+/// `fallback`.
+#[inline(always)]
+fn fence<T>(what: &'static str, fallback: T, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => value,
+        Err(payload) => caught(what, fallback, payload),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn caught<T>(what: &'static str, fallback: T, payload: Box<dyn std::any::Any + Send>) -> T {
+    guard_or(what, fallback, || std::panic::resume_unwind(payload))
+}
 
 /// The scheduler behind a handle.
 ///
@@ -174,9 +193,15 @@ unsafe fn sched<'a>(s: *const AaScheduler) -> Option<&'a Scheduler> {
 ///
 /// `p` is non-NULL and valid for its own `struct_size` bytes; `T` is a
 /// `repr(C)` ABI struct of plain data whose first field is a `u32` size.
+#[inline]
 unsafe fn read_sized<T: Copy>(p: *const T, default: T) -> (T, usize) {
     // SAFETY: every ABI struct starts with its u32 `struct_size`.
     let theirs = unsafe { *(p as *const u32) } as usize;
+    if theirs >= size_of::<T>() {
+        // SAFETY: `p` is readable for `theirs >= size_of::<T>()` bytes, and
+        // any bytes are a valid `T` (as below).
+        return (unsafe { p.read_unaligned() }, theirs);
+    }
     let mut out = default;
     let n = theirs.min(size_of::<T>());
     // SAFETY: `p` is readable for `theirs >= n` bytes and `out` for
@@ -307,7 +332,7 @@ unsafe extern "C" fn coroutine_new(
     arg: *mut c_void,
     out: *mut *mut AaCoroutine,
 ) -> AaStatus {
-    guard("scheduler coroutine_new", || {
+    fence("scheduler coroutine_new", AA_E_PANIC, || {
         // SAFETY: shim contract (module Safety).
         let (Some(sch), Some(entry)) = (unsafe { sched(s) }, entry) else {
             return AA_E_INVALID;
@@ -368,7 +393,7 @@ unsafe extern "C" fn enqueue(
     coro: *mut AaCoroutine,
     status: AaStatus,
 ) -> AaStatus {
-    guard("scheduler enqueue", || {
+    fence("scheduler enqueue", AA_E_PANIC, || {
         // SAFETY: shim contract (module Safety).
         match unsafe { (sched(s), CoroPtr::from_abi(coro)) } {
             (Some(sch), Some(c)) => sch.enqueue(c, status),
@@ -378,17 +403,22 @@ unsafe extern "C" fn enqueue(
 }
 
 unsafe extern "C" fn suspend(s: *mut AaScheduler, wait: *const AaWaitInfo) -> AaStatus {
-    guard("scheduler suspend", || {
+    fence("scheduler suspend", AA_E_PANIC, || {
         // SAFETY: shim contract (module Safety).
-        match unsafe { sched(s) } {
-            Some(sch) => tick::suspend(sch, wait),
-            None => AA_E_INVALID,
-        }
+        let Some(sch) = (unsafe { sched(s) }) else {
+            return AA_E_INVALID;
+        };
+        // SAFETY: a non-NULL `wait` is valid for the call (AA-R2) and at
+        // least its `struct_size` long; `flags` is read only if it is there.
+        let yield_first = !wait.is_null()
+            && unsafe { (*wait).struct_size } as usize >= offset_of!(AaWaitInfo, flags) + 4
+            && unsafe { (*wait).flags } & AA_WAIT_YIELD != 0;
+        tick::suspend(sch, wait, yield_first)
     })
 }
 
 unsafe extern "C" fn current(s: *const AaScheduler) -> *mut AaCoroutine {
-    guard_or("scheduler current", std::ptr::null_mut(), || {
+    fence("scheduler current", std::ptr::null_mut(), || {
         // SAFETY: shim contract (module Safety).
         match unsafe { sched(s) }.and_then(|sch| sch.current.get()) {
             Some(c) => c.as_abi(),
@@ -398,7 +428,7 @@ unsafe extern "C" fn current(s: *const AaScheduler) -> *mut AaCoroutine {
 }
 
 unsafe extern "C" fn coroutine_arg(coro: *const AaCoroutine) -> *mut c_void {
-    guard_or("scheduler coroutine_arg", std::ptr::null_mut(), || {
+    fence("scheduler coroutine_arg", std::ptr::null_mut(), || {
         // SAFETY: shim contract (module Safety).
         match unsafe { CoroPtr::from_abi(coro) } {
             Some(c) => c.get().arg,
@@ -408,7 +438,7 @@ unsafe extern "C" fn coroutine_arg(coro: *const AaCoroutine) -> *mut c_void {
 }
 
 unsafe extern "C" fn coroutine_id(coro: *const AaCoroutine) -> u64 {
-    guard_or("scheduler coroutine_id", 0, || {
+    fence("scheduler coroutine_id", 0, || {
         // SAFETY: shim contract (module Safety).
         unsafe { CoroPtr::from_abi(coro) }.map_or(0, |c| c.get().id)
     })

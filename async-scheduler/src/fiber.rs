@@ -38,6 +38,12 @@
 //!   `pool_max + 1` evicts the oldest idle fiber instead (its stack is free
 //!   to release: nothing runs on it); with `pool_max == 0` it retires itself,
 //!   and its engine releases it once the switch away is done.
+//! - **F-I5** The idle fibers of one stack size form a list linked through
+//!   their records (`idle_newer`/`idle_older`), newest and oldest at the
+//!   ends of its [`SizeClass`]; a fiber's links are `None` while it is not
+//!   idle. `take` pops the newest (its stack is warm), eviction the oldest.
+//!   The size class of the scheduler's default stack size is a field, so
+//!   the common park and take find it without a search.
 //!
 //! # Who touches what
 //!
@@ -60,7 +66,6 @@
 #![allow(unsafe_code)]
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -82,6 +87,9 @@ pub(crate) struct Fiber {
     /// The coroutine to run when this fiber next gets control (F-I2).
     pub(crate) coro: Cell<Option<CoroPtr>>,
     pub(crate) engine: FiberState,
+    /// F-I5.
+    idle_newer: Cell<Option<FiberPtr>>,
+    idle_older: Cell<Option<FiberPtr>>,
 }
 
 impl Fiber {
@@ -126,13 +134,64 @@ impl FiberPtr {
     }
 }
 
+/// The idle fibers of one stack size (F-I5).
+#[derive(Debug)]
+struct SizeClass {
+    usable: usize,
+    newest: Cell<Option<FiberPtr>>,
+    oldest: Cell<Option<FiberPtr>>,
+}
+
+impl SizeClass {
+    fn new(usable: usize) -> SizeClass {
+        SizeClass {
+            usable,
+            newest: Cell::new(None),
+            oldest: Cell::new(None),
+        }
+    }
+
+    fn push_newest(&self, f: FiberPtr) {
+        let old = self.newest.replace(Some(f));
+        f.get().idle_older.set(old);
+        match old {
+            Some(o) => o.get().idle_newer.set(Some(f)),
+            None => self.oldest.set(Some(f)),
+        }
+    }
+
+    fn pop_newest(&self) -> Option<FiberPtr> {
+        let f = self.newest.get()?;
+        let older = f.get().idle_older.take();
+        self.newest.set(older);
+        match older {
+            Some(o) => o.get().idle_newer.set(None),
+            None => self.oldest.set(None),
+        }
+        Some(f)
+    }
+
+    fn pop_oldest(&self) -> Option<FiberPtr> {
+        let f = self.oldest.get()?;
+        let newer = f.get().idle_newer.take();
+        self.oldest.set(newer);
+        match newer {
+            Some(n) => n.get().idle_older.set(None),
+            None => self.newest.set(None),
+        }
+        Some(f)
+    }
+}
+
 /// The idle fibers and the stack allocator of one scheduler.
 #[derive(Debug)]
 pub(crate) struct FiberPool {
     kind: EngineKind,
     pool_max: usize,
-    /// Idle fibers by usable stack size; oldest at the front.
-    idle: RefCell<Vec<(usize, VecDeque<FiberPtr>)>>,
+    /// Idle fibers of the default stack size (F-I5).
+    default_class: SizeClass,
+    /// Idle fibers of other sizes, one class per size ever parked.
+    other_classes: RefCell<Vec<SizeClass>>,
     idle_count: Cell<usize>,
     stacks: RefCell<Stacks>,
     next_id: Cell<u64>,
@@ -143,12 +202,14 @@ pub(crate) struct FiberPool {
 }
 
 impl FiberPool {
-    /// An empty pool.
-    pub(crate) fn new(kind: EngineKind, pool_max: usize) -> FiberPool {
+    /// An empty pool; `default_usable` is the scheduler's default stack
+    /// size.
+    pub(crate) fn new(kind: EngineKind, pool_max: usize, default_usable: usize) -> FiberPool {
         FiberPool {
             kind,
             pool_max,
-            idle: RefCell::new(Vec::new()),
+            default_class: SizeClass::new(default_usable),
+            other_classes: RefCell::new(Vec::new()),
             idle_count: Cell::new(0),
             stacks: RefCell::new(Stacks::new()),
             next_id: Cell::new(1),
@@ -157,11 +218,21 @@ impl FiberPool {
         }
     }
 
+    /// Runs `f` on the size class of `usable`, if one exists (the borrow
+    /// of `other_classes` lasts for `f` only, which calls nothing out).
+    #[inline]
+    fn with_class<R>(&self, usable: usize, f: impl FnOnce(&SizeClass) -> R) -> Option<R> {
+        if usable == self.default_class.usable {
+            return Some(f(&self.default_class));
+        }
+        let others = self.other_classes.borrow();
+        others.iter().find(|c| c.usable == usable).map(f)
+    }
+
     /// Takes the most recently parked idle fiber with `usable` stack bytes.
+    #[inline]
     pub(crate) fn take(&self, usable: usize) -> Option<FiberPtr> {
-        let mut idle = self.idle.borrow_mut();
-        let (_, list) = idle.iter_mut().find(|(size, _)| *size == usable)?;
-        let f = list.pop_back()?;
+        let f = self.with_class(usable, SizeClass::pop_newest)??;
         self.idle_count.set(self.idle_count.get() - 1);
         Some(f)
     }
@@ -181,6 +252,8 @@ impl FiberPool {
             stack,
             coro: Cell::new(None),
             engine: switch::empty_state(self.kind),
+            idle_newer: Cell::new(None),
+            idle_older: Cell::new(None),
         });
         let f = FiberPtr(NonNull::from(Box::leak(fiber)));
         switch::prepare(self.kind, f);
@@ -191,33 +264,52 @@ impl FiberPool {
 
     /// Parks a fiber whose coroutine finished (F-I4). Returns false when it
     /// must retire instead (`pool_max == 0`).
+    #[inline]
     pub(crate) fn park(&self, f: FiberPtr) -> bool {
         if self.idle_count.get() >= self.pool_max {
-            if self.pool_max == 0 {
-                return false;
-            }
-            if let Some(victim) = self.evict(f.get().stack.usable) {
-                self.destroy(victim);
-            }
+            return self.park_full(f);
         }
+        self.push_idle(f);
+        true
+    }
+
+    /// `park` when the pool is full: evict the oldest idle fiber first.
+    #[cold]
+    #[inline(never)]
+    fn park_full(&self, f: FiberPtr) -> bool {
+        if self.pool_max == 0 {
+            return false;
+        }
+        if let Some(victim) = self.evict(f.get().stack.usable) {
+            self.destroy(victim);
+        }
+        self.push_idle(f);
+        true
+    }
+
+    #[inline]
+    fn push_idle(&self, f: FiberPtr) {
         let usable = f.get().stack.usable;
-        let mut idle = self.idle.borrow_mut();
-        match idle.iter_mut().find(|(size, _)| *size == usable) {
-            Some((_, list)) => list.push_back(f),
-            None => idle.push((usable, VecDeque::from([f]))),
+        if self.with_class(usable, |c| c.push_newest(f)).is_none() {
+            let class = SizeClass::new(usable);
+            class.push_newest(f);
+            self.other_classes.borrow_mut().push(class);
         }
         self.idle_count.set(self.idle_count.get() + 1);
-        true
     }
 
     /// Removes the oldest idle fiber, preferring the size class `usable`.
     fn evict(&self, usable: usize) -> Option<FiberPtr> {
-        let mut idle = self.idle.borrow_mut();
-        let pos = idle
-            .iter()
-            .position(|(size, l)| *size == usable && !l.is_empty())
-            .or_else(|| idle.iter().position(|(_, l)| !l.is_empty()))?;
-        let f = idle[pos].1.pop_front()?;
+        let f = match self.with_class(usable, SizeClass::pop_oldest).flatten() {
+            Some(f) => f,
+            None => match self.default_class.pop_oldest() {
+                Some(f) => f,
+                None => {
+                    let others = self.other_classes.borrow();
+                    others.iter().find_map(SizeClass::pop_oldest)?
+                }
+            },
+        };
         self.idle_count.set(self.idle_count.get() - 1);
         Some(f)
     }

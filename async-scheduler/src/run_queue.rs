@@ -1,4 +1,5 @@
-//! The run queue: coroutines waiting for their turn, in a ring buffer.
+//! The run queue: coroutines waiting for their turn, linked through their
+//! records.
 //!
 //! # What it owns
 //!
@@ -17,21 +18,30 @@
 //!   [`Policy::Fifo`] always pops the head. So among normal-priority
 //!   coroutines the order is the order of their `enqueue` calls (strict FIFO
 //!   hand-off), and a high-priority coroutine runs before any queued earlier.
+//! - **Q-I4** `q_next` of a queued coroutine names the one after it (`None`
+//!   for the tail); `q_next` of a coroutine that is not queued is `None`.
+//!
+//! # How it is stored
+//!
+//! Intrusively: each coroutine record has a `q_next` link, and the queue
+//! keeps the head, the tail and the length in `Cell`s. Push and pop are a
+//! few loads and stores, never allocate, and never borrow a `RefCell`, so
+//! the tick's pop touches only the record it is about to switch to.
 //!
 //! # Who touches what
 //!
-//! The loop thread only. Each method borrows the ring for its own duration;
-//! nothing is called out while it is borrowed, so re-entrant `enqueue` calls
-//! (from reactor callbacks, microtasks, handlers) are fine.
+//! The loop thread only. Each method finishes its link updates before it
+//! returns and calls nothing out, so re-entrant `enqueue` calls (from
+//! reactor callbacks, microtasks, handlers) always find a consistent list.
 //!
 //! # Adding a policy
 //!
 //! A policy only changes [`RunQueue::pop`]: a seeded `chaos` policy picks a
-//! random index and swaps it to the head, keeping Q-I1/Q-I2 and making the
-//! order reproducible from the seed.
+//! random position, walks to it and unlinks it (linear, like `remove`: it
+//! is for tests), keeping Q-I1/Q-I2 and making the order reproducible from
+//! the seed.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 
 use crate::coroutine::CoroPtr;
 
@@ -42,20 +52,22 @@ pub(crate) enum Policy {
     Fifo,
 }
 
-/// The ring of runnable coroutines. See the module doc.
+/// The runnable coroutines, linked through their records. See the module
+/// doc.
 #[derive(Debug)]
 pub(crate) struct RunQueue {
-    ring: RefCell<VecDeque<CoroPtr>>,
-    /// `ring.len()`, readable without a borrow (the tick checks it often).
+    head: Cell<Option<CoroPtr>>,
+    tail: Cell<Option<CoroPtr>>,
     len: Cell<usize>,
     policy: Policy,
 }
 
 impl RunQueue {
-    /// An empty queue with room for `capacity` coroutines before it grows.
-    pub(crate) fn new(policy: Policy, capacity: usize) -> RunQueue {
+    /// An empty queue.
+    pub(crate) fn new(policy: Policy) -> RunQueue {
         RunQueue {
-            ring: RefCell::new(VecDeque::with_capacity(capacity)),
+            head: Cell::new(None),
+            tail: Cell::new(None),
             len: Cell::new(0),
             policy,
         }
@@ -64,38 +76,64 @@ impl RunQueue {
     /// Appends a normal-priority coroutine (Q-I3).
     #[inline]
     pub(crate) fn push_back(&self, c: CoroPtr) {
-        self.ring.borrow_mut().push_back(c);
+        // Q-I4: `c` is not queued (Q-I1), so its link is already `None`.
+        match self.tail.replace(Some(c)) {
+            Some(t) => t.get().q_next.set(Some(c)),
+            None => self.head.set(Some(c)),
+        }
         self.len.set(self.len.get() + 1);
     }
 
     /// Puts a high-priority coroutine at the head (Q-I3).
     #[inline]
     pub(crate) fn push_front(&self, c: CoroPtr) {
-        self.ring.borrow_mut().push_front(c);
+        let old = self.head.replace(Some(c));
+        c.get().q_next.set(old);
+        if old.is_none() {
+            self.tail.set(Some(c));
+        }
         self.len.set(self.len.get() + 1);
     }
 
     /// Takes the next coroutine to run.
     #[inline]
     pub(crate) fn pop(&self) -> Option<CoroPtr> {
-        if self.len.get() == 0 {
-            return None;
+        match self.policy {
+            Policy::Fifo => {
+                let c = self.head.get()?;
+                let next = c.get().q_next.take();
+                self.head.set(next);
+                if next.is_none() {
+                    self.tail.set(None);
+                }
+                self.len.set(self.len.get() - 1);
+                Some(c)
+            }
         }
-        let c = match self.policy {
-            Policy::Fifo => self.ring.borrow_mut().pop_front(),
-        };
-        self.len.set(self.ring.borrow().len());
-        c
     }
 
     /// Removes `c` wherever it is (Q-I2); linear, and only needed when a
     /// coroutine finishes while queued.
     pub(crate) fn remove(&self, c: CoroPtr) {
-        let mut ring = self.ring.borrow_mut();
-        if let Some(i) = ring.iter().position(|&x| x == c) {
-            ring.remove(i);
+        let mut prev: Option<CoroPtr> = None;
+        let mut at = self.head.get();
+        while let Some(x) = at {
+            let next = x.get().q_next.get();
+            if x == c {
+                match prev {
+                    Some(p) => p.get().q_next.set(next),
+                    None => self.head.set(next),
+                }
+                if next.is_none() {
+                    self.tail.set(prev);
+                }
+                c.get().q_next.set(None);
+                self.len.set(self.len.get() - 1);
+                return;
+            }
+            prev = at;
+            at = next;
         }
-        self.len.set(ring.len());
     }
 
     /// Whether nothing is runnable.

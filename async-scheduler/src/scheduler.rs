@@ -35,7 +35,8 @@
 //!
 //! Refused with `AA_E_BUSY` while a coroutine is alive or `run` is
 //! executing. Then: idle fibers are discarded (their stacks released), the
-//! stack allocator unmaps its slabs, queued microtasks are dropped unrun.
+//! stack allocator unmaps its slabs, queued microtasks are dropped unrun,
+//! kept coroutine records are freed.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -44,7 +45,7 @@ use std::thread::ThreadId;
 use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_INVALID, AA_OK, AA_PRIORITY_HIGH};
 
 use crate::coroutine::state::{self, Enqueue, State};
-use crate::coroutine::{Coro, CoroPtr, EntryFn, LiveList, SpawnSite};
+use crate::coroutine::{Coro, CoroPtr, EntryFn, LiveList, RecordPool, SpawnSite};
 use crate::ffi::Reactor;
 use crate::fiber::FiberPool;
 use crate::microtask::Microtasks;
@@ -85,6 +86,8 @@ pub(crate) struct Scheduler {
     /// R-I2.
     pub(crate) current: Cell<Option<CoroPtr>>,
     pub(crate) live: LiveList,
+    /// Finished coroutine records kept for reuse (coroutine C-I6).
+    pub(crate) records: RecordPool,
     pub(crate) queue: RunQueue,
     pub(crate) microtasks: Microtasks,
     pub(crate) fibers: FiberPool,
@@ -120,9 +123,10 @@ impl Scheduler {
             next_id: Cell::new(1),
             current: Cell::new(None),
             live: LiveList::default(),
-            queue: RunQueue::new(opts.policy, 256),
+            records: RecordPool::default(),
+            queue: RunQueue::new(opts.policy),
             microtasks: Microtasks::default(),
-            fibers: FiberPool::new(opts.engine, opts.pool_max),
+            fibers: FiberPool::new(opts.engine, opts.pool_max, opts.stack_size),
             root: RootState::default(),
             ticks: Cell::new(0),
             no_suspend: Cell::new(0),
@@ -167,7 +171,9 @@ impl Scheduler {
     ) -> CoroPtr {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
-        let c = CoroPtr::alloc(Coro::new(id, entry, arg, priority, stack_size, spawn));
+        let c = self
+            .records
+            .alloc(Coro::new(id, entry, arg, priority, stack_size, spawn));
         self.live.push_back(c);
         if let Some(reason) = self.shutdown.get() {
             let _ = self.enqueue(c, reason);
@@ -183,8 +189,20 @@ impl Scheduler {
     /// `AA_E_INVALID` for a finished coroutine.
     #[inline]
     pub(crate) fn enqueue(&self, c: CoroPtr, status: AaStatus) -> AaStatus {
+        self.enqueue_in(c, c.get().state.get(), status)
+    }
+
+    /// [`Scheduler::enqueue`] of the running coroutine (a yield): the same
+    /// transition, with the state known so the match folds away.
+    #[inline]
+    pub(crate) fn enqueue_running(&self, c: CoroPtr, status: AaStatus) -> AaStatus {
+        self.enqueue_in(c, State::Running, status)
+    }
+
+    #[inline(always)]
+    fn enqueue_in(&self, c: CoroPtr, state: State, status: AaStatus) -> AaStatus {
         let co = c.get();
-        let (action, next) = state::enqueue(co.state.get(), co.in_queue.get());
+        let (action, next) = state::enqueue(state, co.in_queue.get());
         match action {
             Enqueue::Push => {
                 co.status.set(status);

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //!  C on F: suspend(wait)
+//!   |  AA_WAIT_YIELD in wait.flags: enqueue(C, 0) first (as the host would)
 //!   |  C.state = SUSPENDED (QUEUED if it was enqueued while running)
 //!   |  LEAVE handlers of C              (current = C, may not suspend)
 //!   |  current = NULL
@@ -62,11 +63,19 @@ use crate::{deadlock, ffi, shutdown};
 /// Ticks with a non-empty queue between two non-blocking reactor polls.
 pub(crate) const POLL_EVERY: u32 = 61;
 
-/// The `suspend` slot: see the module timeline.
-pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo) -> AaStatus {
+/// The `suspend` slot: see the module timeline. `yield_first` is
+/// `AA_WAIT_YIELD`: enqueue the caller with status 0 first, exactly as an
+/// `enqueue(s, current, 0)` right before this call would (so even when the
+/// suspension itself is then refused).
+#[inline]
+pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool) -> AaStatus {
     let Some(c) = s.current.get() else {
         return AA_E_INVALID;
     };
+    if yield_first {
+        // R-I2: `current` is RUNNING.
+        let _ = s.enqueue_running(c, AA_OK);
+    }
     if s.no_suspend.get() != 0 {
         return AA_E_INVALID;
     }
@@ -103,7 +112,7 @@ pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
     co.state.set(State::Finished);
     c.fire_handlers(s, AA_SWITCH_FINISH);
     s.current.set(None);
-    coroutine::release(c, &s.live, &s.queue);
+    coroutine::release(c, &s.live, &s.queue, &s.records);
     Counters::bump(&s.counters.finished);
 }
 
@@ -173,23 +182,31 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
 
 /// Drains microtasks, polls the reactor every [`POLL_EVERY`] busy ticks,
 /// and pops the next coroutine.
+#[inline]
 fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
     s.microtasks.drain();
     if !s.queue.is_empty() {
         let ticks = s.ticks.get() + 1;
         if ticks >= POLL_EVERY {
-            s.ticks.set(0);
-            Counters::bump(&s.counters.tick_polls);
-            let rc = s.reactor.run_once(0);
-            if rc < 0 {
-                async_abi::plugin_error!("reactor run_once(0) failed with status {rc}");
-            }
-            s.microtasks.drain();
+            fairness_poll(s);
         } else {
             s.ticks.set(ticks);
         }
     }
     s.queue.pop()
+}
+
+/// The non-blocking reactor poll of every [`POLL_EVERY`]th busy tick.
+#[cold]
+#[inline(never)]
+fn fairness_poll(s: &Scheduler) {
+    s.ticks.set(0);
+    Counters::bump(&s.counters.tick_polls);
+    let rc = s.reactor.run_once(0);
+    if rc < 0 {
+        async_abi::plugin_error!("reactor run_once(0) failed with status {rc}");
+    }
+    s.microtasks.drain();
 }
 
 /// Where coroutine `n` runs: its own fiber if it started, else an idle or
@@ -205,6 +222,7 @@ fn target_of(s: &Scheduler, n: CoroPtr) -> Ctx {
 }
 
 /// `target_of` for a coroutine that never started: an idle or new fiber.
+#[inline(never)]
 fn fresh_fiber(s: &Scheduler, n: CoroPtr) -> Ctx {
     let co = n.get();
     let fiber = match s.fibers.take(co.stack_size) {
@@ -227,6 +245,7 @@ fn fresh_fiber(s: &Scheduler, n: CoroPtr) -> Ctx {
 }
 
 /// `c` receives control: RUNNING, current, counted, ENTER handlers.
+#[inline]
 fn enter(s: &Scheduler, c: CoroPtr) {
     let co = c.get();
     co.state.set(State::Running);

@@ -12,7 +12,7 @@
 //!
 //! - **C-I1** A [`CoroPtr`] the scheduler holds (in the live list, the run
 //!   queue, `current`, a fiber's assignment, a local variable) names a live
-//!   record: records are freed only by [`CoroPtr::free`], called by the
+//!   record: a record leaves use only through [`release`], called by the
 //!   fiber that ran the coroutine, after its entry returned, its FINISH
 //!   handlers ran, and it was unlinked from the live list and the run queue
 //!   (Q-I2). Nothing else keeps a copy at that point.
@@ -27,6 +27,13 @@
 //! - **C-I5** Switch handlers run on the coroutine's own stack, in the order
 //!   they were added; handlers added while handlers run are appended after
 //!   the run, and run from the next switch on.
+//! - **C-I6** A released record is freed, or kept for reuse in the
+//!   [`RecordPool`] (at most [`RECORDS_KEPT`], linked through `q_next`),
+//!   where only the pool holds its pointer. `coroutine_new` reuses a kept
+//!   record by overwriting it whole, so a spawn costs no allocation in the
+//!   steady state. The handle of a finished coroutine may therefore name a
+//!   later coroutine: the host must not use it (ABI rule C2). The pool
+//!   frees what it keeps when the scheduler is dropped.
 //!
 //! # Who touches what
 //!
@@ -36,15 +43,17 @@
 //!
 //! # Drop order
 //!
-//! A record is freed by the fiber loop right after FINISH (C-I1). A record
-//! still alive when the scheduler is destroyed cannot exist: `destroy` fails
-//! with `AA_E_BUSY` while the live list is non-empty.
+//! A record is released by the fiber loop right after FINISH (C-I1), to
+//! the pool or freed (C-I6). A record still alive when the scheduler is
+//! destroyed cannot exist: `destroy` fails with `AA_E_BUSY` while the live
+//! list is non-empty; the pool's records are freed when it is dropped.
 //!
 //! # Safety
 //!
 //! [`CoroPtr`] turns a raw record pointer into a reference; C-I1 is the
-//! reason that is sound. `free` is `unsafe` because only its caller can
-//! establish C-I1's "nothing else keeps a copy".
+//! reason that is sound. `free` and `overwrite` are `unsafe` because only
+//! their callers can establish C-I1's "nothing else keeps a copy" (C-I6 for
+//! a pooled record).
 
 // On the unsafe inventory (lib.rs): see the `# Safety` section above.
 #![allow(unsafe_code)]
@@ -104,6 +113,8 @@ pub(crate) struct Coro {
     /// Whether `handlers` may be non-empty: the fast path of every switch
     /// skips them without touching the vector.
     has_handlers: Cell<bool>,
+    /// The run queue's link (run_queue Q-I4).
+    pub(crate) q_next: Cell<Option<CoroPtr>>,
     prev: Cell<Option<CoroPtr>>,
     next: Cell<Option<CoroPtr>>,
 }
@@ -143,6 +154,7 @@ impl Coro {
             switches: Cell::new(0),
             handlers: Cell::new(Vec::new()),
             has_handlers: Cell::new(false),
+            q_next: Cell::new(None),
             prev: Cell::new(None),
             next: Cell::new(None),
         }
@@ -199,11 +211,25 @@ impl CoroPtr {
     /// # Safety
     ///
     /// The coroutine is FINISHED and unlinked from the live list and the run
-    /// queue, and no other copy of this pointer will be used again (C-I1).
+    /// queue (or the record is a pooled one), and no other copy of this
+    /// pointer will be used again (C-I1, C-I6).
     pub(crate) unsafe fn free(self) {
         // SAFETY: the record was made by `alloc` (Box::leak) and, by this
         // function's contract, nobody refers to it any more.
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+
+    /// Replaces a pooled record with a new coroutine's (the old one's fields
+    /// are dropped in place).
+    ///
+    /// # Safety
+    ///
+    /// The record was just taken out of the [`RecordPool`], so no reference
+    /// to it exists and no other copy of the pointer is in use (C-I6).
+    unsafe fn overwrite(self, coro: Coro) {
+        // SAFETY: the allocation is live (made by `alloc`, never freed while
+        // pooled) and, by this function's contract, unaliased.
+        unsafe { *self.0.as_ptr() = coro };
     }
 
     /// Runs this coroutine's switch handlers with `kind`, removing those that
@@ -300,9 +326,10 @@ impl LiveList {
 }
 
 /// Unlinks a FINISHED coroutine from the live list and the run queue and
-/// frees its record (C-I1). Called once, by the fiber that ran it, after its
-/// FINISH handlers.
-pub(crate) fn release(c: CoroPtr, live: &LiveList, queue: &RunQueue) {
+/// hands its record to the pool, which keeps or frees it (C-I1, C-I6).
+/// Called once, by the fiber that ran it, after its FINISH handlers; the
+/// caller drops its copy right after, and `current` no longer names it.
+pub(crate) fn release(c: CoroPtr, live: &LiveList, queue: &RunQueue, records: &RecordPool) {
     let coro = c.get();
     if coro.state.get() != State::Finished {
         crate::switch::die("release of a coroutine that has not finished");
@@ -311,10 +338,58 @@ pub(crate) fn release(c: CoroPtr, live: &LiveList, queue: &RunQueue) {
     if coro.in_queue.get() {
         queue.remove(c);
     }
-    // SAFETY: FINISHED, unlinked from both structures just above; the caller
-    // (the fiber loop) drops its copy right after, and `current` no longer
-    // names it, so no copy remains (C-I1).
-    unsafe { c.free() };
+    records.keep_or_free(c);
+}
+
+/// How many finished records the pool keeps for reuse (C-I6).
+pub(crate) const RECORDS_KEPT: usize = 256;
+
+/// Finished records kept for reuse, linked through `q_next` (C-I6).
+#[derive(Debug, Default)]
+pub(crate) struct RecordPool {
+    free: Cell<Option<CoroPtr>>,
+    len: Cell<usize>,
+}
+
+impl RecordPool {
+    /// A record holding `coro`: a kept one overwritten, or a new one.
+    #[inline]
+    pub(crate) fn alloc(&self, coro: Coro) -> CoroPtr {
+        let Some(c) = self.free.get() else {
+            return CoroPtr::alloc(coro);
+        };
+        self.free.set(c.get().q_next.get());
+        self.len.set(self.len.get() - 1);
+        // SAFETY: C-I6: taken out of the pool just above, where only the
+        // pool held it.
+        unsafe { c.overwrite(coro) };
+        c
+    }
+
+    /// Keeps a released record, or frees it when the pool is full.
+    #[inline]
+    fn keep_or_free(&self, c: CoroPtr) {
+        if self.len.get() < RECORDS_KEPT {
+            c.get().q_next.set(self.free.replace(Some(c)));
+            self.len.set(self.len.get() + 1);
+        } else {
+            // SAFETY: C-I1: FINISHED and unlinked by `release`, whose caller
+            // keeps no copy.
+            unsafe { c.free() };
+        }
+    }
+}
+
+impl Drop for RecordPool {
+    fn drop(&mut self) {
+        let mut at = self.free.take();
+        while let Some(c) = at {
+            at = c.get().q_next.get();
+            // SAFETY: C-I6: pooled, so nothing else refers to it; `at`
+            // was read before the free.
+            unsafe { c.free() };
+        }
+    }
 }
 
 /// What a coroutine waits for, read from its `AaWaitInfo` (C-I3).

@@ -322,6 +322,19 @@ impl H {
         self.suspend()
     }
 
+    /// A yield in one call: `suspend` with `AA_WAIT_YIELD`.
+    pub(crate) fn yield_flag(&self) -> AaStatus {
+        let wait = AaWaitInfo {
+            struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
+            flags: AA_WAIT_YIELD,
+            what: AaStr::from_str("yield"),
+            file: AaStr::from_str(file!()),
+            line: line!(),
+            column: column!(),
+        };
+        self.suspend_at(&wait)
+    }
+
     pub(crate) fn current(&self) -> Co {
         // SAFETY: a live scheduler.
         Co(unsafe { self.vt.current.unwrap()(self.s) })

@@ -64,6 +64,70 @@ engine_tests! {
         assert_events(&["a1", "b1", "a2", "b2"]);
     }
 
+    fn the_yield_flag_is_advertised(h) {
+        assert_ne!(h.vt.caps & AA_SCHED_CAP_WAIT_YIELD, 0);
+        h.spawn(|_| {});
+        ok(h.run());
+    }
+
+    fn the_yield_flag_goes_behind_coroutines_queued_before_it(h) {
+        h.spawn(move |_| {
+            ev("a1");
+            ok(h.yield_flag());
+            ev("a2");
+        });
+        h.spawn(move |_| {
+            ev("b1");
+            ok(h.yield_flag());
+            ev("b2");
+        });
+        ok(h.run());
+        assert_events(&["a1", "b1", "a2", "b2"]);
+    }
+
+    fn the_yield_flag_alone_returns_at_once_without_a_switch(h) {
+        h.spawn(move |_| {
+            let before = h.stats().switches;
+            assert_eq!(h.yield_flag(), AA_OK);
+            assert_eq!(h.stats().switches, before, "a lone yield switched");
+            ev("after yield");
+        });
+        ok(h.run());
+        assert_events(&["after yield"]);
+    }
+
+    fn the_yield_flag_keeps_an_earlier_place_and_error(h) {
+        h.spawn(move |_| {
+            let me = h.current();
+            ok(h.enqueue(me, AA_E_TIMEOUT));
+            h.spawn(|_| ev("b"));
+            ev(format!("a resumed with {}", h.yield_flag()));
+        });
+        ok(h.run());
+        assert_events(&["a resumed with -10013", "b"]);
+    }
+
+    fn the_yield_flag_of_a_high_priority_coroutine_goes_first(h) {
+        let high = Spawn { priority: AA_PRIORITY_HIGH, ..Spawn::default() };
+        h.spawn_with(high, move |_| {
+            h.spawn(|_| ev("normal"));
+            ev("high 1");
+            ok(h.yield_flag());
+            ev("high 2");
+        });
+        ok(h.run());
+        assert_events(&["high 1", "high 2", "normal"]);
+    }
+
+    fn a_yield_flag_refused_in_a_microtask_still_enqueues_nothing(h) {
+        h.spawn(move |_| {
+            h.defer(move || assert_eq!(h.yield_flag(), AA_E_INVALID, "no current coroutine"));
+            ok(h.yield_now());
+            assert_eq!(h.stats().queued, 0);
+        });
+        ok(h.run());
+    }
+
     fn suspend_returns_the_status_of_the_resuming_enqueue(h) {
         let a = h.spawn(move |_| {
             let status = h.suspend();
