@@ -32,11 +32,8 @@ pub(crate) fn cancel(state: &Rc<CoroState>, reason: Option<String>) {
     if !state.request_cancel(CancelCause::Explicit, reason) {
         return;
     }
-    let Some(rt) = runtime::current() else {
-        return;
-    };
-    if rt.sched.is_current(state) {
+    if std::ptr::eq(runtime::running(), Rc::as_ptr(state)) {
         return; // C-4
     }
-    let _ = rt.sched.enqueue(state, AA_E_CANCELLED);
+    runtime::with_runtime(|rt| rt.sched.enqueue(state, AA_E_CANCELLED));
 }

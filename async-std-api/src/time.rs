@@ -10,12 +10,11 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
 
-use async_abi::AA_OK;
-
 use crate::awaitable::{sealed, Awaitable};
 use crate::runtime::{self, TimerEvent};
 use crate::task::state::Completion;
-use crate::task::wait::{checkpoint, me, suspend_once};
+use crate::task::state::CoroState;
+use crate::task::wait::{checkpoint, suspend_once, with_me, yield_once};
 use crate::Cancelled;
 
 fn nanos(d: Duration) -> u64 {
@@ -91,8 +90,16 @@ fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Ca
     if duration.is_zero() {
         return yield_at(at);
     }
-    let (rt, me) = me("delay");
-    checkpoint(&me)?;
+    with_me("delay", |rt, me| sleep_as(rt, me, duration, at))
+}
+
+fn sleep_as(
+    rt: &runtime::Runtime,
+    me: &Rc<CoroState>,
+    duration: Duration,
+    at: &'static Location<'static>,
+) -> Result<(), Cancelled> {
+    checkpoint(me)?;
     let fired = Rc::new(Cell::new(false));
     let on_fire = {
         let fired = fired.clone();
@@ -108,16 +115,16 @@ fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Ca
         .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
     let what = format!("delay {} ms", duration.as_millis());
     while !fired.get() {
-        suspend_once(&rt, &me, &what, at)?; // `_timer` is disposed on return
+        suspend_once(rt, me, what.as_bytes(), at)?; // `_timer` is disposed on return
     }
     Ok(())
 }
 
 fn yield_at(at: &'static Location<'static>) -> Result<(), Cancelled> {
-    let (rt, me) = me("delay");
-    checkpoint(&me)?;
-    let _ = rt.sched.enqueue(&me, AA_OK);
-    suspend_once(&rt, &me, "delay 0 ms", at)
+    with_me("delay", |rt, me| {
+        checkpoint(me)?;
+        yield_once(rt, me, b"delay 0 ms", at)
+    })
 }
 
 /// A timer that completes `ms` milliseconds after it was created: the RFC's
@@ -164,11 +171,11 @@ pub struct Timeout {
 /// ```
 #[track_caller]
 pub fn timeout(ms: u64) -> Timeout {
-    let rt = runtime::current().unwrap_or_else(|| {
+    if runtime::with_runtime(|_| ()).is_none() {
         panic!(
             "timeout called outside a coroutine runtime: run the program inside async_std_api::run"
         )
-    });
+    }
     let done = Rc::new(Completion::new());
     if ms == 0 {
         done.complete();
@@ -182,10 +189,10 @@ pub fn timeout(ms: u64) -> Timeout {
         let done = done.clone();
         Box::new(move |_status| done.complete())
     };
-    let timer = rt
-        .reactor
-        .timer(nanos(Duration::from_millis(ms)), on_fire)
-        .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
+    let timer =
+        runtime::with_runtime(|rt| rt.reactor.timer(nanos(Duration::from_millis(ms)), on_fire))
+            .expect("checked above: inside a runtime")
+            .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
     Timeout {
         ms,
         done,

@@ -22,7 +22,7 @@ use std::panic::Location;
 use async_abi::AaSockAddr;
 
 use crate::runtime::io::{self as rio, Interrupt, IoReq};
-use crate::task::wait::{checkpoint, forced_unwind, me};
+use crate::task::wait::{checkpoint, forced_unwind, with_me};
 
 /// `AF_INET` / `AF_INET6` on Linux.
 const AF_INET: u16 = 2;
@@ -36,10 +36,22 @@ pub(crate) fn submit(
     what: impl FnOnce() -> String,
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
-    let (rt, me) = me("blocking I/O");
-    checkpoint(&me).map_err(io::Error::from)?;
+    with_me("blocking I/O", |rt, me| {
+        submit_as(rt, me, fd, req, what, at)
+    })
+}
+
+fn submit_as(
+    rt: &crate::runtime::Runtime,
+    me: &std::rc::Rc<crate::task::state::CoroState>,
+    fd: &impl AsRawFd,
+    req: IoReq<'_>,
+    what: impl FnOnce() -> String,
+    at: &'static Location<'static>,
+) -> io::Result<i64> {
+    checkpoint(me).map_err(io::Error::from)?;
     let what = what();
-    let out = rio::perform(&rt.reactor, &rt.sched, &me, fd.as_raw_fd(), req, &what, at);
+    let out = rio::perform(&rt.reactor, &rt.sched, me, fd.as_raw_fd(), req, &what, at);
     match out.interrupt {
         None if out.result < 0 => Err(os_error(out.result)),
         None => Ok(out.result),
@@ -67,10 +79,13 @@ fn os_error(result: i64) -> io::Error {
 
 /// Closes a descriptor through the reactor if a runtime runs, else directly.
 pub(crate) fn close(fd: OwnedFd) {
-    match crate::runtime::current() {
-        Some(rt) => rio::close(&rt.reactor, fd),
-        None => drop(fd),
-    }
+    let mut fd = Some(fd);
+    crate::runtime::with_runtime(|rt| {
+        if let Some(fd) = fd.take() {
+            rio::close(&rt.reactor, fd);
+        }
+    });
+    drop(fd);
 }
 
 /// Encodes an address in the platform's `struct sockaddr_*` layout.

@@ -35,6 +35,7 @@ use std::rc::Rc;
 use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_SHUTDOWN};
 
 pub use builder::Builder;
+pub(crate) use ffi::current::{running, with_running, with_runtime};
 pub(crate) use ffi::io;
 pub(crate) use ffi::{Reactor, Scheduler, TimerEvent};
 
@@ -134,20 +135,17 @@ pub(crate) struct Runtime {
     main_panic: RefCell<Option<Box<dyn Any + Send>>>,
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Rc<Runtime>>> = const { RefCell::new(None) };
-}
-
-/// The thread's runtime, if one is running.
-pub(crate) fn current() -> Option<Rc<Runtime>> {
-    CURRENT.with(|c| c.borrow().clone())
-}
-
 /// Enqueues a waiting coroutine with status 0 (a hint: it re-checks, P-22).
+#[inline]
 pub(crate) fn wake(state: &CoroState) {
-    if let Some(rt) = current() {
-        let _ = rt.sched.enqueue(state, async_abi::AA_OK);
-    }
+    wake_raw(state.raw.get());
+}
+
+/// [`wake`] by the coroutine's handle (`CoroState::raw`, read by the
+/// caller: null once it finished).
+#[inline]
+pub(crate) fn wake_raw(raw: *mut async_abi::AaCoroutine) {
+    with_runtime(|rt| rt.sched.enqueue_raw(raw, async_abi::AA_OK));
 }
 
 impl Runtime {
@@ -156,15 +154,6 @@ impl Runtime {
     pub(crate) fn main_panicked(&self, payload: Box<dyn Any + Send>) {
         *self.main_panic.borrow_mut() = Some(payload);
         let _ = self.sched.shutdown(AA_E_SHUTDOWN);
-    }
-}
-
-/// Clears the thread-local on every path (R1).
-struct ClearOnDrop;
-
-impl Drop for ClearOnDrop {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.borrow_mut().take());
     }
 }
 
@@ -260,7 +249,7 @@ where
     F: FnOnce() -> T + 'static,
     T: 'static,
 {
-    if current().is_some() {
+    if ffi::current::is_installed() {
         return Err(Error::new(
             ErrorKind::AlreadyRunning,
             "a runtime is already running on this thread",
@@ -297,44 +286,44 @@ where
     };
     log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
 
-    let rt = Rc::new(Runtime {
+    let rt = Runtime {
         sched,
         reactor,
         stack_size: cfg.stack_size,
         main_panic: RefCell::new(None),
-    });
-    CURRENT.with(|c| *c.borrow_mut() = Some(rt.clone()));
-    let clear = ClearOnDrop;
-
-    let body: crate::task::state::Body = Box::new(move || Box::new(f()) as Box<dyn Any>);
-    let main = Rc::new(CoroState::new(body, location, true));
-    let spawned = rt.sched.spawn(main.clone(), rt.stack_size, main.location);
-    let status = match spawned {
-        Ok(()) => rt.sched.run(),
-        Err(status) => status,
     };
+    // R1: installed for the run and the teardown, cleared on every path.
+    let (main, spawned, status) = ffi::current::installed(&rt, || {
+        let body: crate::task::state::Body = Box::new(move || Box::new(f()) as Box<dyn Any>);
+        let main = Rc::new(CoroState::new(body, location, true));
+        let spawned = rt.sched.spawn(&main, rt.stack_size, main.location);
+        let status = match spawned {
+            Ok(()) => rt.sched.run(),
+            Err(status) => status,
+        };
 
-    // Teardown (R2). A scheduler that still holds coroutines (it should
-    // not, after `run`) is shut down and run once more so they unwind.
-    let mut destroyed = rt.sched.destroy();
-    if destroyed == async_abi::AA_E_BUSY {
-        let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
-        let _ = rt.sched.run();
-        destroyed = rt.sched.destroy();
-    }
-    if destroyed < 0 {
-        tracing::warn!(
-            target: "async_std_api::runtime",
-            "scheduler destroy failed ({}): leaking it and the reactor",
-            status_text(destroyed)
-        );
-    } else if !rt.reactor.destroy(64) {
-        tracing::warn!(
-            target: "async_std_api::runtime",
-            "reactor still busy after draining: leaking it"
-        );
-    }
-    drop(clear);
+        // Teardown (R2). A scheduler that still holds coroutines (it should
+        // not, after `run`) is shut down and run once more so they unwind.
+        let mut destroyed = rt.sched.destroy();
+        if destroyed == async_abi::AA_E_BUSY {
+            let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
+            let _ = rt.sched.run();
+            destroyed = rt.sched.destroy();
+        }
+        if destroyed < 0 {
+            tracing::warn!(
+                target: "async_std_api::runtime",
+                "scheduler destroy failed ({}): leaking it and the reactor",
+                status_text(destroyed)
+            );
+        } else if !rt.reactor.destroy(64) {
+            tracing::warn!(
+                target: "async_std_api::runtime",
+                "reactor still busy after draining: leaking it"
+            );
+        }
+        (main, spawned, status)
+    });
 
     if let Some(payload) = rt.main_panic.borrow_mut().take() {
         std::panic::resume_unwind(payload);

@@ -26,7 +26,7 @@ use error::{panic_message, Failure};
 pub use error::{CancelCause, Cancelled, JoinError};
 use state::{Body, CoroState, Outcome};
 pub(crate) use wait::ForcedUnwind;
-use wait::{me, suspend_once, wait_for, WaitEnd};
+use wait::{wait_for, with_me, JoinWhat, WaitEnd};
 
 use crate::awaitable::Awaitable;
 use crate::runtime;
@@ -90,9 +90,12 @@ pub(crate) fn run_entry(state: &Rc<CoroState>, start: AaStatus) {
         Err(payload) => {
             let message = panic_message(&*payload);
             let payload = if state.is_main {
-                if let Some(rt) = runtime::current() {
-                    rt.main_panicked(payload);
-                }
+                let mut payload = Some(payload);
+                runtime::with_runtime(|rt| {
+                    if let Some(p) = payload.take() {
+                        rt.main_panicked(p);
+                    }
+                });
                 None
             } else {
                 Some(payload)
@@ -147,23 +150,33 @@ where
     T: 'static,
 {
     let location = Location::caller();
-    let rt = runtime::current().unwrap_or_else(|| {
-        panic!(
-            "spawn called outside a coroutine runtime: run the program inside async_std_api::run"
-        )
+    let spawned = runtime::with_runtime(|rt| {
+        let body: Body = Box::new(move || Box::new(f()) as Box<dyn std::any::Any>);
+        let state = Rc::new(CoroState::new(body, location, false));
+        rt.sched
+            .spawn(&state, rt.stack_size, location)
+            .map(|()| state)
     });
-    let body: Body = Box::new(move || Box::new(f()) as Box<dyn std::any::Any>);
-    let state = Rc::new(CoroState::new(body, location, false));
-    if let Err(status) = rt.sched.spawn(state.clone(), rt.stack_size, location) {
-        panic!(
-            "cannot spawn a coroutine: the scheduler refused ({})",
-            runtime::status_text(status)
-        );
+    match spawned {
+        Some(Ok(state)) => JoinHandle {
+            state,
+            _value: PhantomData,
+        },
+        Some(Err(status)) => spawn_refused(status),
+        None => panic!(
+            "spawn called outside a coroutine runtime: run the program inside async_std_api::run"
+        ),
     }
-    JoinHandle {
-        state,
-        _value: PhantomData,
-    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn spawn_refused(status: AaStatus) -> ! {
+    panic!(
+        "cannot spawn a coroutine: the scheduler refused ({})",
+        runtime::status_text(status)
+    )
 }
 
 /// The running coroutine.
@@ -189,8 +202,7 @@ where
 /// ```
 #[track_caller]
 pub fn current() -> Coroutine {
-    let (_, state) = me("current");
-    Coroutine { state }
+    with_me("current", |_, me| Coroutine { state: me.clone() })
 }
 
 /// Yields: lets every other runnable coroutine run, then continues.
@@ -233,10 +245,18 @@ pub fn current() -> Coroutine {
 #[track_caller]
 pub fn suspend() -> Result<(), Cancelled> {
     let at = Location::caller();
-    let (rt, me) = me("suspend");
-    wait::checkpoint(&me)?;
-    let _ = rt.sched.enqueue(&me, AA_OK);
-    suspend_once(&rt, &me, "suspend", at)
+    // The hot path returns a status only; the rare outcomes (a pending
+    // cancellation, an error status) are built out of line.
+    let status = with_me("suspend", |rt, me| {
+        if me.has_pending_cancel() {
+            return wait::PENDING_CANCEL;
+        }
+        rt.sched.yield_now(me, b"suspend", at)
+    });
+    if status >= AA_OK {
+        return Ok(());
+    }
+    wait::not_resumed_ok(status)
 }
 
 /// Waits for `target` (and `until`), then reads its outcome without taking
@@ -247,35 +267,29 @@ fn wait_state(
     at: &'static Location<'static>,
 ) -> Result<(), JoinError> {
     let id = target.id();
-    if target.is_finished() && until.is_none() {
+    if until.is_none() && target.is_finished() {
         // REF-4: no suspension, no scheduler round trip. (W1 still applies
         // below when a wait is needed.)
-        if let Some(rt) = runtime::current() {
-            if let Some(me) = rt.sched.current() {
-                if let Some(c) = me.take_pending_cancel() {
-                    return Err(JoinError::interrupted(id, c));
-                }
-            }
+        if let Some(Some(c)) = runtime::with_running(|_, me| me.take_pending_cancel()) {
+            return Err(JoinError::interrupted(id, c));
         }
         return outcome_of(target);
     }
-    let (rt, me) = me("join");
-    assert!(
-        !Rc::ptr_eq(&me, target),
-        "a coroutine cannot wait for itself (coroutine {id})"
-    );
-    let what = match until {
-        Some(u) => format!("join coroutine {id} until {}", u.describe()),
-        None => format!("join coroutine {id}"),
-    };
-    match wait_for(
-        &rt,
-        &me,
-        &target.done,
-        until.map(|u| u.completion()),
-        &what,
-        at,
-    ) {
+    let end = with_me("join", |rt, me| {
+        assert!(
+            !Rc::ptr_eq(me, target),
+            "a coroutine cannot wait for itself (coroutine {id})"
+        );
+        let done = &target.done;
+        match until {
+            None => wait_for(rt, me, done, None, JoinWhat::new(id.0).as_bytes(), at),
+            Some(u) => {
+                let what = format!("join coroutine {id} until {}", u.describe());
+                wait_for(rt, me, done, Some(u.completion()), what.as_bytes(), at)
+            }
+        }
+    });
+    match end {
         WaitEnd::Done => outcome_of(target),
         WaitEnd::Trigger => Err(JoinError::await_cancelled(id)),
         WaitEnd::Interrupted(c) => Err(JoinError::interrupted(id, c)),
@@ -576,7 +590,7 @@ impl Coroutine {
 
     /// True if it is the running coroutine.
     pub fn is_running(&self) -> bool {
-        runtime::current().is_some_and(|rt| rt.sched.is_current(&self.state))
+        std::ptr::eq(runtime::running(), Rc::as_ptr(&self.state))
     }
 
     /// True while it is suspended, waiting to be woken.
@@ -669,7 +683,7 @@ impl Coroutine {
     }
 
     fn sched_state(&self) -> Option<u32> {
-        runtime::current().and_then(|rt| rt.sched.coroutine_state(&self.state))
+        runtime::with_runtime(|rt| rt.sched.coroutine_state(&self.state)).flatten()
     }
 }
 

@@ -17,7 +17,9 @@
 //!   once) and may be set again only by I/O that returned data first (P-08).
 //! - **I4** A waiter is in a [`WaitList`] only while it runs the wait loop
 //!   that put it there; the loop removes it before returning (a drop guard
-//!   does it when the stack unwinds).
+//!   does it when the stack unwinds). The list holds the waiter's scheduler
+//!   handle (`raw`), which is therefore live whenever it is listed (I1), so
+//!   a completion can enqueue it (F4) without holding a reference count.
 //!
 //! Everything here is touched only on the loop thread (`!Send` by `Rc`).
 
@@ -121,12 +123,26 @@ impl CoroState {
     }
 
     /// Delivers a pending cancellation (D-1: once).
+    #[inline]
     pub(crate) fn take_pending_cancel(&self) -> Option<Cancelled> {
-        if self.cancel_pending.replace(false) {
-            self.cancellation()
+        if self.cancel_pending.get() {
+            self.deliver_cancel()
         } else {
             None
         }
+    }
+
+    /// Whether a cancellation waits to be delivered (without delivering it).
+    #[inline]
+    pub(crate) fn has_pending_cancel(&self) -> bool {
+        self.cancel_pending.get()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn deliver_cancel(&self) -> Option<Cancelled> {
+        self.cancel_pending.set(false);
+        self.cancellation()
     }
 
     /// Puts a delivered cancellation back, for the next suspension point
@@ -192,8 +208,8 @@ impl Completion {
     }
 
     /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
-    pub(crate) fn subscribe(&self, who: Rc<CoroState>) -> WaitKey {
-        self.waiters.borrow_mut().push(who)
+    pub(crate) fn subscribe(&self, who: &CoroState) -> WaitKey {
+        self.waiters.borrow_mut().push(who.raw.get())
     }
 
     /// Removes a waiter (O(1)).
@@ -203,11 +219,29 @@ impl Completion {
 
     /// Marks it done and enqueues every waiter, oldest first. A wake-up is
     /// only a hint: each waiter re-checks its own condition (P-22).
+    ///
+    /// The list is taken out first (a completion is one-shot: nobody
+    /// subscribes once it is done, and a waiter's later `unsubscribe` finds
+    /// its slot empty), so no borrow is held while the scheduler is called.
     pub(crate) fn complete(&self) {
         self.done.set(true);
-        let who: Vec<Rc<CoroState>> = self.waiters.borrow().iter().cloned().collect();
-        for w in who {
-            runtime::wake(&w);
+        let waiters = self.waiters.borrow();
+        if waiters.head == NIL {
+            return;
+        }
+        if waiters.head == waiters.tail {
+            // One waiter (a join): wake it in place. The scheduler's
+            // `enqueue` calls no host code, so the list is not touched
+            // meanwhile; the waiter unsubscribes itself when it runs.
+            let raw = waiters.node(waiters.head).who;
+            drop(waiters);
+            runtime::wake_raw(raw);
+            return;
+        }
+        drop(waiters);
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        for raw in waiters.iter() {
+            runtime::wake_raw(raw);
         }
     }
 }
@@ -219,50 +253,95 @@ pub(crate) struct WaitKey(usize);
 const NIL: usize = usize::MAX;
 
 struct Node {
-    who: Option<Rc<CoroState>>,
+    /// The waiter's handle (`CoroState::raw`: non-null, the waiter is alive
+    /// while it is listed, I4); null in a free slot.
+    who: *mut AaCoroutine,
     prev: usize,
+    /// The next waiter; in a free slot, the next free slot.
     next: usize,
 }
 
+const EMPTY_NODE: Node = Node {
+    who: ptr::null_mut(),
+    prev: NIL,
+    next: NIL,
+};
+
 /// An insertion-ordered set of waiters: a doubly linked list threaded
 /// through a slab, so add and remove are O(1) and wake order is FIFO.
+/// Slot 0 is inline, so the usual single waiter (a `join`) allocates
+/// nothing; free slots are linked through `next`.
 pub(crate) struct WaitList {
-    nodes: Vec<Node>,
+    first: Node,
+    /// Slots 1.. .
+    rest: Vec<Node>,
+    /// Slots ever used: `0..slots` are either in the list or free.
+    slots: usize,
     head: usize,
     tail: usize,
-    free: Vec<usize>,
+    free: usize,
+}
+
+impl Default for WaitList {
+    fn default() -> Self {
+        WaitList::new()
+    }
 }
 
 impl WaitList {
-    pub(crate) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         WaitList {
-            nodes: Vec::new(),
+            first: EMPTY_NODE,
+            rest: Vec::new(),
+            slots: 0,
             head: NIL,
             tail: NIL,
-            free: Vec::new(),
+            free: NIL,
         }
     }
 
-    pub(crate) fn push(&mut self, who: Rc<CoroState>) -> WaitKey {
+    fn node(&self, i: usize) -> &Node {
+        if i == 0 {
+            &self.first
+        } else {
+            &self.rest[i - 1]
+        }
+    }
+
+    fn node_mut(&mut self, i: usize) -> &mut Node {
+        if i == 0 {
+            &mut self.first
+        } else {
+            &mut self.rest[i - 1]
+        }
+    }
+
+    pub(crate) fn push(&mut self, who: *mut AaCoroutine) -> WaitKey {
         let node = Node {
-            who: Some(who),
+            who,
             prev: self.tail,
             next: NIL,
         };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i] = node;
-                i
+        let i = if self.free != NIL {
+            let i = self.free;
+            self.free = self.node(i).next;
+            *self.node_mut(i) = node;
+            i
+        } else {
+            let i = self.slots;
+            self.slots += 1;
+            if i == 0 {
+                self.first = node;
+            } else {
+                self.rest.push(node);
             }
-            None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
-            }
+            i
         };
         if self.tail == NIL {
             self.head = i;
         } else {
-            self.nodes[self.tail].next = i;
+            let tail = self.tail;
+            self.node_mut(tail).next = i;
         }
         self.tail = i;
         WaitKey(i)
@@ -270,34 +349,37 @@ impl WaitList {
 
     pub(crate) fn remove(&mut self, key: WaitKey) {
         let i = key.0;
-        let Some(node) = self.nodes.get_mut(i) else {
+        if i >= self.slots {
             return;
-        };
-        if node.who.take().is_none() {
+        }
+        let free = self.free;
+        let node = self.node_mut(i);
+        if std::mem::replace(&mut node.who, ptr::null_mut()).is_null() {
             return;
         }
         let (prev, next) = (node.prev, node.next);
+        node.next = free;
+        self.free = i;
         if prev == NIL {
             self.head = next;
         } else {
-            self.nodes[prev].next = next;
+            self.node_mut(prev).next = next;
         }
         if next == NIL {
             self.tail = prev;
         } else {
-            self.nodes[next].prev = prev;
+            self.node_mut(next).prev = prev;
         }
-        self.free.push(i);
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Rc<CoroState>> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = *mut AaCoroutine> + '_ {
         let mut i = self.head;
         std::iter::from_fn(move || {
             while i != NIL {
-                let node = &self.nodes[i];
+                let node = self.node(i);
                 i = node.next;
-                if let Some(w) = &node.who {
-                    return Some(w);
+                if !node.who.is_null() {
+                    return Some(node.who);
                 }
             }
             None
@@ -318,7 +400,7 @@ pub(crate) struct Subscription<'a> {
 }
 
 impl<'a> Subscription<'a> {
-    pub(crate) fn new(completion: &'a Completion, who: Rc<CoroState>) -> Self {
+    pub(crate) fn new(completion: &'a Completion, who: &CoroState) -> Self {
         let key = completion.subscribe(who);
         Subscription { completion, key }
     }
@@ -334,33 +416,43 @@ impl Drop for Subscription<'_> {
 mod tests {
     use super::*;
 
-    fn state() -> Rc<CoroState> {
-        Rc::new(CoroState::new(
-            Box::new(|| Box::new(())),
-            Location::caller(),
-            false,
-        ))
+    /// A stand-in handle: the list never dereferences it.
+    fn handle(i: usize) -> *mut AaCoroutine {
+        ptr::without_provenance_mut(i)
+    }
+
+    fn ids(list: &WaitList) -> Vec<usize> {
+        list.iter().map(|w| w.addr()).collect()
     }
 
     #[test]
     fn wait_list_keeps_fifo_order_across_removals() {
         let mut list = WaitList::new();
-        let s: Vec<_> = (1..=4)
-            .map(|i| {
-                let st = state();
-                st.id.set(i);
-                st
-            })
-            .collect();
-        let keys: Vec<_> = s.iter().map(|st| list.push(st.clone())).collect();
+        let keys: Vec<_> = (1..=4).map(|i| list.push(handle(i))).collect();
         list.remove(keys[1]);
         list.remove(keys[1]);
-        let e = state();
-        e.id.set(5);
-        list.push(e);
+        list.push(handle(5));
         list.remove(keys[0]);
-        let ids: Vec<u64> = list.iter().map(|w| w.id.get()).collect();
-        assert_eq!(ids, vec![3, 4, 5]);
+        assert_eq!(ids(&list), vec![3, 4, 5]);
         assert_eq!(list.len(), 3);
+    }
+
+    #[test]
+    fn one_waiter_at_a_time_stays_in_the_inline_slot() {
+        let mut list = WaitList::new();
+        for i in 1..=3 {
+            let key = list.push(handle(i));
+            assert_eq!(ids(&list), [i]);
+            list.remove(key);
+            list.remove(key);
+            assert_eq!(list.len(), 0);
+        }
+        assert_eq!(list.rest.capacity(), 0);
+        // A key of a list that was taken out (a completed completion) is
+        // harmless on the fresh one.
+        let key = list.push(handle(7));
+        let _taken = std::mem::take(&mut list);
+        list.remove(key);
+        assert_eq!(list.len(), 0);
     }
 }

@@ -14,7 +14,7 @@
 use std::panic::Location;
 use std::rc::Rc;
 
-use async_abi::{AA_E_CANCELLED, AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_OK};
+use async_abi::{AaStatus, AA_E_CANCELLED, AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_OK};
 
 use super::error::Cancelled;
 use super::state::{Completion, CoroState, Subscription};
@@ -30,25 +30,35 @@ pub(crate) fn forced_unwind() -> ! {
     std::panic::resume_unwind(Box::new(ForcedUnwind))
 }
 
-/// The runtime and the running coroutine.
+/// Runs `f` with the runtime and the running coroutine (borrowed: no
+/// reference count is taken, `runtime::ffi::current` K3).
 ///
 /// # Panics
 ///
 /// Outside a coroutine, with a message naming `what` and the fix.
 #[track_caller]
-pub(crate) fn me(what: &str) -> (Rc<Runtime>, Rc<CoroState>) {
-    let rt = runtime::current().unwrap_or_else(|| {
+#[inline]
+pub(crate) fn with_me<R>(what: &str, f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> R {
+    match runtime::with_running(f) {
+        Some(r) => r,
+        None => not_in_coroutine(what),
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_in_coroutine(what: &str) -> ! {
+    if runtime::with_runtime(|_| ()).is_none() {
         panic!(
             "{what} called outside a coroutine runtime: run the program inside async_std_api::run"
         )
-    });
-    let me = rt.sched.current().unwrap_or_else(|| {
-        panic!("{what} called outside a coroutine: call it from a coroutine of async_std_api::run")
-    });
-    (rt, me)
+    }
+    panic!("{what} called outside a coroutine: call it from a coroutine of async_std_api::run")
 }
 
 /// W1: delivers a pending cancellation.
+#[inline]
 pub(crate) fn checkpoint(me: &CoroState) -> Result<(), Cancelled> {
     match me.take_pending_cancel() {
         Some(c) => Err(c),
@@ -60,18 +70,63 @@ pub(crate) fn checkpoint(me: &CoroState) -> Result<(), Cancelled> {
 /// `AA_E_CANCELLED` delivers a pending cancellation (a stale one is a
 /// spurious wake-up), `AA_E_SHUTDOWN` unwinds, `AA_E_DEADLOCK` is a
 /// cancellation with cause `Deadlock`.
+#[inline]
 pub(crate) fn suspend_once(
     rt: &Runtime,
-    me: &CoroState,
-    what: &str,
+    me: &Rc<CoroState>,
+    what: &[u8],
     at: &'static Location<'static>,
 ) -> Result<(), Cancelled> {
-    match rt.sched.suspend(what, at) {
-        AA_OK => Ok(()),
+    resumed(me, rt.sched.suspend(me, what, at))
+}
+
+/// Yields once (enqueue with status 0, then suspend) with the same policy
+/// as [`suspend_once`].
+#[inline]
+pub(crate) fn yield_once(
+    rt: &Runtime,
+    me: &Rc<CoroState>,
+    what: &[u8],
+    at: &'static Location<'static>,
+) -> Result<(), Cancelled> {
+    resumed(me, rt.sched.yield_now(me, what, at))
+}
+
+/// Not a status any scheduler returns: "a cancellation was pending before
+/// the suspension" ([`not_resumed_ok`] delivers it, W1).
+pub(crate) const PENDING_CANCEL: AaStatus = AaStatus::MIN;
+
+/// The out-of-line half of a hot suspension point (W1, then the policy of
+/// [`suspend_once`]) for a `status` that is [`PENDING_CANCEL`] or negative.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn not_resumed_ok(status: AaStatus) -> Result<(), Cancelled> {
+    with_me("suspend", |_, me| {
+        if status == PENDING_CANCEL {
+            checkpoint(me)
+        } else {
+            resumed_with_error(me, status)
+        }
+    })
+}
+
+/// The policy of [`suspend_once`] for a resume status.
+#[inline]
+fn resumed(me: &CoroState, status: AaStatus) -> Result<(), Cancelled> {
+    if status >= AA_OK {
+        return Ok(());
+    }
+    resumed_with_error(me, status)
+}
+
+#[cold]
+#[inline(never)]
+fn resumed_with_error(me: &CoroState, status: AaStatus) -> Result<(), Cancelled> {
+    match status {
         AA_E_CANCELLED => checkpoint(me),
         AA_E_SHUTDOWN => forced_unwind(),
         AA_E_DEADLOCK => Err(me.deadlocked()),
-        s if s > 0 => Ok(()),
         s => panic!(
             "the scheduler could not suspend coroutine {}: {}",
             me.id(),
@@ -97,7 +152,7 @@ pub(crate) fn wait_for(
     me: &Rc<CoroState>,
     target: &Completion,
     until: Option<&Completion>,
-    what: &str,
+    what: &[u8],
     at: &'static Location<'static>,
 ) -> WaitEnd {
     if let Err(c) = checkpoint(me) {
@@ -113,12 +168,75 @@ pub(crate) fn wait_for(
         }
         if subs.is_none() {
             subs = Some((
-                Subscription::new(target, me.clone()),
-                until.map(|u| Subscription::new(u, me.clone())),
+                Subscription::new(target, me),
+                until.map(|u| Subscription::new(u, me)),
             ));
         }
         if let Err(c) = suspend_once(rt, me, what, at) {
             return WaitEnd::Interrupted(c);
+        }
+    }
+}
+
+/// `"join coroutine <id>"`, formatted on the stack: the hot join path
+/// describes its wait without allocating.
+pub(crate) struct JoinWhat {
+    buf: [u8; JoinWhat::CAP],
+    start: usize,
+}
+
+impl JoinWhat {
+    const PREFIX: [u8; 15] = *b"join coroutine ";
+    /// The prefix and the 20 digits of `u64::MAX`.
+    const CAP: usize = 15 + 20;
+
+    pub(crate) fn new(id: u64) -> JoinWhat {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+                                    2021222324252627282930313233343536373839\
+                                    4041424344454647484950515253545556575859\
+                                    6061626364656667686970717273747576777879\
+                                    8081828384858687888990919293949596979899";
+        let mut buf = [0u8; JoinWhat::CAP];
+        let mut at = JoinWhat::CAP;
+        let mut n = id;
+        while n >= 100 {
+            let pair = (n % 100) as usize * 2;
+            n /= 100;
+            at -= 2;
+            buf[at] = PAIRS[pair];
+            buf[at + 1] = PAIRS[pair + 1];
+        }
+        if n >= 10 {
+            let pair = n as usize * 2;
+            at -= 2;
+            buf[at] = PAIRS[pair];
+            buf[at + 1] = PAIRS[pair + 1];
+        } else {
+            at -= 1;
+            buf[at] = b'0' + n as u8;
+        }
+        let start = at - JoinWhat::PREFIX.len();
+        for (i, b) in JoinWhat::PREFIX.iter().enumerate() {
+            buf[start + i] = *b;
+        }
+        JoinWhat { buf, start }
+    }
+
+    /// The text, ASCII.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JoinWhat;
+
+    #[test]
+    fn join_what_reads_like_format() {
+        for id in [0, 1, 9, 10, 42, 99, 100, 101, 12345, 999_999, u64::MAX] {
+            let what = JoinWhat::new(id);
+            assert_eq!(what.as_bytes(), format!("join coroutine {id}").as_bytes());
         }
     }
 }

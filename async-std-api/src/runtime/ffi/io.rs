@@ -167,7 +167,7 @@ pub(crate) fn perform(
     };
     let mut interrupt = None;
     while !rec.done.get() {
-        let st = sched.suspend(what, at);
+        let st = sched.suspend(me, what.as_bytes(), at);
         if rec.done.get() || interrupt.is_some() {
             continue;
         }
@@ -205,8 +205,8 @@ pub(crate) fn perform(
 unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {
     // The close's one callback: the event is ours to dispose (F5).
     let _ = catch_unwind(|| {
-        if let (Some(rt), Some(ev)) = (crate::runtime::current(), NonNull::new(ev)) {
-            rt.reactor.dispose(ev);
+        if let Some(ev) = NonNull::new(ev) {
+            crate::runtime::with_runtime(|rt| rt.reactor.dispose(ev));
         }
     });
 }

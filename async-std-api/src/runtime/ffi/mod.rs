@@ -20,6 +20,11 @@
 //!   non-null (I1 in `task::state`): the coroutine is alive.
 //! - **F5** An event's `ud` is owned by its wrapper and freed only after
 //!   `dispose` (after which no callback runs) or after its final callback.
+//! - **F6** The hot slots (`coroutine_new`, `coroutine_id`, `enqueue`,
+//!   `suspend`) are copied out of the validated vtable once, at `create`
+//!   (F1), so a call is one indirect call with no `Option` check.
+//!
+//! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
 //!
 //! # Safety
 //!
@@ -28,6 +33,7 @@
 //! documented contract; each block names the contract it relies on.
 #![allow(unsafe_code)]
 
+pub(crate) mod current;
 pub(crate) mod io;
 
 use std::ffi::c_void;
@@ -36,9 +42,10 @@ use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use async_abi::{
-    AaCoroutine, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig, AaReactorVTable,
-    AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus, AaStr, AaWaitInfo,
-    AA_E_CLOSED, AA_E_INVALID, AA_OK, AA_PRIORITY_NORMAL,
+    AaCoroutine, AaCoroutineEntry, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig,
+    AaReactorVTable, AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus,
+    AaStr, AaWaitInfo, AA_E_CLOSED, AA_E_INVALID, AA_OK, AA_PRIORITY_NORMAL,
+    AA_SCHED_CAP_WAIT_YIELD, AA_WAIT_YIELD,
 };
 
 use super::loader::Loaded;
@@ -257,10 +264,32 @@ impl Drop for TimerEvent {
     }
 }
 
+type CoroutineNewFn = unsafe extern "C" fn(
+    *mut AaScheduler,
+    *const AaSpawnOptions,
+    AaCoroutineEntry,
+    *mut c_void,
+    *mut *mut AaCoroutine,
+) -> AaStatus;
+type CoroutineIdFn = unsafe extern "C" fn(*const AaCoroutine) -> u64;
+type EnqueueFn = unsafe extern "C" fn(*mut AaScheduler, *mut AaCoroutine, AaStatus) -> AaStatus;
+type SuspendFn = unsafe extern "C" fn(*mut AaScheduler, *const AaWaitInfo) -> AaStatus;
+
+/// The slots every spawn, wake-up and suspension calls (F6).
+struct HotSlots {
+    coroutine_new: CoroutineNewFn,
+    coroutine_id: CoroutineIdFn,
+    enqueue: EnqueueFn,
+    suspend: SuspendFn,
+    /// `AA_SCHED_CAP_WAIT_YIELD`: a yield is one `suspend` call.
+    wait_yield: bool,
+}
+
 /// A scheduler instance and its plugin.
 pub(crate) struct Scheduler {
     plugin: Loaded<AaSchedulerVTable>,
     s: std::cell::Cell<*mut AaScheduler>,
+    hot: HotSlots,
 }
 
 impl Scheduler {
@@ -296,9 +325,18 @@ impl Scheduler {
             let msg = err_text(&err, status);
             return Err((plugin, msg));
         }
+        let vt = &plugin.vt;
+        let hot = HotSlots {
+            coroutine_new: vt.coroutine_new.expect("F1"),
+            coroutine_id: vt.coroutine_id.expect("F1"),
+            enqueue: vt.enqueue.expect("F1"),
+            suspend: vt.suspend.expect("F1"),
+            wait_yield: vt.caps & AA_SCHED_CAP_WAIT_YIELD != 0,
+        };
         Ok(Scheduler {
             plugin,
             s: std::cell::Cell::new(out),
+            hot,
         })
     }
 
@@ -341,7 +379,7 @@ impl Scheduler {
     /// Creates a coroutine for `state` and enqueues it for its first start.
     pub(crate) fn spawn(
         &self,
-        state: Rc<CoroState>,
+        state: &Rc<CoroState>,
         stack_size: usize,
         location: &'static Location<'static>,
     ) -> Result<(), AaStatus> {
@@ -358,22 +396,21 @@ impl Scheduler {
             spawn_column: location.column(),
         };
         let arg = Rc::into_raw(state.clone()) as *mut c_void;
-        let coroutine_new = self.vt().coroutine_new.expect("F1");
         let mut out: *mut AaCoroutine = ptr::null_mut();
         // SAFETY: `s` is live (F2); `opts.spawn_file` is `'static`, as the
         // slot requires; `coroutine_entry` matches `AaCoroutineEntry`;
         // `arg` carries one strong count for the coroutine (F3).
-        let status = unsafe { coroutine_new(s, &opts, Some(coroutine_entry), arg, &mut out) };
+        let status =
+            unsafe { (self.hot.coroutine_new)(s, &opts, Some(coroutine_entry), arg, &mut out) };
         if status < 0 || out.is_null() {
             // SAFETY: AA-R8: nothing was created, so the count is ours again.
             drop(unsafe { Rc::from_raw(arg as *const CoroState) });
             return Err(if status < 0 { status } else { AA_E_INVALID });
         }
-        let coroutine_id = self.vt().coroutine_id.expect("F1");
         // SAFETY: `out` is the coroutine just created, alive (not started).
-        state.id.set(unsafe { coroutine_id(out) });
+        state.id.set(unsafe { (self.hot.coroutine_id)(out) });
         state.raw.set(out);
-        let status = self.enqueue(&state, AA_OK);
+        let status = self.enqueue(state, AA_OK);
         if status < 0 {
             return Err(status);
         }
@@ -382,76 +419,86 @@ impl Scheduler {
 
     /// Enqueues a live coroutine with `status` (F4); `AA_E_INVALID` if it
     /// has finished.
+    #[inline]
     pub(crate) fn enqueue(&self, state: &CoroState, status: AaStatus) -> AaStatus {
+        self.enqueue_raw(state.raw.get(), status)
+    }
+
+    /// [`Scheduler::enqueue`] by handle: `raw` is a `CoroState::raw` read
+    /// just before (F4: null once the coroutine finished).
+    #[inline]
+    pub(crate) fn enqueue_raw(&self, raw: *mut AaCoroutine, status: AaStatus) -> AaStatus {
         let s = self.s.get();
-        let raw = state.raw.get();
         if s.is_null() {
             return AA_E_CLOSED;
         }
         if raw.is_null() {
             return AA_E_INVALID;
         }
-        let enqueue = self.vt().enqueue.expect("F1");
         // SAFETY: `s` is live (F2) and `raw` is a live coroutine of it (F4).
-        unsafe { enqueue(s, raw, status) }
+        unsafe { (self.hot.enqueue)(s, raw, status) }
     }
 
-    /// Suspends the current coroutine; returns the status it is resumed
-    /// with. `what` and `at` describe the wait (deadlock reports).
-    pub(crate) fn suspend(&self, what: &str, at: &'static Location<'static>) -> AaStatus {
+    /// Suspends `me`, the running coroutine; returns the status it is
+    /// resumed with. `what` and `at` describe the wait (deadlock reports).
+    #[inline]
+    pub(crate) fn suspend(
+        &self,
+        me: &Rc<CoroState>,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
+        self.suspend_with(me, 0, what, at)
+    }
+
+    /// Yields: enqueues `me`, the running coroutine, with status 0 and
+    /// suspends it; one `suspend` call with `AA_WAIT_YIELD` when the
+    /// scheduler has `AA_SCHED_CAP_WAIT_YIELD`, else `enqueue` + `suspend`.
+    #[inline]
+    pub(crate) fn yield_now(
+        &self,
+        me: &Rc<CoroState>,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
+        if self.hot.wait_yield {
+            return self.suspend_with(me, AA_WAIT_YIELD, what, at);
+        }
+        let _ = self.enqueue(me, AA_OK);
+        self.suspend_with(me, 0, what, at)
+    }
+
+    #[inline]
+    fn suspend_with(
+        &self,
+        me: &Rc<CoroState>,
+        flags: u32,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
         let s = self.s.get();
         if s.is_null() {
             return AA_E_CLOSED;
         }
         let info = AaWaitInfo {
             struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
-            flags: 0,
-            what: AaStr::from_str(what),
+            flags,
+            // UTF-8: every `what` is a `&str`'s bytes or ASCII (task::wait).
+            what: AaStr {
+                ptr: what.as_ptr(),
+                len: what.len(),
+            },
             file: AaStr::from_str(at.file()),
             line: at.line(),
             column: at.column(),
         };
-        let suspend = self.vt().suspend.expect("F1");
+        current::leave();
         // SAFETY: `s` is live (F2); `info` and `what` live on this stack
         // until `suspend` returns, which is what `AaWaitInfo` requires.
-        unsafe { suspend(s, &info) }
-    }
-
-    fn current_raw(&self) -> *mut AaCoroutine {
-        let s = self.s.get();
-        if s.is_null() {
-            return ptr::null_mut();
-        }
-        let current = self.vt().current.expect("F1");
-        // SAFETY: `s` is live (F2).
-        unsafe { current(s) }
-    }
-
-    /// The running coroutine's state, or `None` in the scheduler's context.
-    pub(crate) fn current(&self) -> Option<Rc<CoroState>> {
-        let cur = self.current_raw();
-        if cur.is_null() {
-            return None;
-        }
-        let coroutine_arg = self.vt().coroutine_arg.expect("F1");
-        // SAFETY: `cur` is the running coroutine, alive.
-        let arg = unsafe { coroutine_arg(cur) } as *const CoroState;
-        if arg.is_null() {
-            return None;
-        }
-        // SAFETY: F3: `arg` came from `Rc::into_raw` and the coroutine's own
-        // strong count is held until its entry returns, so the allocation is
-        // live; we add a count for the `Rc` we hand out.
-        unsafe {
-            Rc::increment_strong_count(arg);
-            Some(Rc::from_raw(arg))
-        }
-    }
-
-    /// True if `state` is the running coroutine.
-    pub(crate) fn is_current(&self, state: &CoroState) -> bool {
-        let raw = state.raw.get();
-        !raw.is_null() && raw == self.current_raw()
+        let status = unsafe { (self.hot.suspend)(s, &info) };
+        // K2: control is back on `me`'s stack.
+        current::enter(me);
+        status
     }
 
     /// The scheduler's view of a live coroutine (`AA_CORO_*` state).
@@ -500,6 +547,8 @@ unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {
     // SAFETY: F3: `arg` is the coroutine's own strong count, made by
     // `Rc::into_raw` in `Scheduler::spawn`; we take it back here, once.
     let state: Rc<CoroState> = unsafe { Rc::from_raw(arg as *const CoroState) };
+    // K2: this coroutine runs host code now.
+    current::enter(&state);
     let r = catch_unwind(AssertUnwindSafe(|| {
         crate::task::run_entry(&state, start_status)
     }));
@@ -508,6 +557,8 @@ unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {
         // storing the outcome. Dropping its payload could panic again.
         std::mem::forget(payload);
     }
+    // K2/K3: cleared before our strong count can go.
+    current::leave();
     // I1: the coroutine is finished; the scheduler frees it after we return.
     state.raw.set(ptr::null_mut());
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(state))) {

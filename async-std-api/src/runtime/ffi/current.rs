@@ -1,0 +1,128 @@
+//! The thread's runtime and its running coroutine, kept by the host itself,
+//! so the hot paths (`suspend`, `join`, `spawn`, wake-ups) never ask the
+//! scheduler who runs and never touch a reference count to find out.
+//!
+//! Owns two thread-local cells: `RUNTIME` (the runtime `run` installed) and
+//! `RUNNING` (the coroutine whose host code executes now).
+//!
+//! Invariants:
+//! - **K1** `RUNTIME` is non-null exactly while [`installed`] runs its
+//!   closure, and names the `Runtime` that closure's caller borrowed to it,
+//!   which therefore outlives every use: the closure (and so every
+//!   coroutine, which only runs inside the scheduler's `run` called from
+//!   it) ends before the borrow does. A drop guard clears it on every path.
+//! - **K2** `RUNNING` mirrors the scheduler's `current()` whenever host code
+//!   runs. The host regains control on a coroutine's stack only in two
+//!   places, and sets `RUNNING` there: the entry trampoline (before the
+//!   body) and [`Scheduler::suspend`](super::Scheduler) (when the
+//!   scheduler's `suspend` returns). It clears it right before it calls
+//!   `suspend` and when the entry's body is done, so reactor callbacks,
+//!   microtasks and teardown see null, as the scheduler reports NULL there
+//!   (ABI: `current` is NULL in the scheduler's own context and during its
+//!   tick).
+//! - **K3** A non-null `RUNNING` points into a live `Rc<CoroState>`
+//!   allocation: it is `Rc::as_ptr` of the coroutine's own strong count,
+//!   which the entry trampoline holds until after it cleared `RUNNING` (F3).
+//!   So the `&Rc<CoroState>` that [`with_running`] lends (a `ManuallyDrop`
+//!   view of that pointer, no count taken) is valid for the closure.
+//!
+//! Who touches what: the loop thread only (thread-locals). `RUNNING` is
+//! written only by this module's `enter`/`leave`, called from the entry
+//! trampoline and the scheduler wrapper in the parent module.
+//!
+//! Drop order: `installed` clears both cells before it returns (or
+//! unwinds), while the runtime is still alive.
+//!
+//! # Safety
+//!
+//! The two `unsafe` blocks turn the cells' raw pointers back into borrows;
+//! K1 and K3 say why the pointees are alive for the borrow.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::ptr;
+use std::rc::Rc;
+
+use crate::runtime::Runtime;
+use crate::task::state::CoroState;
+
+thread_local! {
+    /// K1.
+    static RUNTIME: Cell<*const Runtime> = const { Cell::new(ptr::null()) };
+    /// K2, K3.
+    static RUNNING: Cell<*const CoroState> = const { Cell::new(ptr::null()) };
+}
+
+/// Clears both cells when dropped (K1: on every path out of `installed`).
+struct Uninstall;
+
+impl Drop for Uninstall {
+    fn drop(&mut self) {
+        RUNNING.set(ptr::null());
+        RUNTIME.set(ptr::null());
+    }
+}
+
+/// Runs `f` with `rt` installed as the thread's runtime (K1).
+pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
+    RUNTIME.set(rt);
+    let _uninstall = Uninstall;
+    f()
+}
+
+/// Whether a runtime is installed on this thread.
+#[inline]
+pub(crate) fn is_installed() -> bool {
+    !RUNTIME.get().is_null()
+}
+
+/// Runs `f` with the thread's runtime; `None` outside a runtime.
+#[inline]
+pub(crate) fn with_runtime<R>(f: impl FnOnce(&Runtime) -> R) -> Option<R> {
+    let rt = RUNTIME.get();
+    if rt.is_null() {
+        return None;
+    }
+    // SAFETY: K1: non-null only while `installed` runs, whose caller keeps
+    // the runtime alive longer; we are inside that call (on its stack or on
+    // a coroutine's, which only runs inside it).
+    Some(f(unsafe { &*rt }))
+}
+
+/// Runs `f` with the thread's runtime and the running coroutine; `None`
+/// outside a runtime or outside a coroutine.
+#[inline]
+pub(crate) fn with_running<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
+    let me = RUNNING.get();
+    let rt = RUNTIME.get();
+    if me.is_null() || rt.is_null() {
+        return None;
+    }
+    // SAFETY: K3: `me` is `Rc::as_ptr` of the running coroutine's own strong
+    // count, held by its entry frame below us on this stack until after
+    // `RUNNING` is cleared; the view takes no count and is never dropped.
+    let me = ManuallyDrop::new(unsafe { Rc::from_raw(me) });
+    // SAFETY: K1, as in `with_runtime` (RUNNING is only set inside `run`).
+    Some(f(unsafe { &*rt }, &me))
+}
+
+/// The running coroutine's state, for identity comparisons only (null
+/// outside a coroutine).
+#[inline]
+pub(crate) fn running() -> *const CoroState {
+    RUNNING.get()
+}
+
+/// `me` now runs host code (K2): the entry starts, or `suspend` returned.
+#[inline]
+pub(super) fn enter(me: &Rc<CoroState>) {
+    RUNNING.set(Rc::as_ptr(me));
+}
+
+/// No coroutine runs host code (K2): about to suspend, or the entry's body
+/// is done.
+#[inline]
+pub(super) fn leave() {
+    RUNNING.set(ptr::null());
+}
