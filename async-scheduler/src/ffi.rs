@@ -363,6 +363,9 @@ unsafe extern "C" fn coroutine_new(
         }
         let stack_size = match o.stack_size {
             0 => sch.opts.stack_size,
+            // The usual request (a host passing its configured size): the
+            // default is already validated and rounded.
+            n if n == sch.opts.stack_size => n,
             n => match options::stack_size(n, page_size()) {
                 Some(n) => n,
                 None => {

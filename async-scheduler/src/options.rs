@@ -2,7 +2,7 @@
 //!
 //! | key | values | default |
 //! |---|---|---|
-//! | `engine` | `context`, `corosensei` | `corosensei` (see the README benchmark) |
+//! | `engine` | `context`, `corosensei` | `context` (see the README benchmark) |
 //! | `stack_size` | bytes, at least 16384, rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
 //! | `pool_max` | idle fibers kept for reuse | 1024 |
 //! | `policy` | `fifo` | `fifo` |
@@ -30,7 +30,7 @@ pub(crate) const DEFAULT_POOL_MAX: usize = 1024;
 
 /// The engine used when none is configured: the winner of the floating-point
 /// round trip in `benches/engines.rs` (README, "Tests and benchmarks").
-pub(crate) const DEFAULT_ENGINE: EngineKind = EngineKind::Corosensei;
+pub(crate) const DEFAULT_ENGINE: EngineKind = EngineKind::Context;
 
 /// Validated scheduler options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

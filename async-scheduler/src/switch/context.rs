@@ -1,97 +1,93 @@
-//! The `context` engine: Boost.Context's `make_fcontext`/`jump_fcontext`
-//! through the `context` crate. Symmetric: any context jumps straight to any
-//! other.
+//! The `context` engine: a symmetric jump in the manner of Boost.Context's
+//! `jump_fcontext`: any context jumps straight to any other, and every jump
+//! saves and restores the callee-saved registers, MXCSR and the x87 control
+//! word. On x86_64 the jump is this module's own, [`arch`]; elsewhere it is
+//! Boost's, through the `context` crate.
 //!
 //! # How a jump works
 //!
-//! `jump_fcontext(to, data)` pushes the callee-saved registers, MXCSR and the
-//! x87 control word onto the running stack, switches to the stack pointer
-//! `to` (a context *is* that saved stack pointer), pops the target's saved
-//! state, and returns `Transfer { context: <the jumper's saved pointer>,
-//! data }` on the target's side. The jumper's saved pointer must be stored
-//! where the next jump to the jumper will find it: `data` carries the
-//! address of that slot, in a [`Hop`] on the jumper's stack, and the landing
-//! side stores it ([`land`]).
+//! `jump(save, to, data)` pushes the callee-saved registers and the FP
+//! control state onto the running stack, stores the resulting stack pointer
+//! in `*save` (the jumper's slot), switches to the stack pointer `to` (a
+//! context *is* that saved stack pointer), pops the target's saved state and
+//! returns `data` on the target's side.
 //!
 //! ```text
 //!   fiber A (running)                         fiber B (parked in B.saved)
 //!   switch(A -> B):
-//!     hop = { from: &A.saved }
-//!     t = B.saved.take().resume(&hop) ---->   switch() of B returns from resume:
-//!                                               land(t): A.saved = t.context
-//!                                               running = B
+//!     to = B.saved.take()
+//!     jump(&A.saved, to, 0) ------------->   B's own jump returns 0:
+//!                                              running = B
 //! ```
+//!
+//! The x86_64 jump ends in `ret`, never in an indirect `jmp`: the target was
+//! parked by a `call` of the same function, usually from the same call site,
+//! so the processor's return-stack predictor guesses right, and the returns
+//! on the target's side line up with the calls the jumper made. (Boost's
+//! `jmp` leaves one extra return-stack entry per jump, so every return after
+//! it is mispredicted; that, not the switch itself, was most of this
+//! engine's cost per switch.) The FP control state is *restored* only when
+//! it differs from the jumper's, since reloading an equal value changes
+//! nothing.
 //!
 //! # Invariants
 //!
 //! - **X-I1** A context slot (`ContextFiber::saved`, `ContextRoot::saved`)
-//!   holds `Some` exactly while its context is parked or fresh (switch W-I2).
-//!   `switch` takes the target's context out of its slot before jumping, so
-//!   a context is resumed at most once per save.
-//! - **X-I2** A [`Hop`] lives on the jumper's stack, which stays parked (so
-//!   unchanged) until the jumper is resumed, which needs the slot the landing
-//!   side fills from the hop: the hop is always read before it can die.
-//! - **X-I3** A retiring fiber jumps away with `resume_ontop` and [`reap`],
-//!   which runs on the target's stack, after the jump: only then is the
-//!   retiring fiber's stack released. `reap` hands the target `data == 0`,
-//!   so nothing is stored for the dead context.
+//!   holds a saved context exactly while its context is parked or fresh
+//!   (switch W-I2). `switch` takes the target's context out of its slot
+//!   before jumping, so a context is resumed at most once per save.
+//! - **X-I2** The jumper's slot is written by the jump itself, before the
+//!   stack pointer changes, so it is complete before anything else can run
+//!   and switch back to the jumper.
+//! - **X-I3** A retiring fiber jumps away with `data` = its own address and
+//!   a throwaway slot; the side that lands (`switch` after its jump, or a
+//!   fresh fiber's entry) releases it, on its own stack, after the jump left
+//!   the retired one: only then is the retired stack released. Every other
+//!   jump carries `data == 0`.
 //!
 //! # Floating-point state
 //!
-//! `jump_fcontext` saves MXCSR on the jumper's stack and restores the
-//! target's MXCSR on every jump (`ldmxcsr`). MXCSR holds both *control* bits
-//! (rounding mode, FTZ, DAZ, exception masks) and *sticky status* flags
-//! (inexact, underflow, ... set by arithmetic and never cleared by it). A
-//! coroutine that divides `1.0 / 3.0` sets the inexact flag, so its saved
-//! MXCSR differs from the scheduler's, and every `ldmxcsr` then *changes*
-//! MXCSR, which costs far more than reloading an equal value (README
-//! benchmark: 142 ns instead of 9 ns per round trip on the issue's machine).
-//!
-//! The fix here: every jump stores the running MXCSR with all six sticky
-//! flags set before it saves it ([`equalize_mxcsr`]); arithmetic can only set
-//! flags, so once each context has gone through one jump, every saved MXCSR
-//! has all flags set and the restores no longer change the register.
-//! Control bits are untouched: each context keeps its own rounding mode and
-//! FTZ/DAZ, restored at every jump exactly as before. (A context is a fiber,
-//! not a coroutine: a fresh fiber starts with the control bits of the context
-//! that made it, and a pooled fiber keeps those of its last coroutine. So a
-//! coroutine that changes them must restore them before it finishes, as under
-//! the corosensei engine, where they are thread-wide.)
-//! What is lost: the sticky flags no longer tell which operation raised what
-//! (`fetestexcept` reports every exception as raised inside coroutines run by
-//! this engine, and on the thread after `run`, since the root context is
-//! equalized too). Rust code does not read them; C code that does should use
-//! the corosensei engine, which leaves MXCSR alone altogether.
+//! Every context has its own MXCSR (control bits and sticky exception
+//! flags) and x87 control word, saved when it jumps away and restored when
+//! it is jumped to, as Boost.Context does; a fresh fiber starts with those of
+//! the context that made it, and a pooled fiber keeps those of its last
+//! coroutine. So a coroutine that changes its rounding mode must restore it
+//! before it finishes, as under the corosensei engine. The flags a coroutine
+//! raises stay with its context: the thread's MXCSR after `run` returns is
+//! the root's own, as before `run` (plus what the root itself raised). An
+//! earlier version set all six sticky flags before every jump, so that every
+//! saved MXCSR was equal and no restore changed it; it cost a `stmxcsr` and
+//! a branch per jump, could not be measured to help on the machines we have,
+//! and made `fetestexcept` report every exception as raised, inside
+//! coroutines and on the thread after `run`. It is gone.
 //!
 //! # Safety
 //!
 //! Every jump targets a context taken from its slot (X-I1), saved by a jump
-//! or made by `make_fcontext` on a stack the fiber owns (stack S-I3), whose
-//! stack is still mapped (S-I4/S-I5); every hop is read while alive (X-I2).
+//! or made by [`arch::make`] on a stack the fiber owns (stack S-I3), whose
+//! stack is still mapped (S-I4/S-I5); a retired stack is released only after
+//! the jump away from it (X-I3). [`arch`] says what its assembly saves and
+//! why the frames it builds are what its jump pops.
 
 // On the unsafe inventory (lib.rs): see the `# Safety` section above.
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
-use std::ffi::c_void;
-
-use ::context::{Context, Transfer};
 
 use super::{die, Ctx, Engine, FiberState};
 use crate::fiber::{self, FiberPtr};
 use crate::scheduler::Scheduler;
-use crate::stack::page_size;
 
 /// A fiber's saved context (X-I1).
 #[derive(Default)]
 pub(crate) struct ContextFiber {
-    saved: Cell<Option<Context>>,
+    saved: Cell<arch::Saved>,
 }
 
 /// The root context's saved context (X-I1), valid while a fiber runs.
 #[derive(Default)]
 pub(crate) struct ContextRoot {
-    saved: Cell<Option<Context>>,
+    saved: Cell<arch::Saved>,
 }
 
 impl std::fmt::Debug for ContextFiber {
@@ -106,18 +102,11 @@ impl std::fmt::Debug for ContextRoot {
     }
 }
 
-/// What a jump carries: where the landing side stores the jumper's context
-/// (X-I2), and who the target is (read by a fresh fiber's entry).
-#[repr(C)]
-struct Hop {
-    from: *const Cell<Option<Context>>,
-    to: usize,
-}
-
 /// The `context` engine. See the module doc.
 #[derive(Debug)]
 pub(crate) struct ContextEngine;
 
+#[inline]
 fn state(f: &FiberPtr) -> &ContextFiber {
     match &f.get().engine {
         FiberState::Context(st) => st,
@@ -125,18 +114,22 @@ fn state(f: &FiberPtr) -> &ContextFiber {
     }
 }
 
-/// The slot where `ctx`'s saved context lives.
-fn slot(s: &Scheduler, ctx: Ctx) -> *const Cell<Option<Context>> {
+/// The slot where `ctx`'s saved context lives: in the scheduler or in a
+/// fiber record, both alive while `ctx` exists (fiber F-I1).
+#[inline]
+fn slot(s: &Scheduler, ctx: Ctx) -> *const Cell<arch::Saved> {
     match ctx {
         Ctx::Root => &s.root.context.saved,
         Ctx::Fiber(f) => &state(&f).saved,
     }
 }
 
-// SAFETY: switch saves and restores the callee-saved registers, the stack
-// pointer and the return address (jump_fcontext); fresh fibers run
-// `fiber_main` (fiber_entry) and retire through `exit`/`reap` (X-I3); the
-// entry never unwinds because `fiber_main` catches every panic (W-I3).
+// SAFETY: the jump saves and restores the callee-saved registers, the stack
+// pointer and the return address (and the FP control state); fresh fibers
+// run `fiber_main` (through `fiber_entry`) and retire through `exit`, whose
+// stack is released by the landing side only after the jump (X-I3); nothing
+// unwinds out of `fiber_entry` because `fiber_main` catches every panic
+// (W-I3).
 unsafe impl Engine for ContextEngine {
     type Fiber = ContextFiber;
 
@@ -147,73 +140,50 @@ unsafe impl Engine for ContextEngine {
     fn prepare(fiber: FiberPtr) {
         let slot = fiber.get().stack;
         // SAFETY: `[limit + page, base)` is the usable range of a slot this
-        // fiber owns (stack S-I3); `Stack::new` only records the bounds.
-        let stack = unsafe {
-            ::context::stack::Stack::new(
-                slot.base as *mut c_void,
-                (slot.limit + page_size()) as *mut c_void,
-            )
-        };
-        // SAFETY: make_fcontext writes the initial frame at the top of that
-        // range, which nothing else uses; the slot stays mapped until the
-        // fiber is destroyed (S-I4), after its context is dropped.
-        let ctx = unsafe { Context::new(&stack, fiber_entry) };
-        state(&fiber).saved.set(Some(ctx));
+        // fiber owns (stack S-I3), at least 16 KiB; `make` writes its frame
+        // at the top of it, which nothing else uses, and the slot stays
+        // mapped until the fiber is destroyed (S-I4), after its context.
+        let ctx = unsafe { arch::make(slot.base, fiber.addr(), fiber_entry) };
+        state(&fiber).saved.set(ctx);
     }
 
     #[inline]
     fn switch(s: &Scheduler, from: Ctx, to: Ctx) {
-        // SAFETY: slots live in the scheduler or in a fiber record, both
-        // alive for this call (fiber F-I1).
+        // SAFETY: `slot` names a live slot (its doc).
         let target = unsafe { &*slot(s, to) }.take();
-        let Some(target) = target else {
+        if !arch::is_saved(&target) {
             die("context engine: switch to a context with no saved state")
+        }
+        let to_fiber = match to {
+            Ctx::Root => 0,
+            Ctx::Fiber(f) => f.addr(),
         };
-        let hop = Hop {
-            from: slot(s, from),
-            to: to.encode(),
-        };
-        equalize_mxcsr();
         // SAFETY: `target` was taken from its slot, so it is a parked or
-        // fresh context resumed once (X-I1) on a mapped stack; `hop` lives
-        // on this stack, which stays parked until someone reads it (X-I2).
-        let t = unsafe { target.resume(&hop as *const Hop as usize) };
-        // SAFETY: `t` comes from the jump that resumed us (X-I2/X-I3).
-        unsafe { land(t) };
+        // fresh context resumed once (X-I1) on a mapped stack; our own slot
+        // is in a live fiber record or the scheduler (fiber F-I1), and the
+        // jump fills it before it leaves this stack (X-I2).
+        let data = unsafe { arch::jump(&*slot(s, from), target, 0, to_fiber) };
+        if data != 0 {
+            reap(s, data);
+        }
         s.root.running.set(from);
     }
 
     fn discard(fiber: FiberPtr) {
-        state(&fiber).saved.set(None);
+        state(&fiber).saved.set(arch::Saved::default());
     }
 }
 
-/// Stores the jumper's context in the slot its hop names (X-I2); nothing for
-/// `data == 0` (a retired fiber, X-I3).
-///
-/// # Safety
-///
-/// `t` is what a jump made by `switch`, `fiber_entry`'s caller or `reap`
-/// delivered, so `t.data` is 0 or the address of a live [`Hop`].
-unsafe fn land(t: Transfer) {
-    if t.data != 0 {
-        // SAFETY: X-I2: the hop is on the jumper's stack, which is parked.
-        let hop = unsafe { &*(t.data as *const Hop) };
-        // SAFETY: the slot is in a live fiber record or the scheduler.
-        unsafe { &*hop.from }.set(Some(t.context));
-    }
-}
-
-/// The first code a fresh fiber runs.
-extern "C" fn fiber_entry(t: Transfer) -> ! {
-    // SAFETY: a fresh fiber is only entered from `switch`, whose hop is live
-    // (X-I2).
-    let me = unsafe { &*(t.data as *const Hop) }.to;
-    // SAFETY: as above.
-    unsafe { land(t) };
-    // SAFETY: `to` is the address of the fiber `switch` jumped to: this one.
-    let fiber = unsafe { FiberPtr::from_addr(me) };
+/// The first code a fresh fiber runs, on its own stack: `fiber` is its
+/// address (from `make`), `data` what the jump that started it carried.
+extern "C" fn fiber_entry(fiber: usize, data: usize) -> ! {
+    // SAFETY: `make` was given the address of this fiber's record, which is
+    // live: the fiber runs.
+    let fiber = unsafe { FiberPtr::from_addr(fiber) };
     let s = fiber.get().sched();
+    if data != 0 {
+        reap(s, data);
+    }
     s.root.running.set(Ctx::Fiber(fiber));
     let next = fiber::fiber_main(fiber);
     exit(s, fiber, next)
@@ -221,55 +191,307 @@ extern "C" fn fiber_entry(t: Transfer) -> ! {
 
 /// Leaves a retiring fiber for good (X-I3).
 fn exit(s: &Scheduler, me: FiberPtr, to: Ctx) -> ! {
-    // SAFETY: as in `switch`.
+    // SAFETY: `slot` names a live slot (its doc).
     let target = unsafe { &*slot(s, to) }.take();
-    let Some(target) = target else {
+    if !arch::is_saved(&target) {
         die("context engine: exit to a context with no saved state")
+    }
+    let to_fiber = match to {
+        Ctx::Root => 0,
+        Ctx::Fiber(f) => f.addr(),
     };
-    equalize_mxcsr();
-    // SAFETY: as in `switch`; `reap` runs on the target's stack and frees
-    // this fiber only after the jump left it (X-I3).
-    unsafe { target.resume_ontop(me.addr(), reap) };
+    // Nobody ever resumes this context: its save goes nowhere that matters.
+    let dead = Cell::new(arch::Saved::default());
+    // SAFETY: as in `switch`; the landing side releases this fiber only
+    // after the jump left its stack (X-I3), and `dead` is only written by
+    // the jump, before it leaves.
+    unsafe { arch::jump(&dead, target, me.addr(), to_fiber) };
     die("context engine: a retired fiber was resumed")
 }
 
-/// Runs on the target's stack right after a retiring fiber left: releases
-/// the retired fiber (X-I3).
-extern "C" fn reap(t: Transfer) -> Transfer {
-    // SAFETY: `exit` passed the retiring fiber's address, and that fiber is
-    // still allocated: only this function frees it.
-    let fiber = unsafe { FiberPtr::from_addr(t.data) };
-    let s = fiber.get().sched();
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+/// Releases a fiber that retired by jumping here (X-I3).
+#[cold]
+#[inline(never)]
+fn reap(s: &Scheduler, data: usize) {
+    // SAFETY: X-I3: `data` is the address of the fiber that just jumped
+    // here from `exit`; it is still allocated (only this function frees it)
+    // and nothing runs on its stack any more.
+    let fiber = unsafe { FiberPtr::from_addr(data) };
+    let released = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         fiber::destroy_retired(s, fiber)
-    }))
-    .is_err()
-    {
+    }));
+    if released.is_err() {
         die("panic while releasing a retired fiber");
     }
-    Transfer::new(t.context, 0)
 }
 
-/// Sets the six sticky exception flags of MXCSR if any is clear, so that
-/// every context saves the same flags and `jump_fcontext`'s restore does not
-/// change the register (module doc, "Floating-point state").
-#[inline(always)]
-fn equalize_mxcsr() {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut csr: u32 = 0;
-        // SAFETY: stmxcsr stores the 32-bit MXCSR into `csr`, a local.
+// The jump itself: two implementations of one interface,
+// - `Saved`: what a slot holds (`Default` is "nothing saved");
+// - `make(top, fiber, entry)`: a fresh context on the stack whose top is
+//   `top`; jumping to it calls `entry(fiber, data)` there;
+// - `jump(save, to, data, to_fiber)`: saves the running context into
+//   `save`, resumes `to`, and returns what the jump that resumes us later
+//   carries (`to_fiber` is the target fiber's address, 0 for the root; only
+//   the Boost implementation needs it, to start a fresh fiber).
+#[cfg(target_arch = "x86_64")]
+mod arch {
+    //! x86_64 System V. A saved context is the stack pointer after this
+    //! frame was pushed (low to high addresses):
+    //!
+    //! ```text
+    //!   sp + 0   MXCSR (4 bytes)
+    //!   sp + 4   x87 control word (2 bytes), 2 bytes unused
+    //!   sp + 8   r15
+    //!   sp + 16  r14
+    //!   sp + 24  r13
+    //!   sp + 32  r12
+    //!   sp + 40  rbx
+    //!   sp + 48  rbp
+    //!   sp + 56  return address (where the jump returns to)
+    //! ```
+    //!
+    //! `make` writes the same frame at the top of a fresh stack, with r12 =
+    //! the fiber's address, r13 = the entry function and the return address
+    //! = `aa_sched_ctx_start`, which calls `entry(r12, data)`; `sp + 64` is
+    //! 16-byte aligned there, so the call sees the ABI's alignment.
+
+    use std::cell::Cell;
+
+    /// A saved stack pointer; 0 is "nothing saved".
+    pub(super) type Saved = usize;
+
+    #[inline]
+    pub(super) fn is_saved(s: &Saved) -> bool {
+        *s != 0
+    }
+
+    /// Saves the running context (the frame above) into `*save`, switches
+    /// to the stack pointer `to` and pops its frame: returns `data` on the
+    /// target's side, into the target's own call of this function.
+    ///
+    /// # Safety
+    ///
+    /// See [`jump`].
+    #[unsafe(naked)]
+    unsafe extern "sysv64" fn aa_sched_ctx_jump(save: *mut usize, to: usize, data: usize) -> usize {
+        std::arch::naked_asm!(
+            // rdi = save slot, rsi = target stack pointer, rdx = data.
+            "push rbp",
+            "push rbx",
+            "push r12",
+            "push r13",
+            "push r14",
+            "push r15",
+            "sub rsp, 8",
+            "stmxcsr [rsp]",
+            "fnstcw [rsp + 4]",
+            "mov r8d, dword ptr [rsp]",
+            "movzx r9d, word ptr [rsp + 4]",
+            "mov [rdi], rsp",
+            "mov rsp, rsi",
+            // Restore the target's FP control state only where it differs.
+            "cmp r8d, dword ptr [rsp]",
+            "jne 3f",
+            "2:",
+            "cmp r9w, word ptr [rsp + 4]",
+            "jne 5f",
+            "4:",
+            "add rsp, 8",
+            "pop r15",
+            "pop r14",
+            "pop r13",
+            "pop r12",
+            "pop rbx",
+            "pop rbp",
+            "mov rax, rdx",
+            "ret",
+            "3:",
+            "ldmxcsr [rsp]",
+            "jmp 2b",
+            "5:",
+            "fldcw [rsp + 4]",
+            "jmp 4b",
+        )
+    }
+
+    /// The bottom frame of every fresh fiber: `make` makes the first jump
+    /// to a fiber return here, with r12 = the fiber's address and r13 = its
+    /// entry; calls `entry(r12, data)`, which never returns. Unwinders stop
+    /// here (the return address is undefined).
+    #[unsafe(naked)]
+    unsafe extern "sysv64" fn aa_sched_ctx_start() -> ! {
+        std::arch::naked_asm!(
+            ".cfi_startproc",
+            ".cfi_undefined rip",
+            "mov rdi, r12",
+            "mov rsi, rax",
+            "call r13",
+            "ud2",
+            ".cfi_endproc",
+        )
+    }
+
+    /// A fresh context at the top of the stack `[.., top)`.
+    ///
+    /// # Safety
+    ///
+    /// `top` is the 16-byte aligned end of a writable stack of at least 128
+    /// bytes that nothing else uses, and stays mapped while the context
+    /// lives.
+    pub(super) unsafe fn make(
+        top: usize,
+        fiber: usize,
+        entry: extern "C" fn(usize, usize) -> !,
+    ) -> Saved {
+        let sp = (top & !15) - 128;
+        let frame = sp as *mut usize;
+        let (mut csr, mut cw) = (0u32, 0u16);
+        // SAFETY: stmxcsr and fnstcw store into the two locals.
         unsafe {
-            std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags))
+            std::arch::asm!(
+                "stmxcsr [{csr}]",
+                "fnstcw [{cw}]",
+                csr = in(reg) &mut csr,
+                cw = in(reg) &mut cw,
+                options(nostack, preserves_flags)
+            )
         };
-        if csr & 0x3f != 0x3f {
-            let set = csr | 0x3f;
-            // SAFETY: ldmxcsr loads the same control bits with the status
-            // flags set; setting status flags raises no exception (only
-            // arithmetic does), and every reserved bit is unchanged.
-            unsafe {
-                std::arch::asm!("ldmxcsr [{}]", in(reg) &set, options(nostack, preserves_flags))
-            };
+        let fp = u64::from(csr) | (u64::from(cw) << 32);
+        // SAFETY: `[sp, sp + 64)` lies in the stack (the caller's contract)
+        // and is 8-byte aligned; these are the frame the jump pops (module
+        // doc), with `sp + 64` 16-byte aligned for the entry call.
+        unsafe {
+            frame.add(0).write(fp as usize);
+            frame.add(1).write(0); // r15
+            frame.add(2).write(0); // r14
+            frame.add(3).write(entry as *const () as usize); // r13
+            frame.add(4).write(fiber); // r12
+            frame.add(5).write(0); // rbx
+            frame.add(6).write(0); // rbp
+            frame.add(7).write(aa_sched_ctx_start as *const () as usize);
         }
+        sp
+    }
+
+    /// See the parent module.
+    ///
+    /// # Safety
+    ///
+    /// `to` is a context saved by a jump or made by `make`, taken from its
+    /// slot (resumed once), on a stack still mapped; `save` stays valid
+    /// until this context is resumed.
+    #[inline(always)]
+    pub(super) unsafe fn jump(
+        save: &Cell<Saved>,
+        to: Saved,
+        data: usize,
+        _to_fiber: usize,
+    ) -> usize {
+        // SAFETY: forwarded to the caller; the assembly saves every
+        // callee-saved register and the FP control state, and returns on the
+        // target's stack with them restored.
+        unsafe { aa_sched_ctx_jump(save.as_ptr(), to, data) }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod arch {
+    //! Boost.Context's `jump_fcontext` through the `context` crate. A jump
+    //! carries the address of a [`Hop`] on the jumper's stack; the landing
+    //! side stores the jumper's context in the slot the hop names (the hop
+    //! stays valid: the jumper is parked until that slot is used).
+
+    use std::cell::Cell;
+
+    use ::context::{Context, Transfer};
+
+    use crate::stack::page_size;
+
+    pub(super) type Saved = Option<Context>;
+
+    #[inline]
+    pub(super) fn is_saved(s: &Saved) -> bool {
+        s.is_some()
+    }
+
+    #[repr(C)]
+    struct Hop {
+        save: *const Cell<Saved>,
+        data: usize,
+        to_fiber: usize,
+    }
+
+    /// Stores the jumper's context where its hop says; returns its data.
+    ///
+    /// # Safety
+    ///
+    /// `t` is what a jump made by `jump` delivered.
+    unsafe fn land(t: Transfer) -> (usize, usize) {
+        // SAFETY: the hop is on the jumper's stack, which is parked.
+        let hop = unsafe { &*(t.data as *const Hop) };
+        // SAFETY: the slot is in a live fiber record, the scheduler, or the
+        // retiring fiber's frame (still mapped: released after this).
+        unsafe { &*hop.save }.set(Some(t.context));
+        (hop.data, hop.to_fiber)
+    }
+
+    extern "C" fn boost_entry(t: Transfer) -> ! {
+        // SAFETY: a fresh fiber is only entered by `jump`.
+        let (data, fiber) = unsafe { land(t) };
+        super::fiber_entry(fiber, data)
+    }
+
+    /// See the x86_64 version.
+    ///
+    /// # Safety
+    ///
+    /// As the x86_64 version; the stack's usable range starts one page
+    /// above its guard (stack S-I3), which `make` derives from `top`'s
+    /// fiber.
+    pub(super) unsafe fn make(
+        top: usize,
+        fiber: usize,
+        _entry: extern "C" fn(usize, usize) -> !,
+    ) -> Saved {
+        // SAFETY: `fiber` is a live fiber record whose stack ends at `top`.
+        let f = unsafe { crate::fiber::FiberPtr::from_addr(fiber) };
+        let slot = f.get().stack;
+        // SAFETY: `[limit + page, base)` is the usable range of a slot this
+        // fiber owns (stack S-I3); `Stack::new` only records the bounds.
+        let stack = unsafe {
+            ::context::stack::Stack::new(
+                top as *mut std::ffi::c_void,
+                (slot.limit + page_size()) as *mut std::ffi::c_void,
+            )
+        };
+        // SAFETY: make_fcontext writes the initial frame at the top of that
+        // range, which nothing else uses.
+        Some(unsafe { Context::new(&stack, boost_entry) })
+    }
+
+    /// See the x86_64 version.
+    ///
+    /// # Safety
+    ///
+    /// As the x86_64 version.
+    pub(super) unsafe fn jump(
+        save: &Cell<Saved>,
+        to: Saved,
+        data: usize,
+        to_fiber: usize,
+    ) -> usize {
+        let Some(to) = to else {
+            super::die("context engine: jump to nothing")
+        };
+        let hop = Hop {
+            save,
+            data,
+            to_fiber,
+        };
+        // SAFETY: forwarded to the caller; `hop` lives on this stack, which
+        // stays parked until the landing side has read it.
+        let t = unsafe { to.resume(&hop as *const Hop as usize) };
+        // SAFETY: `t` comes from the jump that resumed us.
+        unsafe { land(t) }.0
     }
 }

@@ -145,13 +145,7 @@ unsafe impl Engine for CorosenseiEngine {
     fn switch(s: &Scheduler, from: Ctx, to: Ctx) {
         match from {
             Ctx::Root => trampoline(s, to),
-            Ctx::Fiber(f) => {
-                let yielder = state(&f).yielder.get();
-                // SAFETY: K-I2: we run on fiber `f`, whose closure frame
-                // holding the yielder is live; the root resumes us later
-                // through the trampoline, which sets `running`.
-                unsafe { (*yielder).suspend(to.encode()) };
-            }
+            Ctx::Fiber(f) => suspend_to(f, to),
         }
     }
 
@@ -168,8 +162,21 @@ unsafe impl Engine for CorosenseiEngine {
     }
 }
 
+/// A fiber's side of a switch: suspends to the root, naming `to`. Out of
+/// line and small, so corosensei's suspend inlines into it.
+#[inline(never)]
+fn suspend_to(f: FiberPtr, to: Ctx) {
+    let yielder = state(&f).yielder.get();
+    // SAFETY: K-I2: we run on fiber `f`, whose closure frame holding the
+    // yielder is live; the root resumes us later through the trampoline,
+    // which sets `running`.
+    unsafe { (*yielder).suspend(to.encode()) };
+}
+
 /// The root's side of every switch: resumes `to`, then whatever each fiber
-/// names when it suspends, until one names the root.
+/// names when it suspends, until one names the root. Out of line, so the
+/// resume inlines into one small loop.
+#[inline(never)]
 fn trampoline(s: &Scheduler, mut to: Ctx) {
     loop {
         let Ctx::Fiber(g) = to else {

@@ -54,7 +54,7 @@ fn create_accepts_every_valid_option_and_ignores_other_plugins_options() {
 #[test]
 fn create_defaults_to_the_benchmark_winner() {
     let h = try_create(&[], 0).expect("no options");
-    assert_eq!(h.stats().engine, "corosensei");
+    assert_eq!(h.stats().engine, "context");
     crate::host::finish(h);
 }
 

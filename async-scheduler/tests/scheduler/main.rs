@@ -9,6 +9,7 @@ mod host;
 
 mod create;
 mod deadlock;
+mod fp;
 mod guard;
 mod handlers;
 mod order;
