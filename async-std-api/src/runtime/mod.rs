@@ -37,7 +37,7 @@ use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_SHUTDOWN};
 pub use builder::Builder;
 pub(crate) use ffi::current::{running, with_running, with_runtime};
 pub(crate) use ffi::io;
-pub(crate) use ffi::{Reactor, Scheduler, TimerEvent};
+pub(crate) use ffi::{new_state, Reactor, Scheduler, TimerEvent};
 
 use crate::task::state::{CoroState, Outcome};
 use config::{Choice, Explicit, Resolved};
@@ -295,7 +295,7 @@ where
     // R1: installed for the run and the teardown, cleared on every path.
     let (main, spawned, status) = ffi::current::installed(&rt, || {
         let body: crate::task::state::Body = Box::new(move || Box::new(f()) as Box<dyn Any>);
-        let main = Rc::new(CoroState::new(body, location, true));
+        let main = new_state(body, location, true);
         let spawned = rt.sched.spawn(&main, rt.stack_size, main.location);
         let status = match spawned {
             Ok(()) => rt.sched.run(),

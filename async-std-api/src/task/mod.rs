@@ -152,7 +152,7 @@ where
     let location = Location::caller();
     let spawned = runtime::with_runtime(|rt| {
         let body: Body = Box::new(move || Box::new(f()) as Box<dyn std::any::Any>);
-        let state = Rc::new(CoroState::new(body, location, false));
+        let state = runtime::new_state(body, location, false);
         rt.sched
             .spawn(&state, rt.stack_size, location)
             .map(|()| state)
@@ -266,6 +266,18 @@ fn wait_state(
     until: Option<&dyn Awaitable>,
     at: &'static Location<'static>,
 ) -> Result<(), JoinError> {
+    wait_end(target, until, at)?;
+    outcome_of(target)
+}
+
+/// Waits for `target` to finish (or `until`); the errors are the waiter's
+/// own (interrupted, await-cancelled), not the target's outcome.
+#[inline]
+fn wait_end(
+    target: &Rc<CoroState>,
+    until: Option<&dyn Awaitable>,
+    at: &'static Location<'static>,
+) -> Result<(), JoinError> {
     let id = target.id();
     if until.is_none() && target.is_finished() {
         // REF-4: no suspension, no scheduler round trip. (W1 still applies
@@ -273,7 +285,7 @@ fn wait_state(
         if let Some(Some(c)) = runtime::with_running(|_, me| me.take_pending_cancel()) {
             return Err(JoinError::interrupted(id, c));
         }
-        return outcome_of(target);
+        return Ok(());
     }
     let end = with_me("join", |rt, me| {
         assert!(
@@ -290,7 +302,7 @@ fn wait_state(
         }
     });
     match end {
-        WaitEnd::Done => outcome_of(target),
+        WaitEnd::Done => Ok(()),
         WaitEnd::Trigger => Err(JoinError::await_cancelled(id)),
         WaitEnd::Interrupted(c) => Err(JoinError::interrupted(id, c)),
     }
@@ -376,8 +388,8 @@ impl<T: 'static> JoinHandle<T> {
     /// ```
     #[track_caller]
     pub fn join(self) -> Result<T, JoinError> {
-        wait_state(&self.state, None, Location::caller())?;
-        Ok(self.take_value())
+        wait_end(&self.state, None, Location::caller())?;
+        self.take_result()
     }
 
     /// Waits for the coroutine, but no longer than until `until` completes:
@@ -419,8 +431,8 @@ impl<T: 'static> JoinHandle<T> {
     /// ```
     #[track_caller]
     pub fn join_until(self, until: &impl Awaitable) -> Result<T, JoinError> {
-        wait_state(&self.state, Some(until), Location::caller())?;
-        Ok(self.take_value())
+        wait_end(&self.state, Some(until), Location::caller())?;
+        self.take_result()
     }
 
     /// Waits like [`join_until`](JoinHandle::join_until) but does not take
@@ -458,13 +470,19 @@ impl<T: 'static> JoinHandle<T> {
         wait_state(&self.state, Some(until), Location::caller())
     }
 
-    fn take_value(self) -> T {
-        let value = self.state.with_outcome(|o| match o {
-            Outcome::Value(v) => v.take(),
-            Outcome::Failed(_) => None,
+    /// The outcome of the finished coroutine: its value (taken: only the
+    /// handle can, once) or its failure.
+    fn take_result(self) -> Result<T, JoinError> {
+        let taken = self.state.with_outcome(|o| match o {
+            Outcome::Value(v) => Ok(v.take()),
+            Outcome::Failed(f) => Err(f.clone()),
         });
-        match value.flatten().map(|v| v.downcast::<T>()) {
-            Some(Ok(v)) => *v,
+        match taken {
+            Some(Ok(Some(v))) => match v.downcast::<T>() {
+                Ok(v) => Ok(*v),
+                Err(_) => unreachable!("a coroutine's value has its JoinHandle's type"),
+            },
+            Some(Err(f)) => Err(JoinError::failed(self.state.id(), f)),
             _ => unreachable!("a finished coroutine's value is taken once, by its JoinHandle"),
         }
     }

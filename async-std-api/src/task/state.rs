@@ -17,9 +17,10 @@
 //!   once) and may be set again only by I/O that returned data first (P-08).
 //! - **I4** A waiter is in a [`WaitList`] only while it runs the wait loop
 //!   that put it there; the loop removes it before returning (a drop guard
-//!   does it when the stack unwinds). The list holds the waiter's scheduler
-//!   handle (`raw`), which is therefore live whenever it is listed (I1), so
-//!   a completion can enqueue it (F4) without holding a reference count.
+//!   does it when the stack unwinds). A completion keeps the waiter's
+//!   scheduler handle (`raw`; the oldest in its `solo` slot, the others in
+//!   the list), which is therefore live whenever it is kept (I1), so a
+//!   completion can enqueue it (F4) without holding a reference count.
 //!
 //! Everything here is touched only on the loop thread (`!Send` by `Rc`).
 
@@ -68,6 +69,7 @@ pub(crate) struct CoroState {
 }
 
 impl CoroState {
+    #[inline]
     pub(crate) fn new(body: Body, location: &'static Location<'static>, is_main: bool) -> Self {
         CoroState {
             id: Cell::new(0),
@@ -192,53 +194,67 @@ impl CoroState {
 /// A one-shot completion with a list of waiting coroutines.
 pub(crate) struct Completion {
     done: Cell<bool>,
+    /// The oldest waiter, kept out of the list while the list is empty (the
+    /// usual single `join`), so subscribing it borrows and allocates
+    /// nothing; null when empty. Every listed waiter is newer than it.
+    solo: Cell<*mut AaCoroutine>,
     waiters: RefCell<WaitList>,
 }
+
+/// The key of the waiter in a completion's `solo` slot.
+const SOLO: WaitKey = WaitKey(usize::MAX - 1);
 
 impl Completion {
     pub(crate) fn new() -> Self {
         Completion {
             done: Cell::new(false),
+            solo: Cell::new(ptr::null_mut()),
             waiters: RefCell::new(WaitList::new()),
         }
     }
 
+    #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.done.get()
     }
 
     /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
+    #[inline]
     pub(crate) fn subscribe(&self, who: &CoroState) -> WaitKey {
-        self.waiters.borrow_mut().push(who.raw.get())
+        let raw = who.raw.get();
+        if self.solo.get().is_null() && self.waiters.borrow().head == NIL {
+            self.solo.set(raw);
+            return SOLO;
+        }
+        self.waiters.borrow_mut().push(raw)
     }
 
     /// Removes a waiter (O(1)).
+    #[inline]
     pub(crate) fn unsubscribe(&self, key: WaitKey) {
-        self.waiters.borrow_mut().remove(key);
+        if key == SOLO {
+            self.solo.set(ptr::null_mut());
+        } else {
+            self.waiters.borrow_mut().remove(key);
+        }
     }
 
-    /// Marks it done and enqueues every waiter, oldest first. A wake-up is
-    /// only a hint: each waiter re-checks its own condition (P-22).
+    /// Marks it done and enqueues every waiter, oldest first (the solo one,
+    /// then the list). A wake-up is only a hint: each waiter re-checks its
+    /// own condition (P-22).
     ///
-    /// The list is taken out first (a completion is one-shot: nobody
-    /// subscribes once it is done, and a waiter's later `unsubscribe` finds
-    /// its slot empty), so no borrow is held while the scheduler is called.
+    /// A completion is one-shot: nobody subscribes once it is done, so the
+    /// waiters are taken out first (a waiter's later `unsubscribe` finds its
+    /// slot empty) and no borrow is held while the scheduler is called.
     pub(crate) fn complete(&self) {
         self.done.set(true);
-        let waiters = self.waiters.borrow();
-        if waiters.head == NIL {
+        let solo = self.solo.replace(ptr::null_mut());
+        if !solo.is_null() {
+            runtime::wake_raw(solo);
+        }
+        if self.waiters.borrow().head == NIL {
             return;
         }
-        if waiters.head == waiters.tail {
-            // One waiter (a join): wake it in place. The scheduler's
-            // `enqueue` calls no host code, so the list is not touched
-            // meanwhile; the waiter unsubscribes itself when it runs.
-            let raw = waiters.node(waiters.head).who;
-            drop(waiters);
-            runtime::wake_raw(raw);
-            return;
-        }
-        drop(waiters);
         let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
         for raw in waiters.iter() {
             runtime::wake_raw(raw);

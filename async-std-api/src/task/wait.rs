@@ -158,22 +158,25 @@ pub(crate) fn wait_for(
     if let Err(c) = checkpoint(me) {
         return WaitEnd::Interrupted(c);
     }
-    let mut subs: Option<(Subscription<'_>, Option<Subscription<'_>>)> = None;
+    if target.is_done() {
+        return WaitEnd::Done;
+    }
+    if until.is_some_and(Completion::is_done) {
+        return WaitEnd::Trigger;
+    }
+    // W4: both leave their lists when this function returns or unwinds.
+    let _target = Subscription::new(target, me);
+    let _until = until.map(|u| Subscription::new(u, me));
     loop {
+        if let Err(c) = suspend_once(rt, me, what, at) {
+            return WaitEnd::Interrupted(c);
+        }
+        // W2, W3: re-check after every resume.
         if target.is_done() {
             return WaitEnd::Done;
         }
         if until.is_some_and(Completion::is_done) {
             return WaitEnd::Trigger;
-        }
-        if subs.is_none() {
-            subs = Some((
-                Subscription::new(target, me),
-                until.map(|u| Subscription::new(u, me)),
-            ));
-        }
-        if let Err(c) = suspend_once(rt, me, what, at) {
-            return WaitEnd::Interrupted(c);
         }
     }
 }
@@ -182,49 +185,65 @@ pub(crate) fn wait_for(
 /// describes its wait without allocating.
 pub(crate) struct JoinWhat {
     buf: [u8; JoinWhat::CAP],
-    start: usize,
+    len: usize,
 }
 
 impl JoinWhat {
-    const PREFIX: [u8; 15] = *b"join coroutine ";
+    const PREFIX: &'static [u8; 15] = b"join coroutine ";
     /// The prefix and the 20 digits of `u64::MAX`.
     const CAP: usize = 15 + 20;
 
+    #[inline]
     pub(crate) fn new(id: u64) -> JoinWhat {
         const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
                                     2021222324252627282930313233343536373839\
                                     4041424344454647484950515253545556575859\
                                     6061626364656667686970717273747576777879\
                                     8081828384858687888990919293949596979899";
-        let mut buf = [0u8; JoinWhat::CAP];
-        let mut at = JoinWhat::CAP;
+        let pair = |n: u64| -> [u8; 2] {
+            let i = (n % 100) as usize * 2;
+            [PAIRS[i], PAIRS[i + 1]]
+        };
+        // Digits right-aligned in a 20-byte field, four per division.
+        let mut digits = [b'0'; 20];
+        let mut at = digits.len();
         let mut n = id;
-        while n >= 100 {
-            let pair = (n % 100) as usize * 2;
+        while n >= 10_000 {
+            let four = n % 10_000;
+            n /= 10_000;
+            let [a, b] = pair(four / 100);
+            let [c, d] = pair(four);
+            at -= 4;
+            digits[at..at + 4].copy_from_slice(&[a, b, c, d]);
+        }
+        if n >= 100 {
+            let [c, d] = pair(n);
             n /= 100;
             at -= 2;
-            buf[at] = PAIRS[pair];
-            buf[at + 1] = PAIRS[pair + 1];
+            digits[at..at + 2].copy_from_slice(&[c, d]);
         }
         if n >= 10 {
-            let pair = n as usize * 2;
+            let [c, d] = pair(n);
             at -= 2;
-            buf[at] = PAIRS[pair];
-            buf[at + 1] = PAIRS[pair + 1];
+            digits[at..at + 2].copy_from_slice(&[c, d]);
         } else {
             at -= 1;
-            buf[at] = b'0' + n as u8;
+            digits[at] = b'0' + n as u8;
         }
-        let start = at - JoinWhat::PREFIX.len();
-        for (i, b) in JoinWhat::PREFIX.iter().enumerate() {
-            buf[start + i] = *b;
+        let mut buf = [0u8; JoinWhat::CAP];
+        buf[..JoinWhat::PREFIX.len()].copy_from_slice(JoinWhat::PREFIX);
+        let len = digits.len() - at;
+        buf[JoinWhat::PREFIX.len()..JoinWhat::PREFIX.len() + len].copy_from_slice(&digits[at..]);
+        JoinWhat {
+            buf,
+            len: JoinWhat::PREFIX.len() + len,
         }
-        JoinWhat { buf, start }
     }
 
     /// The text, ASCII.
+    #[inline]
     pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
+        &self.buf[..self.len]
     }
 }
 
@@ -234,7 +253,25 @@ mod tests {
 
     #[test]
     fn join_what_reads_like_format() {
-        for id in [0, 1, 9, 10, 42, 99, 100, 101, 12345, 999_999, u64::MAX] {
+        for id in [
+            0,
+            1,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            9999,
+            10_000,
+            12345,
+            999_999,
+            1_000_000,
+            123_456_789,
+            u64::MAX,
+        ] {
             let what = JoinWhat::new(id);
             assert_eq!(what.as_bytes(), format!("join coroutine {id}").as_bytes());
         }

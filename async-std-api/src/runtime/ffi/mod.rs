@@ -541,6 +541,26 @@ impl Scheduler {
     }
 }
 
+/// A new coroutine state, written straight into its reference-counted
+/// allocation (no copy of the large record through the stack: every spawn
+/// makes one).
+#[inline]
+pub(crate) fn new_state(
+    body: crate::task::state::Body,
+    location: &'static Location<'static>,
+    is_main: bool,
+) -> Rc<CoroState> {
+    let mut rc = Rc::<CoroState>::new_uninit();
+    match Rc::get_mut(&mut rc) {
+        Some(slot) => {
+            slot.write(CoroState::new(body, location, is_main));
+        }
+        None => unreachable!("a new Rc is unique"),
+    }
+    // SAFETY: the value was written just above.
+    unsafe { rc.assume_init() }
+}
+
 /// The entry of every coroutine (rules C1-C3): runs the host's entry logic
 /// and never unwinds.
 unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {

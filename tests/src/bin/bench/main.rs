@@ -54,12 +54,13 @@ fn main() {
     report.print();
 }
 
-/// `--profile <switch|spawn> <default|context|corosensei> <iters>`: one run
+/// `--profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>`: one run
 /// of one of this runtime's scenarios and nothing else, for instruction
 /// counts (`valgrind --tool=callgrind`): run it with two iteration counts and
 /// divide the difference in instructions by the difference in iterations.
 fn profile(args: &[String]) {
-    let usage = "usage: bench --profile <switch|spawn> <default|context|corosensei> <iters>";
+    let usage =
+        "usage: bench --profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>";
     let [scenario, engine, iters] = args else {
         panic!("{usage}");
     };
@@ -67,6 +68,7 @@ fn profile(args: &[String]) {
     let iters: u64 = iters.parse().expect(usage);
     let ns = match scenario.as_str() {
         "switch" => ours::switch_once(engine, false, iters),
+        "switch-fp" => ours::switch_once(engine, true, iters),
         "spawn" => ours::spawn_join_once(engine, iters),
         _ => panic!("{usage}"),
     };
