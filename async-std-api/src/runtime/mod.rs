@@ -14,6 +14,11 @@
 //! - **R3** Nothing from the user runs before both plugins were loaded and
 //!   created: every configuration or load error is returned before the main
 //!   coroutine is spawned.
+//! - **R4** A joined coroutine's state that nothing else refers to is kept
+//!   for reuse (at most [`SPARE_STATES`]), emptied first, so everything it
+//!   held is dropped exactly when it would have been; `spawn` rewrites a
+//!   spare in place instead of allocating. Spares are dropped with the
+//!   runtime.
 //!
 //! Shutdown order: main finishes, the other coroutines run to completion
 //! (REF-3), `run` of the scheduler returns; or main panics, the scheduler is
@@ -133,6 +138,47 @@ pub(crate) struct Runtime {
     pub(crate) stack_size: usize,
     /// The payload of a panic of the main coroutine, resumed after teardown.
     main_panic: RefCell<Option<Box<dyn Any + Send>>>,
+    /// R4.
+    spare_states: RefCell<Vec<Rc<CoroState>>>,
+}
+
+/// How many joined coroutine states a runtime keeps for reuse (R4).
+pub(crate) const SPARE_STATES: usize = 64;
+
+impl Runtime {
+    /// The state of a new coroutine: a spare one rewritten in place (R4), or
+    /// a new one.
+    #[inline]
+    pub(crate) fn new_state(
+        &self,
+        body: crate::task::state::Body,
+        location: &'static Location<'static>,
+    ) -> Rc<CoroState> {
+        let spare = self.spare_states.borrow_mut().pop();
+        if let Some(mut state) = spare {
+            if let Some(slot) = Rc::get_mut(&mut state) {
+                slot.reuse(body, location);
+                return state;
+            }
+        }
+        new_state(body, location, false)
+    }
+}
+
+/// Keeps a joined coroutine's state for reuse if nothing else refers to it
+/// (R4); otherwise, or outside a runtime, just drops this reference.
+#[inline]
+pub(crate) fn recycle_state(mut state: Rc<CoroState>) {
+    let Some(slot) = Rc::get_mut(&mut state) else {
+        return;
+    };
+    slot.empty();
+    with_runtime(move |rt| {
+        let mut spare = rt.spare_states.borrow_mut();
+        if spare.len() < SPARE_STATES {
+            spare.push(state);
+        }
+    });
 }
 
 /// Enqueues a waiting coroutine with status 0 (a hint: it re-checks, P-22).
@@ -291,6 +337,7 @@ where
         reactor,
         stack_size: cfg.stack_size,
         main_panic: RefCell::new(None),
+        spare_states: RefCell::new(Vec::new()),
     };
     // R1: installed for the run and the teardown, cleared on every path.
     let (main, spawned, status) = ffi::current::installed(&rt, || {

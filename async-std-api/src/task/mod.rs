@@ -152,7 +152,7 @@ where
     let location = Location::caller();
     let spawned = runtime::with_runtime(|rt| {
         let body: Body = Box::new(move || Box::new(f()) as Box<dyn std::any::Any>);
-        let state = runtime::new_state(body, location, false);
+        let state = rt.new_state(body, location);
         rt.sched
             .spawn(&state, rt.stack_size, location)
             .map(|()| state)
@@ -473,18 +473,21 @@ impl<T: 'static> JoinHandle<T> {
     /// The outcome of the finished coroutine: its value (taken: only the
     /// handle can, once) or its failure.
     fn take_result(self) -> Result<T, JoinError> {
-        let taken = self.state.with_outcome(|o| match o {
+        let state = self.state;
+        let taken = state.with_outcome(|o| match o {
             Outcome::Value(v) => Ok(v.take()),
             Outcome::Failed(f) => Err(f.clone()),
         });
-        match taken {
+        let result = match taken {
             Some(Ok(Some(v))) => match v.downcast::<T>() {
                 Ok(v) => Ok(*v),
                 Err(_) => unreachable!("a coroutine's value has its JoinHandle's type"),
             },
-            Some(Err(f)) => Err(JoinError::failed(self.state.id(), f)),
+            Some(Err(f)) => Err(JoinError::failed(state.id(), f)),
             _ => unreachable!("a finished coroutine's value is taken once, by its JoinHandle"),
-        }
+        };
+        runtime::recycle_state(state);
+        result
     }
 
     /// Requests the coroutine's cancellation; see [`Coroutine::cancel`].

@@ -85,6 +85,29 @@ impl CoroState {
         }
     }
 
+    /// Drops everything the record holds for the coroutine (its body, its
+    /// outcome, its cancellation), as dropping the record would; the record
+    /// is about to be kept for reuse (runtime R4).
+    pub(crate) fn empty(&mut self) {
+        *self.body.get_mut() = None;
+        *self.outcome.get_mut() = None;
+        *self.cancel.get_mut() = None;
+    }
+
+    /// Makes an emptied record (see [`CoroState::empty`]) the record of a
+    /// new coroutine, as [`CoroState::new`] would make it.
+    #[inline]
+    pub(crate) fn reuse(&mut self, body: Body, location: &'static Location<'static>) {
+        *self.id.get_mut() = 0;
+        *self.raw.get_mut() = ptr::null_mut();
+        self.location = location;
+        self.is_main = false;
+        *self.started.get_mut() = false;
+        *self.body.get_mut() = Some(body);
+        *self.cancel_pending.get_mut() = false;
+        self.done.reuse();
+    }
+
     pub(crate) fn id(&self) -> CoroutineId {
         CoroutineId(self.id.get())
     }
@@ -216,6 +239,13 @@ impl Completion {
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.done.get()
+    }
+
+    /// Not done, no waiter: as new (the record it is in is reused).
+    fn reuse(&mut self) {
+        *self.done.get_mut() = false;
+        *self.solo.get_mut() = ptr::null_mut();
+        *self.waiters.get_mut() = WaitList::new();
     }
 
     /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
@@ -470,5 +500,35 @@ mod tests {
         let _taken = std::mem::take(&mut list);
         list.remove(key);
         assert_eq!(list.len(), 0);
+    }
+
+    fn waiter(id: usize) -> Rc<CoroState> {
+        let st = Rc::new(CoroState::new(
+            Box::new(|| Box::new(())),
+            Location::caller(),
+            false,
+        ));
+        st.raw.set(handle(id));
+        st
+    }
+
+    #[test]
+    fn the_oldest_waiter_is_solo_and_newer_ones_queue_behind_it() {
+        let c = Completion::new();
+        let (a, b, d) = (waiter(1), waiter(2), waiter(3));
+        let ka = c.subscribe(&a);
+        assert_eq!(ka, SOLO);
+        let kb = c.subscribe(&b);
+        assert_ne!(kb, SOLO);
+        // The solo slot is free again, but an older waiter is listed: the
+        // new one queues behind it (FIFO), it does not jump ahead.
+        c.unsubscribe(ka);
+        let kd = c.subscribe(&d);
+        assert_ne!(kd, SOLO);
+        assert_eq!(ids(&c.waiters.borrow()), [2, 3]);
+        c.unsubscribe(kb);
+        c.unsubscribe(kd);
+        // All gone: the next waiter is solo again.
+        assert_eq!(c.subscribe(&a), SOLO);
     }
 }

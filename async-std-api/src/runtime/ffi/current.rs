@@ -2,31 +2,31 @@
 //! so the hot paths (`suspend`, `join`, `spawn`, wake-ups) never ask the
 //! scheduler who runs and never touch a reference count to find out.
 //!
-//! Owns two thread-local cells: `RUNTIME` (the runtime `run` installed) and
-//! `RUNNING` (the coroutine whose host code executes now).
+//! Owns two thread-local cells: `runtime` (the runtime `run` installed) and
+//! `running` (the coroutine whose host code executes now).
 //!
 //! Invariants:
-//! - **K1** `RUNTIME` is non-null exactly while [`installed`] runs its
+//! - **K1** `runtime` is non-null exactly while [`installed`] runs its
 //!   closure, and names the `Runtime` that closure's caller borrowed to it,
 //!   which therefore outlives every use: the closure (and so every
 //!   coroutine, which only runs inside the scheduler's `run` called from
 //!   it) ends before the borrow does. A drop guard clears it on every path.
-//! - **K2** `RUNNING` mirrors the scheduler's `current()` whenever host code
+//! - **K2** `running` mirrors the scheduler's `current()` whenever host code
 //!   runs. The host regains control on a coroutine's stack only in two
-//!   places, and sets `RUNNING` there: the entry trampoline (before the
+//!   places, and sets `running` there: the entry trampoline (before the
 //!   body) and [`Scheduler::suspend`](super::Scheduler) (when the
 //!   scheduler's `suspend` returns). It clears it right before it calls
 //!   `suspend` and when the entry's body is done, so reactor callbacks,
 //!   microtasks and teardown see null, as the scheduler reports NULL there
 //!   (ABI: `current` is NULL in the scheduler's own context and during its
 //!   tick).
-//! - **K3** A non-null `RUNNING` points into a live `Rc<CoroState>`
+//! - **K3** A non-null `running` points into a live `Rc<CoroState>`
 //!   allocation: it is `Rc::as_ptr` of the coroutine's own strong count,
-//!   which the entry trampoline holds until after it cleared `RUNNING` (F3).
+//!   which the entry trampoline holds until after it cleared `running` (F3).
 //!   So the `&Rc<CoroState>` that [`with_running`] lends (a `ManuallyDrop`
 //!   view of that pointer, no count taken) is valid for the closure.
 //!
-//! Who touches what: the loop thread only (thread-locals). `RUNNING` is
+//! Who touches what: the loop thread only (thread-locals). `running` is
 //! written only by this module's `enter`/`leave`, called from the entry
 //! trampoline and the scheduler wrapper in the parent module.
 //!
@@ -47,11 +47,21 @@ use std::rc::Rc;
 use crate::runtime::Runtime;
 use crate::task::state::CoroState;
 
-thread_local! {
+/// Both cells in one thread-local, so a hot path computes its address once.
+struct Cells {
     /// K1.
-    static RUNTIME: Cell<*const Runtime> = const { Cell::new(ptr::null()) };
+    runtime: Cell<*const Runtime>,
     /// K2, K3.
-    static RUNNING: Cell<*const CoroState> = const { Cell::new(ptr::null()) };
+    running: Cell<*const CoroState>,
+}
+
+thread_local! {
+    static CURRENT: Cells = const {
+        Cells {
+            runtime: Cell::new(ptr::null()),
+            running: Cell::new(ptr::null()),
+        }
+    };
 }
 
 /// Clears both cells when dropped (K1: on every path out of `installed`).
@@ -59,14 +69,16 @@ struct Uninstall;
 
 impl Drop for Uninstall {
     fn drop(&mut self) {
-        RUNNING.set(ptr::null());
-        RUNTIME.set(ptr::null());
+        CURRENT.with(|c| {
+            c.running.set(ptr::null());
+            c.runtime.set(ptr::null());
+        });
     }
 }
 
 /// Runs `f` with `rt` installed as the thread's runtime (K1).
 pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
-    RUNTIME.set(rt);
+    CURRENT.with(|c| c.runtime.set(rt));
     let _uninstall = Uninstall;
     f()
 }
@@ -74,13 +86,13 @@ pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
 /// Whether a runtime is installed on this thread.
 #[inline]
 pub(crate) fn is_installed() -> bool {
-    !RUNTIME.get().is_null()
+    !CURRENT.with(|c| c.runtime.get()).is_null()
 }
 
 /// Runs `f` with the thread's runtime; `None` outside a runtime.
 #[inline]
 pub(crate) fn with_runtime<R>(f: impl FnOnce(&Runtime) -> R) -> Option<R> {
-    let rt = RUNTIME.get();
+    let rt = CURRENT.with(|c| c.runtime.get());
     if rt.is_null() {
         return None;
     }
@@ -94,16 +106,15 @@ pub(crate) fn with_runtime<R>(f: impl FnOnce(&Runtime) -> R) -> Option<R> {
 /// outside a runtime or outside a coroutine.
 #[inline]
 pub(crate) fn with_running<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
-    let me = RUNNING.get();
-    let rt = RUNTIME.get();
+    let (me, rt) = CURRENT.with(|c| (c.running.get(), c.runtime.get()));
     if me.is_null() || rt.is_null() {
         return None;
     }
     // SAFETY: K3: `me` is `Rc::as_ptr` of the running coroutine's own strong
     // count, held by its entry frame below us on this stack until after
-    // `RUNNING` is cleared; the view takes no count and is never dropped.
+    // `running` is cleared; the view takes no count and is never dropped.
     let me = ManuallyDrop::new(unsafe { Rc::from_raw(me) });
-    // SAFETY: K1, as in `with_runtime` (RUNNING is only set inside `run`).
+    // SAFETY: K1, as in `with_runtime` (`running` is only set inside `run`).
     Some(f(unsafe { &*rt }, &me))
 }
 
@@ -111,18 +122,18 @@ pub(crate) fn with_running<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> 
 /// outside a coroutine).
 #[inline]
 pub(crate) fn running() -> *const CoroState {
-    RUNNING.get()
+    CURRENT.with(|c| c.running.get())
 }
 
 /// `me` now runs host code (K2): the entry starts, or `suspend` returned.
 #[inline]
 pub(super) fn enter(me: &Rc<CoroState>) {
-    RUNNING.set(Rc::as_ptr(me));
+    CURRENT.with(|c| c.running.set(Rc::as_ptr(me)));
 }
 
 /// No coroutine runs host code (K2): about to suspend, or the entry's body
 /// is done.
 #[inline]
 pub(super) fn leave() {
-    RUNNING.set(ptr::null());
+    CURRENT.with(|c| c.running.set(ptr::null()));
 }
