@@ -154,15 +154,11 @@ unsafe impl Engine for ContextEngine {
         if !arch::is_saved(&target) {
             die("context engine: switch to a context with no saved state")
         }
-        let to_fiber = match to {
-            Ctx::Root => 0,
-            Ctx::Fiber(f) => f.addr(),
-        };
         // SAFETY: `target` was taken from its slot, so it is a parked or
         // fresh context resumed once (X-I1) on a mapped stack; our own slot
         // is in a live fiber record or the scheduler (fiber F-I1), and the
         // jump fills it before it leaves this stack (X-I2).
-        let data = unsafe { arch::jump(&*slot(s, from), target, 0, to_fiber) };
+        let data = unsafe { arch::jump(&*slot(s, from), target, 0, to) };
         if data != 0 {
             reap(s, data);
         }
@@ -196,16 +192,12 @@ fn exit(s: &Scheduler, me: FiberPtr, to: Ctx) -> ! {
     if !arch::is_saved(&target) {
         die("context engine: exit to a context with no saved state")
     }
-    let to_fiber = match to {
-        Ctx::Root => 0,
-        Ctx::Fiber(f) => f.addr(),
-    };
     // Nobody ever resumes this context: its save goes nowhere that matters.
     let dead = Cell::new(arch::Saved::default());
     // SAFETY: as in `switch`; the landing side releases this fiber only
     // after the jump left its stack (X-I3), and `dead` is only written by
     // the jump, before it leaves.
-    unsafe { arch::jump(&dead, target, me.addr(), to_fiber) };
+    unsafe { arch::jump(&dead, target, me.addr(), to) };
     die("context engine: a retired fiber was resumed")
 }
 
@@ -229,10 +221,10 @@ fn reap(s: &Scheduler, data: usize) {
 // - `Saved`: what a slot holds (`Default` is "nothing saved");
 // - `make(top, fiber, entry)`: a fresh context on the stack whose top is
 //   `top`; jumping to it calls `entry(fiber, data)` there;
-// - `jump(save, to, data, to_fiber)`: saves the running context into
+// - `jump(save, to, data, to_ctx)`: saves the running context into
 //   `save`, resumes `to`, and returns what the jump that resumes us later
-//   carries (`to_fiber` is the target fiber's address, 0 for the root; only
-//   the Boost implementation needs it, to start a fresh fiber).
+//   carries (`to_ctx` is the target; only the Boost implementation needs it,
+//   to tell a fresh fiber who it is).
 #[cfg(target_arch = "x86_64")]
 mod arch {
     //! x86_64 System V. A saved context is the stack pointer after this
@@ -385,7 +377,7 @@ mod arch {
         save: &Cell<Saved>,
         to: Saved,
         data: usize,
-        _to_fiber: usize,
+        _to_ctx: super::Ctx,
     ) -> usize {
         // SAFETY: forwarded to the caller; the assembly saves every
         // callee-saved register and the FP control state, and returns on the
@@ -478,11 +470,12 @@ mod arch {
         save: &Cell<Saved>,
         to: Saved,
         data: usize,
-        to_fiber: usize,
+        to_ctx: super::Ctx,
     ) -> usize {
         let Some(to) = to else {
             super::die("context engine: jump to nothing")
         };
+        let to_fiber = to_ctx.encode();
         let hop = Hop {
             save,
             data,
