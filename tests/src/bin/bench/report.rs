@@ -59,8 +59,12 @@ impl Report {
     /// (above 1.00 means slower than this runtime).
     pub(crate) fn print(&self) {
         let width = self.lines.iter().map(|l| l.name.len()).max().unwrap_or(10);
-        let mut scenarios: Vec<&str> = self.lines.iter().map(|l| l.scenario.as_str()).collect();
-        scenarios.dedup();
+        let mut scenarios: Vec<&str> = Vec::new();
+        for l in &self.lines {
+            if !scenarios.contains(&l.scenario.as_str()) {
+                scenarios.push(&l.scenario);
+            }
+        }
         for s in scenarios {
             let base = self
                 .lines
