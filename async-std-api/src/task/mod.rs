@@ -243,6 +243,7 @@ pub fn current() -> Coroutine {
 /// assert_eq!(*log.borrow(), ["main before", "child", "main after"]);
 /// ```
 #[track_caller]
+#[inline]
 pub fn suspend() -> Result<(), Cancelled> {
     let at = Location::caller();
     // The hot path returns a status only; the rare outcomes (a pending
