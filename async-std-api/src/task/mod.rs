@@ -26,7 +26,7 @@ use error::{panic_message, Failure};
 pub use error::{CancelCause, Cancelled, JoinError};
 use state::{Body, CoroState, Outcome};
 pub(crate) use wait::ForcedUnwind;
-use wait::{wait_for, with_me, JoinWhat, WaitEnd};
+use wait::{join_what, wait_for, with_me, WaitEnd, JOIN_WHAT_CAP};
 
 use crate::awaitable::Awaitable;
 use crate::runtime;
@@ -295,7 +295,10 @@ fn wait_end(
         );
         let done = &target.done;
         match until {
-            None => wait_for(rt, me, done, None, JoinWhat::new(id.0).as_bytes(), at),
+            None => {
+                let mut buf = [0; JOIN_WHAT_CAP];
+                wait_for(rt, me, done, None, join_what(id.0, &mut buf), at)
+            }
             Some(u) => {
                 let what = format!("join coroutine {id} until {}", u.describe());
                 wait_for(rt, me, done, Some(u.completion()), what.as_bytes(), at)

@@ -181,75 +181,61 @@ pub(crate) fn wait_for(
     }
 }
 
-/// `"join coroutine <id>"`, formatted on the stack: the hot join path
-/// describes its wait without allocating.
-pub(crate) struct JoinWhat {
-    buf: [u8; JoinWhat::CAP],
-    len: usize,
-}
+/// Room for `"join coroutine <id>"`: the prefix and the 20 digits of
+/// `u64::MAX`.
+pub(crate) const JOIN_WHAT_CAP: usize = 15 + 20;
 
-impl JoinWhat {
-    const PREFIX: &'static [u8; 15] = b"join coroutine ";
-    /// The prefix and the 20 digits of `u64::MAX`.
-    const CAP: usize = 15 + 20;
-
-    #[inline]
-    pub(crate) fn new(id: u64) -> JoinWhat {
-        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-                                    2021222324252627282930313233343536373839\
-                                    4041424344454647484950515253545556575859\
-                                    6061626364656667686970717273747576777879\
-                                    8081828384858687888990919293949596979899";
-        let pair = |n: u64| -> [u8; 2] {
-            let i = (n % 100) as usize * 2;
-            [PAIRS[i], PAIRS[i + 1]]
-        };
-        // Digits right-aligned in a 20-byte field, four per division.
-        let mut digits = [b'0'; 20];
-        let mut at = digits.len();
-        let mut n = id;
-        while n >= 10_000 {
-            let four = n % 10_000;
-            n /= 10_000;
-            let [a, b] = pair(four / 100);
-            let [c, d] = pair(four);
-            at -= 4;
-            digits[at..at + 4].copy_from_slice(&[a, b, c, d]);
-        }
-        if n >= 100 {
-            let [c, d] = pair(n);
-            n /= 100;
-            at -= 2;
-            digits[at..at + 2].copy_from_slice(&[c, d]);
-        }
-        if n >= 10 {
-            let [c, d] = pair(n);
-            at -= 2;
-            digits[at..at + 2].copy_from_slice(&[c, d]);
-        } else {
-            at -= 1;
-            digits[at] = b'0' + n as u8;
-        }
-        let mut buf = [0u8; JoinWhat::CAP];
-        buf[..JoinWhat::PREFIX.len()].copy_from_slice(JoinWhat::PREFIX);
-        let len = digits.len() - at;
-        buf[JoinWhat::PREFIX.len()..JoinWhat::PREFIX.len() + len].copy_from_slice(&digits[at..]);
-        JoinWhat {
-            buf,
-            len: JoinWhat::PREFIX.len() + len,
-        }
+/// Formats `"join coroutine <id>"` into `buf` (on the caller's stack: the hot
+/// join path describes its wait without allocating) and returns the text,
+/// ASCII. Written in place and never moved: the scheduler reads it much
+/// later, while the caller is suspended.
+#[inline]
+pub(crate) fn join_what(id: u64, buf: &mut [u8; JOIN_WHAT_CAP]) -> &[u8] {
+    const PREFIX: &[u8; 15] = b"join coroutine ";
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+                                2021222324252627282930313233343536373839\
+                                4041424344454647484950515253545556575859\
+                                6061626364656667686970717273747576777879\
+                                8081828384858687888990919293949596979899";
+    let pair = |n: u64| -> [u8; 2] {
+        let i = (n % 100) as usize * 2;
+        [PAIRS[i], PAIRS[i + 1]]
+    };
+    // Digits right-aligned, four per division; `at` stays above the prefix
+    // (at most 20 digits), which the bound check makes plain to the
+    // compiler.
+    let mut at = JOIN_WHAT_CAP;
+    let mut n = id;
+    while n >= 10_000 && at >= PREFIX.len() + 4 {
+        let four = n % 10_000;
+        n /= 10_000;
+        let [a, b] = pair(four / 100);
+        let [c, d] = pair(four);
+        at -= 4;
+        buf[at..at + 4].copy_from_slice(&[a, b, c, d]);
     }
-
-    /// The text, ASCII.
-    #[inline]
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+    if n >= 100 {
+        let [c, d] = pair(n);
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&[c, d]);
     }
+    if n >= 10 {
+        let [c, d] = pair(n);
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&[c, d]);
+    } else {
+        at -= 1;
+        buf[at] = b'0' + n as u8;
+    }
+    at -= PREFIX.len();
+    buf[at..at + PREFIX.len()].copy_from_slice(PREFIX);
+    &buf[at..]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::JoinWhat;
+    use super::{join_what, JOIN_WHAT_CAP};
 
     #[test]
     fn join_what_reads_like_format() {
@@ -272,8 +258,9 @@ mod tests {
             123_456_789,
             u64::MAX,
         ] {
-            let what = JoinWhat::new(id);
-            assert_eq!(what.as_bytes(), format!("join coroutine {id}").as_bytes());
+            let mut buf = [0; JOIN_WHAT_CAP];
+            let what = join_what(id, &mut buf);
+            assert_eq!(what, format!("join coroutine {id}").as_bytes());
         }
     }
 }
