@@ -36,8 +36,9 @@
 //!   single `run_once` forever.
 //! - **R7** mio tokens: a registry key never has `u32::MAX` in its low half
 //!   (registry invariant G5); the reactor's own sources (the waker, the
-//!   signal eventfd, the inotify descriptor, each pidfd) all do, so a token
-//!   names either a descriptor entry or one of them, never both.
+//!   signal eventfd, the inotify descriptor, the timerfd, each pidfd) all
+//!   do, so a token names either a descriptor entry or one of them, never
+//!   both.
 //!
 //! # Access
 //!
@@ -64,7 +65,10 @@ use std::time::{Duration, Instant};
 
 use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_INVALID, AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
-use mio::{Events, Poll, Token};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
 
 use crate::config::Config;
 use crate::dns::Resolver;
@@ -74,6 +78,7 @@ use crate::ffi::{ClosedCallback, HostCallback};
 use crate::fs_watch::Inotify;
 use crate::registry::{Key, Registry};
 use crate::signal::Signals;
+use crate::sys;
 use crate::timer::TimerHeap;
 use crate::trigger::{Shared, TriggerFlag};
 
@@ -86,8 +91,10 @@ pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
 pub(crate) const SIGNAL_TOKEN: Token = Token(0xffff_fffe << 32 | OWN_SOURCE);
 /// The inotify descriptor's token (R7).
 pub(crate) const INOTIFY_TOKEN: Token = Token(0xffff_fffd << 32 | OWN_SOURCE);
+/// The timerfd's token (R7).
+pub(crate) const TIMERFD_TOKEN: Token = Token(0xffff_fffc << 32 | OWN_SOURCE);
 /// The highest id of a pidfd's token, below the fixed ones.
-pub(crate) const LAST_PROCESS_ID: u32 = 0xffff_fffc;
+pub(crate) const LAST_PROCESS_ID: u32 = 0xffff_fffb;
 
 /// The token of the pidfd with `id` (1..=[`LAST_PROCESS_ID`], R7).
 pub(crate) fn process_token(id: u32) -> Token {
@@ -127,6 +134,11 @@ pub(crate) struct Reactor {
     now: Cell<u64>,
     poll: RefCell<Poll>,
     events: RefCell<Events>,
+    /// Wakes the wait at the nearest timer deadline with nanosecond
+    /// precision (epoll's own timeout is in whole milliseconds).
+    timerfd: OwnedFd,
+    /// The deadline (reactor clock) the timerfd is armed for, if any.
+    timerfd_armed: Cell<Option<u64>>,
     pub(crate) registry: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerHeap>,
     /// Open triggers by id.
@@ -166,6 +178,14 @@ impl Reactor {
         let poll = Poll::new().map_err(|e| Error::os("create: epoll_create1", &e))?;
         let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)
             .map_err(|e| Error::os("create: eventfd waker", &e))?;
+        let timerfd = sys::timerfd().map_err(|e| Error::os("create: timerfd_create", &e))?;
+        poll.registry()
+            .register(
+                &mut SourceFd(&timerfd.as_raw_fd()),
+                TIMERFD_TOKEN,
+                Interest::READABLE,
+            )
+            .map_err(|e| Error::os("create: epoll_ctl (timerfd)", &e))?;
         let shared = Arc::new(Shared::new(waker));
         Ok(Rc::new_cyclic(|this| Reactor {
             shared,
@@ -175,6 +195,8 @@ impl Reactor {
             now: Cell::new(0),
             poll: RefCell::new(poll),
             events: RefCell::new(Events::with_capacity(config.events_capacity)),
+            timerfd,
+            timerfd_armed: Cell::new(None),
             registry: RefCell::new(Registry::default()),
             timers: RefCell::new(TimerHeap::default()),
             triggers: RefCell::new(HashMap::new()),
@@ -408,20 +430,52 @@ impl Reactor {
             return (Some(Duration::ZERO), false);
         }
         let requested = u64::try_from(timeout_ns).ok();
-        let timer = self
-            .timers
-            .borrow_mut()
-            .next_deadline()
-            .map(|deadline| deadline.saturating_sub(self.now.get()));
-        let (ns, timer_bound) = match (requested, timer) {
-            (Some(r), Some(t)) if t < r => (Some(t), true),
-            (None, Some(t)) => (Some(t), true),
-            (r, _) => (r, false),
+        let deadline = self.timers.borrow_mut().next_deadline();
+        let timer = deadline.map(|d| d.saturating_sub(self.now.get()));
+        let timer_bound = match (requested, timer) {
+            (Some(r), Some(t)) => t < r,
+            (None, Some(_)) => true,
+            (_, None) => false,
         };
-        // Round up to whole milliseconds (epoll's unit) so a sub-millisecond
-        // remainder never becomes a busy 0 ms wait.
-        let timeout = ns.map(|ns| Duration::from_millis(ns.div_ceil(1_000_000)));
-        (timeout, timer_bound)
+        if let (true, Some(deadline), Some(t)) = (timer_bound, deadline, timer) {
+            if t == 0 {
+                return (Some(Duration::ZERO), true);
+            }
+            // The timerfd wakes the wait at the deadline to the nanosecond;
+            // epoll's own timeout would round it to a whole millisecond (up,
+            // so a sub-millisecond remainder never becomes a busy 0 ms wait,
+            // which made timers wake up to 1 ms late). Re-arm only when the
+            // nearest deadline changed: usually no system call at all.
+            let armed = self.timerfd_armed.get() == Some(deadline) || self.arm_timerfd(deadline);
+            let timeout = if armed {
+                // The caller's own bound (longer than the timer's) still
+                // applies, rounded up; the timerfd comes first.
+                requested.map(|r| Duration::from_millis(r.div_ceil(1_000_000)))
+            } else {
+                // The kernel refused the timerfd: fall back to epoll's unit.
+                Some(Duration::from_millis(t.div_ceil(1_000_000)))
+            };
+            return (timeout, true);
+        }
+        let timeout = requested.map(|r| Duration::from_millis(r.div_ceil(1_000_000)));
+        (timeout, false)
+    }
+
+    /// Arms the timerfd for `deadline` (reactor clock), measured from a
+    /// fresh clock reading; false if the kernel refused (then the wait uses
+    /// epoll's millisecond timeout instead).
+    fn arm_timerfd(&self, deadline: u64) -> bool {
+        let now = self.refresh_clock();
+        match sys::timerfd_arm(&self.timerfd, deadline.saturating_sub(now)) {
+            Ok(()) => {
+                self.timerfd_armed.set(Some(deadline));
+                true
+            }
+            Err(_) => {
+                self.timerfd_armed.set(None);
+                false
+            }
+        }
     }
 
     /// Waits for the OS and copies what it reported (token, `AA_POLL_*`
@@ -488,6 +542,12 @@ impl Reactor {
                 0
             }
             INOTIFY_TOKEN => self.read_inotify(),
+            TIMERFD_TOKEN => {
+                // Expired: the timers themselves run after the wait.
+                sys::eventfd_drain(&self.timerfd);
+                self.timerfd_armed.set(None);
+                0
+            }
             _ => self.complete_process(token),
         }
     }

@@ -262,6 +262,43 @@ pub(crate) fn read_own(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<usize>
     }
 }
 
+/// A new timerfd on `CLOCK_MONOTONIC` (the clock `Instant` reads):
+/// non-blocking, close-on-exec, disarmed.
+pub(crate) fn timerfd() -> io::Result<OwnedFd> {
+    // SAFETY: no pointer arguments.
+    let fd = syscall!(timerfd_create(
+        libc::CLOCK_MONOTONIC,
+        libc::TFD_NONBLOCK | libc::TFD_CLOEXEC
+    ))?;
+    // SAFETY: S4: `fd` was just returned by `timerfd_create` and is ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Arms a timerfd to expire once, `ns` nanoseconds from now (at least 1 ns:
+/// a zero value would disarm it).
+pub(crate) fn timerfd_arm(fd: &OwnedFd, ns: u64) -> io::Result<()> {
+    let ns = ns.max(1);
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        },
+    };
+    // SAFETY: S1 (an owned descriptor); S3: `spec` is a local itimerspec and
+    // the old value is not requested (NULL).
+    syscall!(timerfd_settime(
+        fd.as_raw_fd(),
+        0,
+        &spec,
+        std::ptr::null_mut()
+    ))?;
+    Ok(())
+}
+
 /// Empties an eventfd's counter (non-blocking: nothing to read is fine).
 pub(crate) fn eventfd_drain(fd: &OwnedFd) {
     let mut counter = [0u8; 8];
