@@ -27,9 +27,8 @@
 //!   scheduler's own context (the thread stack inside `run`), where the
 //!   reactor may block.
 //! - Stack switching is behind one small trait with two engines, `context`
-//!   (symmetric, a `jump_fcontext`-style jump: its own on x86_64,
-//!   Boost.Context's elsewhere) and `corosensei`
-//!   (asymmetric). See the crate README for the benchmark that picks the
+//!   (symmetric: Boost.Context's `jump_fcontext`, through the `context`
+//!   crate) and `corosensei` (asymmetric). See the crate README for the benchmark that picks the
 //!   default.
 //! - Stacks are carved from large `mmap` slabs, each with one guard page
 //!   installed by `MADV_GUARD_INSTALL`, so 100,000 coroutines need a few

@@ -1,34 +1,29 @@
-//! The `context` engine: a symmetric jump in the manner of Boost.Context's
-//! `jump_fcontext`: any context jumps straight to any other, and every jump
+//! The `context` engine: Boost.Context's `jump_fcontext`, through the
+//! `context` crate. It is symmetric: any context jumps straight to any
+//! other, so a coroutine switches directly to the next one; and every jump
 //! saves and restores the callee-saved registers, MXCSR and the x87 control
-//! word. On x86_64 the jump is this module's own, [`arch`]; elsewhere it is
-//! Boost's, through the `context` crate.
+//! word.
 //!
 //! # How a jump works
 //!
-//! `jump(save, to, data)` pushes the callee-saved registers and the FP
-//! control state onto the running stack, stores the resulting stack pointer
-//! in `*save` (the jumper's slot), switches to the stack pointer `to` (a
-//! context *is* that saved stack pointer), pops the target's saved state and
-//! returns `data` on the target's side.
+//! `jump(save, to, data)` hands the target a [`arch`] hop on the running
+//! stack naming the jumper's slot; `jump_fcontext` switches stacks; the
+//! landing side stores the jumper's context (what `jump_fcontext` returns
+//! to it) in that slot and takes `data`.
 //!
 //! ```text
 //!   fiber A (running)                         fiber B (parked in B.saved)
 //!   switch(A -> B):
 //!     to = B.saved.take()
-//!     jump(&A.saved, to, 0) ------------->   B's own jump returns 0:
-//!                                              running = B
+//!     jump(&A.saved, to, 0) ------------->   B's own jump returns 0,
+//!                                            storing A's context in A.saved
 //! ```
 //!
-//! The x86_64 jump ends in `ret`, never in an indirect `jmp`: the target was
-//! parked by a `call` of the same function, usually from the same call site,
-//! so the processor's return-stack predictor guesses right, and the returns
-//! on the target's side line up with the calls the jumper made. (Boost's
-//! `jmp` leaves one extra return-stack entry per jump, so every return after
-//! it is mispredicted; that, not the switch itself, was most of this
-//! engine's cost per switch.) The FP control state is *restored* only when
-//! it differs from the jumper's, since reloading an equal value changes
-//! nothing.
+//! Why not our own assembly: a hand-written x86_64 jump ending in `ret`
+//! instead of Boost's indirect `jmp` measured faster (the return-stack
+//! predictor stays in step), but the design builds this engine on the
+//! `context` crate and keeps hand-written switching out of the project;
+//! the benchmark in the README chooses between this engine and corosensei.
 //!
 //! # Invariants
 //!
@@ -217,7 +212,7 @@ fn reap(s: &Scheduler, data: usize) {
     }
 }
 
-// The jump itself: two implementations of one interface,
+// The jump itself, one interface:
 // - `Saved`: what a slot holds (`Default` is "nothing saved");
 // - `make(top, fiber, entry)`: a fresh context on the stack whose top is
 //   `top`; jumping to it calls `entry(fiber, data)` there;
@@ -225,168 +220,6 @@ fn reap(s: &Scheduler, data: usize) {
 //   `save`, resumes `to`, and returns what the jump that resumes us later
 //   carries (`to_ctx` is the target; only the Boost implementation needs it,
 //   to tell a fresh fiber who it is).
-#[cfg(target_arch = "x86_64")]
-mod arch {
-    //! x86_64 System V. A saved context is the stack pointer after this
-    //! frame was pushed (low to high addresses):
-    //!
-    //! ```text
-    //!   sp + 0   MXCSR (4 bytes)
-    //!   sp + 4   x87 control word (2 bytes), 2 bytes unused
-    //!   sp + 8   r15
-    //!   sp + 16  r14
-    //!   sp + 24  r13
-    //!   sp + 32  r12
-    //!   sp + 40  rbx
-    //!   sp + 48  rbp
-    //!   sp + 56  return address (where the jump returns to)
-    //! ```
-    //!
-    //! `make` writes the same frame at the top of a fresh stack, with r12 =
-    //! the fiber's address, r13 = the entry function and the return address
-    //! = `aa_sched_ctx_start`, which calls `entry(r12, data)`; `sp + 64` is
-    //! 16-byte aligned there, so the call sees the ABI's alignment.
-
-    use std::cell::Cell;
-
-    /// A saved stack pointer; 0 is "nothing saved".
-    pub(super) type Saved = usize;
-
-    #[inline]
-    pub(super) fn is_saved(s: &Saved) -> bool {
-        *s != 0
-    }
-
-    /// Saves the running context (the frame above) into `*save`, switches
-    /// to the stack pointer `to` and pops its frame: returns `data` on the
-    /// target's side, into the target's own call of this function.
-    ///
-    /// # Safety
-    ///
-    /// See [`jump`].
-    #[unsafe(naked)]
-    unsafe extern "sysv64" fn aa_sched_ctx_jump(save: *mut usize, to: usize, data: usize) -> usize {
-        std::arch::naked_asm!(
-            // rdi = save slot, rsi = target stack pointer, rdx = data.
-            "push rbp",
-            "push rbx",
-            "push r12",
-            "push r13",
-            "push r14",
-            "push r15",
-            "sub rsp, 8",
-            "stmxcsr [rsp]",
-            "fnstcw [rsp + 4]",
-            "mov r8d, dword ptr [rsp]",
-            "movzx r9d, word ptr [rsp + 4]",
-            "mov [rdi], rsp",
-            "mov rsp, rsi",
-            // Restore the target's FP control state only where it differs.
-            "cmp r8d, dword ptr [rsp]",
-            "jne 3f",
-            "2:",
-            "cmp r9w, word ptr [rsp + 4]",
-            "jne 5f",
-            "4:",
-            "add rsp, 8",
-            "pop r15",
-            "pop r14",
-            "pop r13",
-            "pop r12",
-            "pop rbx",
-            "pop rbp",
-            "mov rax, rdx",
-            "ret",
-            "3:",
-            "ldmxcsr [rsp]",
-            "jmp 2b",
-            "5:",
-            "fldcw [rsp + 4]",
-            "jmp 4b",
-        )
-    }
-
-    /// The bottom frame of every fresh fiber: `make` makes the first jump
-    /// to a fiber return here, with r12 = the fiber's address and r13 = its
-    /// entry; calls `entry(r12, data)`, which never returns. Unwinders stop
-    /// here (the return address is undefined).
-    #[unsafe(naked)]
-    unsafe extern "sysv64" fn aa_sched_ctx_start() -> ! {
-        std::arch::naked_asm!(
-            ".cfi_startproc",
-            ".cfi_undefined rip",
-            "mov rdi, r12",
-            "mov rsi, rax",
-            "call r13",
-            "ud2",
-            ".cfi_endproc",
-        )
-    }
-
-    /// A fresh context at the top of the stack `[.., top)`.
-    ///
-    /// # Safety
-    ///
-    /// `top` is the 16-byte aligned end of a writable stack of at least 128
-    /// bytes that nothing else uses, and stays mapped while the context
-    /// lives.
-    pub(super) unsafe fn make(
-        top: usize,
-        fiber: usize,
-        entry: extern "C" fn(usize, usize) -> !,
-    ) -> Saved {
-        let sp = (top & !15) - 128;
-        let frame = sp as *mut usize;
-        let (mut csr, mut cw) = (0u32, 0u16);
-        // SAFETY: stmxcsr and fnstcw store into the two locals.
-        unsafe {
-            std::arch::asm!(
-                "stmxcsr [{csr}]",
-                "fnstcw [{cw}]",
-                csr = in(reg) &mut csr,
-                cw = in(reg) &mut cw,
-                options(nostack, preserves_flags)
-            )
-        };
-        let fp = u64::from(csr) | (u64::from(cw) << 32);
-        // SAFETY: `[sp, sp + 64)` lies in the stack (the caller's contract)
-        // and is 8-byte aligned; these are the frame the jump pops (module
-        // doc), with `sp + 64` 16-byte aligned for the entry call.
-        unsafe {
-            frame.add(0).write(fp as usize);
-            frame.add(1).write(0); // r15
-            frame.add(2).write(0); // r14
-            frame.add(3).write(entry as *const () as usize); // r13
-            frame.add(4).write(fiber); // r12
-            frame.add(5).write(0); // rbx
-            frame.add(6).write(0); // rbp
-            frame.add(7).write(aa_sched_ctx_start as *const () as usize);
-        }
-        sp
-    }
-
-    /// See the parent module.
-    ///
-    /// # Safety
-    ///
-    /// `to` is a context saved by a jump or made by `make`, taken from its
-    /// slot (resumed once), on a stack still mapped; `save` stays valid
-    /// until this context is resumed.
-    #[inline(always)]
-    pub(super) unsafe fn jump(
-        save: &Cell<Saved>,
-        to: Saved,
-        data: usize,
-        _to_ctx: super::Ctx,
-    ) -> usize {
-        // SAFETY: forwarded to the caller; the assembly saves every
-        // callee-saved register and the FP control state, and returns on the
-        // target's stack with them restored.
-        unsafe { aa_sched_ctx_jump(save.as_ptr(), to, data) }
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
 mod arch {
     //! Boost.Context's `jump_fcontext` through the `context` crate. A jump
     //! carries the address of a [`Hop`] on the jumper's stack; the landing
@@ -433,13 +266,13 @@ mod arch {
         super::fiber_entry(fiber, data)
     }
 
-    /// See the x86_64 version.
+    /// A fresh context on the stack whose top is `top`: jumping to it runs
+    /// `fiber_entry(fiber, data)` there (through `boost_entry`).
     ///
     /// # Safety
     ///
-    /// As the x86_64 version; the stack's usable range starts one page
-    /// above its guard (stack S-I3), which `make` derives from `top`'s
-    /// fiber.
+    /// `fiber` is a live fiber record whose stack ends at `top`; the stack's
+    /// usable range starts one page above its guard (stack S-I3).
     pub(super) unsafe fn make(
         top: usize,
         fiber: usize,
@@ -461,11 +294,15 @@ mod arch {
         Some(unsafe { Context::new(&stack, boost_entry) })
     }
 
-    /// See the x86_64 version.
+    /// Saves the running context into `save` (through the landing side),
+    /// resumes `to`, and returns the `data` of the jump that later resumes
+    /// this context.
     ///
     /// # Safety
     ///
-    /// As the x86_64 version.
+    /// `to` is a context saved by a jump or made by `make`, taken from its
+    /// slot (resumed once), on a stack still mapped; `save` stays valid
+    /// until this context is resumed.
     pub(super) unsafe fn jump(
         save: &Cell<Saved>,
         to: Saved,

@@ -2,7 +2,7 @@
 //!
 //! | engine | shape | a direct switch A -> B | MXCSR / x87 CW |
 //! |---|---|---|---|
-//! | [`context`] (a `jump_fcontext`-style jump: its own assembly on x86_64, Boost.Context's elsewhere) | symmetric | one jump, A straight to B | saved on every jump, restored when it differs |
+//! | [`context`] (Boost.Context's `jump_fcontext`, through the `context` crate) | symmetric | one jump, A straight to B | saved and restored on every jump |
 //! | [`corosensei`] | asymmetric | A suspends to the root with "go to B", the root resumes B: two switches of ~1-2 ns each, inside the same tick | left alone (thread-wide) |
 //!
 //! The rest of the scheduler only says "move control from the running

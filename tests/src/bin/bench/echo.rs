@@ -58,7 +58,9 @@ pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'sta
         pin_to_cpu(0);
         serve(tx);
     });
-    let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server address");
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server address");
     pin_to_cpu(1);
     let result = drive(addr).expect("load generator");
     EchoResult { rps: result }
@@ -73,7 +75,8 @@ fn drive(addr: SocketAddr) -> io::Result<f64> {
         std_stream.set_nodelay(true)?;
         std_stream.set_nonblocking(true)?;
         let mut s = MioStream::from_std(std_stream);
-        poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
+        poll.registry()
+            .register(&mut s, Token(i), Interest::READABLE)?;
         conns.push(Conn { s, got: 0 });
     }
     let msg = [b'x'; MSG];
@@ -93,7 +96,12 @@ fn drive(addr: SocketAddr) -> io::Result<f64> {
             let c = &mut conns[ev.token().0];
             loop {
                 match c.s.read(&mut buf) {
-                    Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "server closed")),
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "server closed",
+                        ))
+                    }
                     Ok(n) => {
                         c.got += n;
                         while c.got >= MSG {
@@ -146,7 +154,8 @@ pub(crate) fn ours(reactor: &'static str) -> impl FnOnce(mpsc::Sender<SocketAddr
             .reactor(reactor)
             .run(move || {
                 let listener = async_std_api::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-                tx.send(listener.local_addr().expect("addr")).expect("send addr");
+                tx.send(listener.local_addr().expect("addr"))
+                    .expect("send addr");
                 loop {
                     let (mut conn, _) = listener.accept().expect("accept");
                     conn.set_nodelay(true).expect("nodelay");
@@ -172,10 +181,16 @@ pub(crate) fn ours(reactor: &'static str) -> impl FnOnce(mpsc::Sender<SocketAddr
 /// tokio current-thread: a task per connection.
 pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("tokio");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("tokio");
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        tx.send(listener.local_addr().expect("addr")).expect("send addr");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        tx.send(listener.local_addr().expect("addr"))
+            .expect("send addr");
         loop {
             let (mut conn, _) = listener.accept().await.expect("accept");
             conn.set_nodelay(true).expect("nodelay");
@@ -205,7 +220,8 @@ pub(crate) fn monoio_server(tx: mpsc::Sender<SocketAddr>) {
         .expect("monoio (io_uring)");
     rt.block_on(async move {
         let listener = monoio::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        tx.send(listener.local_addr().expect("addr")).expect("send addr");
+        tx.send(listener.local_addr().expect("addr"))
+            .expect("send addr");
         loop {
             let (mut conn, _) = listener.accept().await.expect("accept");
             conn.set_nodelay(true).expect("nodelay");

@@ -8,17 +8,23 @@
 //!   one coroutine that has done floating-point work (its MXCSR sticky flags
 //!   then differ from the other's, which costs the `context` engine an
 //!   `ldmxcsr` stall on every switch);
-//! - `spawn`: spawning an empty coroutine and joining it.
+//! - `spawn`: spawning an empty coroutine and joining it;
+//! - `echo`: a TCP echo server over loopback under load from 100
+//!   connections with small messages (requests per second; see `echo.rs`);
+//! - `timers`: the lateness of 10,000 coroutines each sleeping 200 ms, per
+//!   reactor (see `timers.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
 //! Each measurement is the median of several repetitions.
 
+mod echo;
 mod ours;
 mod peers;
 mod report;
+mod timers;
 
-use report::Report;
+use report::{Report, Unit};
 
 const SCENARIOS: &[(&str, &str)] = &[
     (
@@ -28,6 +34,14 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "spawn",
         "spawn an empty coroutine and join it (ns per spawn+join)",
+    ),
+    (
+        "echo",
+        "TCP echo over loopback, 100 connections, 64-byte messages (requests per second)",
+    ),
+    (
+        "timers",
+        "lateness of 10,000 coroutines each sleeping 200 ms (µs: median, p99, max)",
     ),
 ];
 
@@ -50,6 +64,14 @@ fn main() {
     }
     if wanted("spawn") {
         spawn_ours(&mut report);
+    }
+    // The I/O scenarios pin their threads and run before may and tokio's
+    // other measurements leave threads behind.
+    if wanted("echo") {
+        echo_all(&mut report);
+    }
+    if wanted("timers") {
+        timers_all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);
@@ -173,5 +195,57 @@ fn spawn_peers(report: &mut Report) {
         s,
         "may (1 worker), go! + join",
         peers::may_spawn_join(SPAWN_ITERS),
+    );
+}
+
+fn echo_all(report: &mut Report) {
+    let s = "echo";
+    report.scenario(s, Unit::PerSecond, &["requests/s"]);
+    let ours_mio = echo::measure(echo::ours("mio"));
+    report.add_values(
+        s,
+        "this runtime, mio reactor (a coroutine per connection)",
+        vec![ours_mio.rps],
+        true,
+    );
+    let ours_uring = echo::measure(echo::ours("uring"));
+    report.add_values(
+        s,
+        "this runtime, io_uring reactor",
+        vec![ours_uring.rps],
+        false,
+    );
+    let tokio = echo::measure(echo::tokio_server);
+    report.add_values(
+        s,
+        "tokio current_thread (a task per connection)",
+        vec![tokio.rps],
+        false,
+    );
+    let monoio = echo::measure(echo::monoio_server);
+    report.add_values(
+        s,
+        "monoio, io_uring driver (a task per connection)",
+        vec![monoio.rps],
+        false,
+    );
+}
+
+fn timers_all(report: &mut Report) {
+    let s = "timers";
+    report.scenario(s, Unit::Micros, &["median µs", "p99 µs", "max µs"]);
+    for (name, reactor, baseline) in [
+        ("this runtime, mio reactor", "mio", true),
+        ("this runtime, io_uring reactor", "uring", false),
+    ] {
+        let l = timers::ours(reactor);
+        report.add_values(s, name, vec![l.median_us, l.p99_us, l.max_us], baseline);
+    }
+    let l = timers::tokio_sleep();
+    report.add_values(
+        s,
+        "tokio current_thread, tokio::time::sleep",
+        vec![l.median_us, l.p99_us, l.max_us],
+        false,
     );
 }

@@ -16,78 +16,144 @@ pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -
     NsPerOp(samples[samples.len() / 2])
 }
 
+/// What a scenario measures, and which direction is better.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Unit {
+    /// Nanoseconds per operation: lower is better.
+    NsPerOp,
+    /// Requests per second: higher is better.
+    PerSecond,
+    /// Microseconds of lateness: lower is better.
+    Micros,
+}
+
+impl Unit {
+    fn header(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::PerSecond => "requests/s",
+            Unit::Micros => "µs",
+        }
+    }
+
+    /// How many times worse than `base` `value` is (above 1.00: worse than
+    /// this runtime, whatever the unit's direction).
+    fn ratio(self, value: f64, base: f64) -> f64 {
+        match self {
+            Unit::PerSecond => base / value,
+            Unit::NsPerOp | Unit::Micros => value / base,
+        }
+    }
+}
+
 struct Line {
     scenario: String,
     name: String,
-    value: NsPerOp,
+    values: Vec<f64>,
     baseline: bool,
+}
+
+struct Scenario {
+    name: String,
+    unit: Unit,
+    columns: Vec<&'static str>,
 }
 
 /// The results of one run.
 pub(crate) struct Report {
+    scenarios: Vec<Scenario>,
     lines: Vec<Line>,
 }
 
 impl Report {
     pub(crate) fn new() -> Report {
-        Report { lines: Vec::new() }
+        Report {
+            scenarios: Vec::new(),
+            lines: Vec::new(),
+        }
     }
 
-    /// Records the measurement every other line of `scenario` is compared to.
+    /// Declares a scenario whose lines carry several values (one per
+    /// column); ratios are computed on the first column.
+    pub(crate) fn scenario(&mut self, name: &str, unit: Unit, columns: &[&'static str]) {
+        if !self.scenarios.iter().any(|s| s.name == name) {
+            self.scenarios.push(Scenario {
+                name: name.into(),
+                unit,
+                columns: columns.to_vec(),
+            });
+        }
+    }
+
+    fn push(&mut self, scenario: &str, name: &str, values: Vec<f64>, baseline: bool) {
+        self.scenario(scenario, Unit::NsPerOp, &[]);
+        eprintln!("bench: {scenario}: {name}: {values:.1?}");
+        self.lines.push(Line {
+            scenario: scenario.into(),
+            name: name.into(),
+            values,
+            baseline,
+        });
+    }
+
+    /// Records the ns/op measurement every other line of `scenario` is
+    /// compared to.
     pub(crate) fn baseline(&mut self, scenario: &str, name: &str, value: NsPerOp) {
-        eprintln!("bench: {scenario}: {name}: {:.1} ns", value.0);
-        self.lines.push(Line {
-            scenario: scenario.into(),
-            name: name.into(),
-            value,
-            baseline: true,
-        });
+        self.push(scenario, name, vec![value.0], true);
     }
 
-    /// Records one measurement.
+    /// Records one ns/op measurement.
     pub(crate) fn add(&mut self, scenario: &str, name: &str, value: NsPerOp) {
-        eprintln!("bench: {scenario}: {name}: {:.1} ns", value.0);
-        self.lines.push(Line {
-            scenario: scenario.into(),
-            name: name.into(),
-            value,
-            baseline: false,
-        });
+        self.push(scenario, name, vec![value.0], false);
     }
 
-    /// Prints one table per scenario: ns/op and the ratio to the baseline
-    /// (above 1.00 means slower than this runtime).
+    /// Records a measurement in the scenario's declared unit and columns.
+    pub(crate) fn add_values(
+        &mut self,
+        scenario: &str,
+        name: &str,
+        values: Vec<f64>,
+        baseline: bool,
+    ) {
+        self.push(scenario, name, values, baseline);
+    }
+
+    /// Prints one table per scenario: the values and the ratio to the
+    /// baseline on the first column (above 1.00 means worse than this
+    /// runtime).
     pub(crate) fn print(&self) {
         let width = self.lines.iter().map(|l| l.name.len()).max().unwrap_or(10);
-        let mut scenarios: Vec<&str> = Vec::new();
-        for l in &self.lines {
-            if !scenarios.contains(&l.scenario.as_str()) {
-                scenarios.push(&l.scenario);
+        for s in &self.scenarios {
+            let lines: Vec<&Line> = self.lines.iter().filter(|l| l.scenario == s.name).collect();
+            if lines.is_empty() {
+                continue;
             }
-        }
-        for s in scenarios {
-            let base = self
-                .lines
-                .iter()
-                .find(|l| l.scenario == s && l.baseline)
-                .map(|l| l.value.0);
-            println!("\n## {s}\n");
-            println!(
-                "| {:<width$} | {:>10} | {:>14} |",
-                "implementation", "ns/op", "vs this runtime"
-            );
-            println!(
-                "|{}|{}|{}|",
-                "-".repeat(width + 2),
-                "-".repeat(12),
-                "-".repeat(16)
-            );
-            for l in self.lines.iter().filter(|l| l.scenario == s) {
-                let ratio = base.map_or("-".to_string(), |b| format!("{:.2}x", l.value.0 / b));
-                println!(
-                    "| {:<width$} | {:>10.1} | {:>14} |",
-                    l.name, l.value.0, ratio
-                );
+            let base = lines.iter().find(|l| l.baseline).map(|l| l.values[0]);
+            let columns: Vec<&str> = if s.columns.is_empty() {
+                vec![s.unit.header()]
+            } else {
+                s.columns.clone()
+            };
+            println!("\n## {}\n", s.name);
+            print!("| {:<width$} |", "implementation");
+            for c in &columns {
+                print!(" {c:>12} |");
+            }
+            println!(" {:>15} |", "vs this runtime");
+            print!("|{}|", "-".repeat(width + 2));
+            for _ in &columns {
+                print!("{}:|", "-".repeat(13));
+            }
+            println!("{}:|", "-".repeat(16));
+            for l in lines {
+                print!("| {:<width$} |", l.name);
+                for v in &l.values {
+                    print!(" {v:>12.1} |");
+                }
+                let ratio = base.map_or("-".to_string(), |b| {
+                    format!("{:.2}x", s.unit.ratio(l.values[0], b))
+                });
+                println!(" {ratio:>15} |");
             }
         }
         println!();

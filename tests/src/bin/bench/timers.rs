@@ -66,14 +66,19 @@ pub(crate) fn ours(reactor: &str) -> Lateness {
 
 /// tokio current-thread, `tokio::time::sleep`.
 pub(crate) fn tokio_sleep() -> Lateness {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("tokio");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio");
     rt.block_on(async {
         let handles: Vec<_> = (0..COROS)
             .map(|_| {
                 tokio::spawn(async {
                     let start = Instant::now();
                     tokio::time::sleep(Duration::from_millis(DELAY_MS)).await;
-                    start.elapsed().saturating_sub(Duration::from_millis(DELAY_MS))
+                    start
+                        .elapsed()
+                        .saturating_sub(Duration::from_millis(DELAY_MS))
                 })
             })
             .collect();
