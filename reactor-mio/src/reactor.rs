@@ -521,6 +521,12 @@ impl Reactor {
                 continue;
             }
             let key = Key(token.0);
+            self.registry.borrow_mut().note_ready(
+                key,
+                bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0,
+                bits & (AA_POLL_WRITABLE | AA_POLL_ERROR) != 0,
+                bits & AA_POLL_HUP != 0,
+            );
             if bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0 {
                 count += self.drain(key, true);
             }

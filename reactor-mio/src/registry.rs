@@ -26,6 +26,18 @@
 //! - **G5** A slot index is below `u32::MAX`, so no key's token has
 //!   `u32::MAX` in its low half: those tokens belong to the reactor's own
 //!   sources (reactor invariant R7).
+//! - **G6** Readiness hints (`read_hint`, `write_hint`) are false only
+//!   after an attempt in that direction would block, or came back short on
+//!   a stream socket (fewer bytes than asked: the kernel had no more); every
+//!   readiness report for the descriptor sets them again. epoll is
+//!   edge-triggered here, so data (or room) that arrives after a hint went
+//!   false produces a new report: a request that skips its first attempt
+//!   because of a false hint is still woken (ops invariant O3). Once the peer
+//!   closed its side (`EPOLLRDHUP` reported), the read hint stays true for
+//!   good: end of stream may already be pending behind a short read, and it
+//!   will not be reported again. This saves the `EAGAIN` system call a
+//!   read-after-echo would otherwise make on every request (tokio does the
+//!   same, with the same sticky "read closed").
 //!
 //! # Access
 //!
@@ -77,6 +89,15 @@ pub(crate) struct FdEntry {
     pub(crate) fd: RawFd,
     /// Whether it is a socket (detected once, with `fstat`).
     pub(crate) socket: bool,
+    /// Whether it is a stream socket (`SOCK_STREAM`): only there does a short
+    /// read or write mean the kernel had no more (G6).
+    pub(crate) stream: bool,
+    /// A read or accept might not block (G6).
+    pub(crate) read_hint: bool,
+    /// A write might not block (G6).
+    pub(crate) write_hint: bool,
+    /// The peer closed its side; reads never block again (G6).
+    pub(crate) read_closed: bool,
     /// The mio registration's interest, `None` before the first.
     pub(crate) registered: Option<Interest>,
     /// epoll refused the descriptor (a regular file): requests never wait,
@@ -117,9 +138,14 @@ impl Registry {
             return Ok(key);
         }
         let socket = crate::sys::is_socket(fd)?;
+        let stream = socket && crate::sys::is_stream_socket(fd);
         let entry = FdEntry {
             fd,
             socket,
+            stream,
+            read_hint: true,
+            write_hint: true,
+            read_closed: false,
             registered: None,
             always_ready: false,
             readers: VecDeque::new(),
@@ -144,6 +170,41 @@ impl Registry {
         let key = Key::new(index, slot.generation);
         self.by_fd.insert(fd, key);
         Ok(key)
+    }
+
+    /// Records what one attempt on `key` says about its readiness (G6).
+    pub(crate) fn note_attempt(&mut self, key: Key, reads: bool, asked: usize, got: Option<i64>) {
+        let Some(entry) = self.get_mut(key) else {
+            return;
+        };
+        let drained = match got {
+            // Would block: certainly not ready.
+            None => true,
+            // Short on a stream socket: the kernel had no more to give.
+            Some(n) => entry.stream && n > 0 && (n as usize) < asked,
+        };
+        if drained {
+            if reads {
+                entry.read_hint = entry.read_closed;
+            } else {
+                entry.write_hint = false;
+            }
+        }
+    }
+
+    /// A readiness report for `key` (G6).
+    pub(crate) fn note_ready(
+        &mut self,
+        key: Key,
+        readable: bool,
+        writable: bool,
+        read_closed: bool,
+    ) {
+        if let Some(entry) = self.get_mut(key) {
+            entry.read_closed |= read_closed;
+            entry.read_hint |= readable || read_closed;
+            entry.write_hint |= writable;
+        }
     }
 
     /// The live entry named by `key` (G3).

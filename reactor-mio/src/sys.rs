@@ -66,6 +66,11 @@ impl HostBuf {
     pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostBuf {
         HostBuf { ptr, len }
     }
+
+    /// The buffer's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
 /// Where a request writes a peer address (`AA_IO_ACCEPT`), host memory
@@ -112,6 +117,22 @@ pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
     // SAFETY: `fstat` returned 0, so it initialised `st`.
     let st = unsafe { st.assume_init() };
     Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+}
+
+/// Whether the socket `fd` is a stream socket (`SO_TYPE` is `SOCK_STREAM`).
+pub(crate) fn is_stream_socket(fd: RawFd) -> bool {
+    let mut kind: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: S1 for `fd`; S3: `kind` and `len` are locals of the sizes
+    // getsockopt(SO_TYPE) writes.
+    let res = syscall!(getsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TYPE,
+        (&mut kind as *mut libc::c_int).cast(),
+        &mut len
+    ));
+    res.is_ok() && kind == libc::SOCK_STREAM
 }
 
 /// Reads into `buf`: `recv` on a socket, `pread` with an offset, `read`

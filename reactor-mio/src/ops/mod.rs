@@ -13,8 +13,10 @@
 //!   a connect, "not connected yet") leaves it queued.
 //! - **O3** A request that never waited for readiness is tried at least once
 //!   without an edge: inline with `AA_IO_TRY_INLINE`, else by the next
-//!   `run_once` (the descriptor is marked dirty). Removing a queue's head
-//!   (cancel, close, dispose) also marks it dirty, so the new head is tried.
+//!   `run_once` (the descriptor is marked dirty), unless its direction's
+//!   readiness hint is false (registry G6): then the edge that sets the hint
+//!   again is what tries it. Removing a queue's head (cancel, close,
+//!   dispose) also marks it dirty, so the new head is tried.
 //! - **O4** A request leaves its queue before its callback runs and its
 //!   phase is `Done` from then on (event invariant E3).
 //!
@@ -100,20 +102,22 @@ impl Reactor {
             .entry_for(fd)
             .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?;
         let reads = req.opcode.reads();
-        let (socket, idle) = {
+        let (socket, idle, hint) = {
             let registry = self.registry.borrow();
             let entry = registry.get(key).expect("entry_for returned a live key");
-            let queue = if reads {
-                &entry.readers
+            let (queue, hint) = if reads {
+                (&entry.readers, entry.read_hint)
             } else {
-                &entry.writers
+                (&entry.writers, entry.write_hint)
             };
-            (entry.socket, queue.is_empty())
+            (entry.socket, queue.is_empty(), hint)
         };
         let mut phase = IoPhase::Queued;
-        let tried = inline && idle;
+        let tried = inline && idle && hint;
         if tried {
-            if let Attempt::Done(result) = attempt(&req, &mut phase, socket) {
+            let outcome = attempt(&req, &mut phase, socket);
+            self.note_attempt(key, &req, outcome);
+            if let Attempt::Done(result) = outcome {
                 return Ok(Submitted::Done(result));
             }
         }
@@ -144,12 +148,27 @@ impl Reactor {
             queue.push_back(Rc::clone(&ev));
             entry.always_ready
         };
-        // O3: a request nobody tried yet is tried by the next iteration.
-        if !tried || always_ready {
+        // O3: a request nobody tried yet is tried by the next iteration,
+        // unless the hint says its descriptor is not ready (G6): the next
+        // readiness report tries it.
+        if (!tried && hint) || always_ready {
             self.mark_dirty(key);
         }
         self.touch(&ev);
         Ok(Submitted::Pending(ev))
+    }
+
+    /// Records what an attempt says about the descriptor's readiness (G6).
+    fn note_attempt(&self, key: Key, req: &Request, outcome: Attempt) {
+        let got = match outcome {
+            Attempt::WouldBlock => None,
+            // Only a data transfer can come back short.
+            Attempt::Done(n) if matches!(req.opcode, Opcode::Read | Opcode::Write) => Some(n),
+            Attempt::Done(_) => return,
+        };
+        self.registry
+            .borrow_mut()
+            .note_attempt(key, req.opcode.reads(), req.buf.len(), got);
     }
 
     /// Tries the head requests of one queue of `key` until one would block
@@ -182,6 +201,7 @@ impl Reactor {
             let outcome = match &mut *ev.state.borrow_mut() {
                 State::Io(io) if io.phase != IoPhase::Done => {
                     let outcome = attempt(&io.request, &mut io.phase, socket);
+                    self.note_attempt(key, &io.request, outcome);
                     if let Attempt::Done(_) = outcome {
                         io.phase = IoPhase::Done;
                     }

@@ -206,6 +206,40 @@ pub fn read_at_end_of_stream_returns_zero(reactor: &Reactor) {
     lp.finish();
 }
 
+/// Checks that end of stream that arrived together with the last data is
+/// still delivered: a read that came back short must not make the reactor
+/// wait for a readiness edge that will never come (the peer's FIN was
+/// already there). A regression test for a readiness-hint bug: the `net`
+/// suite's `incoming_yields_accepted_streams` hung on it.
+pub fn end_of_stream_behind_a_short_read_is_still_delivered(reactor: &Reactor) {
+    if skip(
+        reactor,
+        0,
+        "end_of_stream_behind_a_short_read_is_still_delivered",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = fds::socketpair();
+    lp.track_fd(b);
+    let mut first = [0u8; 64];
+    lp.read("first", b, &mut first, AA_IO_TRY_INLINE).pending();
+    assert_eq!(fds::raw_write(a, b"hi"), 2);
+    fds::raw_close(a);
+    lp.run_until_tag("first");
+    assert_eq!(lp.take_log(), vec![Rec::Io("first", 2)]);
+    let mut second = [0u8; 64];
+    match lp.read("second", b, &mut second, AA_IO_TRY_INLINE) {
+        Submit::Done(n) => assert_eq!(n, 0, "the second read must see end of stream"),
+        Submit::Pending(_) => {
+            lp.run_until_tag("second");
+            assert_eq!(lp.log(), vec![Rec::Io("second", 0)]);
+        }
+        Submit::Failed(s) => panic!("the second read failed with {s}"),
+    }
+    lp.finish();
+}
+
 /// Checks that writing to a socket whose peer is gone fails with `-EPIPE`
 /// or `-ECONNRESET` (and does not raise `SIGPIPE`).
 pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) {

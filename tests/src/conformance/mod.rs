@@ -135,6 +135,7 @@ macro_rules! reactor_conformance_tests {
                 accept_and_connect_over_loopback_fill_the_peer_address,
                 connect_to_a_closed_port_fails,
                 read_at_end_of_stream_returns_zero,
+                end_of_stream_behind_a_short_read_is_still_delivered,
                 write_to_a_closed_peer_fails_with_epipe_or_econnreset,
                 cancel_of_a_pending_read_completes_once_with_the_reason,
                 cancel_after_completion_is_invalid,

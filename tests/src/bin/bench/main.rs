@@ -87,6 +87,9 @@ fn main() {
 /// counts (`valgrind --tool=callgrind`): run it with two iteration counts and
 /// divide the difference in instructions by the difference in iterations.
 fn profile(args: &[String]) {
+    if args.first().is_some_and(|a| a == "echo") {
+        return profile_echo(&args[1..]);
+    }
     let usage =
         "usage: bench --profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>";
     let [scenario, engine, iters] = args else {
@@ -248,4 +251,20 @@ fn timers_all(report: &mut Report) {
         vec![l.median_us, l.p99_us, l.max_us],
         false,
     );
+}
+
+/// `--profile echo <mio|uring|tokio|monoio>`: one echo server alone under the
+/// load generator, for `strace -c -f` or callgrind (the client's own system
+/// calls are the same whatever the server, so differences are the server's).
+fn profile_echo(args: &[String]) {
+    let usage = "usage: bench --profile echo <mio|uring|tokio|monoio>";
+    let [server] = args else { panic!("{usage}") };
+    let result = match server.as_str() {
+        "mio" => echo::measure(echo::ours("mio")),
+        "uring" => echo::measure(echo::ours("uring")),
+        "tokio" => echo::measure(echo::tokio_server),
+        "monoio" => echo::measure(echo::monoio_server),
+        _ => panic!("{usage}"),
+    };
+    println!("echo {server}: {:.0} requests/s", result.rps);
 }
