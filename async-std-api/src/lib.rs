@@ -47,37 +47,60 @@
 //!
 //! # Where the RFC's words land in Rust
 //!
-//! | RFC | Rust | Why |
+//! | RFC | Rust | Why (rule ids: `/work/shared/SEMANTICS.md`) |
 //! |---|---|---|
-//! | main flow is a coroutine | [`run`]`(f)`: `f` is the main coroutine | the RFC's main script can `suspend` and `await`; so can `f` |
-//! | `spawn f()` | [`spawn`]`(f) -> `[`JoinHandle`]`<T>` | `#[track_caller]` records the spawn location; the body never runs before `spawn` returns (REF-1) |
+//! | main flow is a coroutine | [`run`]`(f)`: `f` is the main coroutine, in the global scope | the RFC's main script can `suspend` and `await`; so can `f` |
+//! | `spawn f()` | [`spawn`]`(f) -> `[`JoinHandle`]`<T>` | `#[track_caller]` records the spawn location; the body never runs before `spawn` returns (REF-1); it goes to the caller's scope (R-CO1, R-S1) |
+//! | uncaught exception | [`Failure`]: a panic, or the `Err` of a [`spawn_try`] body (`?` flows like a throw) | shared by `Arc`: every awaiter, responsibility point and handler gets the *same* object (R-CO5, D-13, P-14); one shape, primary + [`attached`](Failure::attached) (D-4, P-12) |
+//! | `spawn with $scope f()` | [`spawn_in`]`(&target, f)`, [`spawn_try_in`] | `target`: a [`Scope`], a [`ScopeRef`], or any [`SpawnStrategy`]; a closed scope is an `Err` (R-S4) |
 //! | `await $c` | [`JoinHandle::join`] `-> Result<T, `[`JoinError`]`>` | typed value, like `std::thread::JoinHandle::join`; returns at once if finished (REF-4) |
 //! | `await $c` (untyped) | [`Coroutine::wait`] | the RFC's `Coroutine` can be awaited by anyone holding it |
 //! | `await $c until $t` | [`JoinHandle::join_until`], [`JoinHandle::wait_until`], [`Coroutine::wait_until`] | `wait_until` keeps the handle, so the coroutine can be awaited again (R-AU3) |
-//! | `AwaitCancelledException` | [`JoinError::is_await_cancelled`] | not a kind of cancellation (D-19): the awaited coroutine goes on |
-//! | `Awaitable` | [`Awaitable`] (sealed) | implemented by [`Timeout`](time::Timeout), [`JoinHandle`], [`Coroutine`] |
-//! | `suspend` | [`suspend`]`() -> Result<(), `[`Cancelled`]`>` | a yield; a cancellation point |
+//! | "A coroutine cannot await itself" | [`JoinError::is_self_await`] | an error, not a panic (R-CO6) |
+//! | `AwaitCancelledException` | [`JoinError::is_await_cancelled`] | not a kind of cancellation (D-19); uncaught (returned by a `spawn_try` body) it is an ordinary failure (P-03) |
+//! | `Awaitable` | [`Awaitable`] (sealed) | implemented by [`Timeout`](time::Timeout), [`Signal`](signal::Signal), [`JoinHandle`], [`Coroutine`] |
+//! | `suspend` | [`suspend`]`() -> Result<(), `[`Cancelled`]`>` | a yield; a cancellation point (R-CO3) |
 //! | `Coroutine` object | [`Coroutine`] (cloneable, untyped), from [`JoinHandle::coroutine`] or [`current`] | the typed `JoinHandle` is unique, like std's; observing and cancelling need not be |
-//! | `currentCoroutine()` | [`current`] | |
-//! | `isStarted`, `isQueued`, `isRunning`, `isSuspended`, `isCancelled`, `isCancellationRequested`, `isFinished` | [`Coroutine::is_started`] ... [`Coroutine::is_finished`] | std getter style (no `get_`) |
-//! | `getSpawnLocation` | [`Coroutine::spawn_location`] | a `&'static Location` |
-//! | `$c->cancel()` | [`Coroutine::cancel`], [`Coroutine::cancel_with`], [`JoinHandle::cancel`] | first reason wins; edge-triggered (D-1) |
-//! | `CancellationException` | [`Cancelled`] (id, [`CancelCause`], reason) | returned by every blocking call; `?` propagates it |
+//! | `isStarted`, `isQueued`, `isRunning`, `isSuspended`, `isCancelled`, `isCancellationRequested`, `isFinished` | [`Coroutine::is_started`] ... [`Coroutine::is_finished`] | std getter style (no `get_`), R-CO2 |
+//! | `getSpawnLocation`, `getSuspendLocation`, `getAwaitingInfo`, `getCoroutines()` | [`Coroutine::spawn_location`], [`Coroutine::suspend_location`], [`Coroutine::awaiting_info`], [`coroutines`] | `&'static Location`s; `getTrace` is not offered (a suspended Rust stack cannot be walked portably) (R-T1) |
+//! | `$c->onFinally(f)`, `Async\onFinally(f)` | [`Coroutine::on_finally`], [`on_finally`] | once, newest first (Go's `defer`), before joiners wake; also for a coroutine cancelled before it started, whose captures are dropped first; handler panics reported apart (R-CO8, D-12, D-23, P-16) |
+//! | `$c->cancel()` | [`Coroutine::cancel`], [`Coroutine::cancel_with`], [`JoinHandle::cancel`] | first reason wins; delivered once at the next suspension point (D-1, edge-triggered); a queued wake-up loses to it (D-2) |
+//! | `CancellationException` | [`Cancelled`] (id, [`CancelCause`], reason, scope, the [`Failure`] that caused it) | returned by every blocking call; `?` propagates it; converts only into `io::Error` and boxed errors, where the runtime still finds it: a coroutine that returns its own cancellation ends *cancelled*, never failed (R-C1, P-01) |
 //! | cancellation in I/O | `io::Error` of kind `Other` with an inner [`Cancelled`]; [`io::cancelled`] finds it | never `Interrupted`, which `read_exact`/`write_all` retry (and would swallow the cancellation) |
-//! | exception in a coroutine | a panic, caught at the coroutine boundary: [`JoinError::is_panic`] | a panicking coroutine never takes the process down; every waiter gets the same failure ([`JoinError::same_failure`], R-CO5) |
-//! | `delay(ms)` | [`delay`], [`sleep`] | a zero delay is a yield |
-//! | `timeout(ms)` | [`timeout`] `->` [`Timeout`](time::Timeout) | armed at creation; dropping it disarms it |
-//! | deadlock | waiters get [`Cancelled`] with [`CancelCause::Deadlock`]; [`run`] returns `Err` ([`ErrorKind::Deadlock`]) | the scheduler logs each waiter (id, spawn and wait locations) |
-//! | graceful shutdown | a panic in the main coroutine: the others are unwound (their locals dropped), then the panic resumes in the caller of [`run`] | like tokio's `block_on` |
+//! | self-cancellation | `current().cancel()` does nothing at the call; delivered at the next suspension point, or the coroutine ends cancelled if it returns first | v1.7, D-11, P-23 |
+//! | real error while cancelling | the failure wins: the coroutine ends failed | v1.7 override rule, D-22 |
+//! | `Async\protect(fn)` | [`protect`]`(f) -> R`, [`check_cancelled`] | a cancellation during `f` is deferred and delivered right after the *outermost* `protect` returns, at the next cancellation point (`check_cancelled` is one that does not suspend); Rust has no exception to throw "right after", so it stays pending (R-C2, D-21, D-22, P-13) |
+//! | `new Scope()`, `Scope::inherit()` | [`Scope::new`], [`Scope::inherit`], [`Scope::inherit_from`] | `new` is a root (a child of the global scope only for error propagation and shutdown) (R-S2) |
+//! | the Scope object and its destructor | [`Scope`] (owning handle, `Clone`; dropping the last disposes: cancel + one warning naming what still ran) and [`ScopeRef`] (non-owning: [`current_scope`], what coroutines hold) | coroutines do not keep the handle alive; [`Scope::detach`] gives up ownership without disposing (D-9: cancel, not `disposeSafely`) |
+//! | `$scope->cancel()` | [`ScopeRef::cancel`], [`ScopeRef::cancel_with`] | children first, bottom-up; closes the scope (R-S3, D-8, D-18: always cancels); again with a reason: ignored with a warning (R-S5) |
+//! | `dispose`, `disposeSafely`, `disposeAfterTimeout` | [`ScopeRef::dispose`], [`ScopeRef::dispose_safely`], [`ScopeRef::dispose_after_timeout`] | `dispose_safely` makes zombies (warned); `dispose_after_timeout` = `dispose_safely` now, cancel the zombies after the delay (R-S9, D-10) |
+//! | zombie policy, `async.zombie_coroutine_timeout` | zombies do not count as active; once nothing else runs they get [`Builder::zombie_timeout`] (5 s default, `ASYNC_ZOMBIE_COROUTINE_TIMEOUT`, `[runtime] zombie_coroutine_timeout`), are then cancelled, and unwound if they ignore it | R-S10, P-18 |
+//! | `awaitCompletion($cancellation)` | [`ScopeRef::await_completion`]`(&token) -> Result<(), `[`ScopeError`]`>` | token mandatory; waits for the scope and its descendants (zombies excluded); a responsibility point: receives the scope's failures; at once on a cancelled scope; an error from inside (R-S6, R-S8) |
+//! | `awaitAfterCancellation(handler, cancellation)` | [`ScopeRef::await_after_cancellation`] | waits for everything, zombies included; each failure to the handler (R-S7) |
+//! | `setExceptionHandler`, `setChildScopeExceptionHandler` | [`ScopeRef::set_exception_handler`], [`ScopeRef::set_child_scope_exception_handler`] | `Fn(&ScopeRef, &Coroutine, &Failure) -> Result<(), Failure>`: `Ok` absorbs, `Err` goes on to the parent; not on the global scope ([`ScopeErrorKind::GlobalScope`]) |
+//! | `$scope->onFinally(f)` | [`ScopeRef::on_finally`] | once, when the scope is closed and empty |
+//! | `getChildScopes`, `getCoroutines`, `isFinished`, `isClosed`, context | [`ScopeRef::child_scopes`], [`ScopeRef::coroutines`], [`ScopeRef::is_finished`], [`ScopeRef::is_closed`], [`ScopeRef::is_cancelled`] | R-S11; each scope record has a slot for its Context (`scope::state::ScopeState::context`, chained through `parent`) |
+//! | the error flow | awaiters first (consumed if one was registered when it finished, D-3, D-17); else the scope's handler; else cancel the scope (siblings get [`CancelCause::Failure`] with the failure, D-14) and hand it to the responsibility points, or to the parent; at the global scope: graceful shutdown | the RFC's "Error Handling" list; later failures in a failed scope are attached (D-4); see `scope::flow` |
+//! | graceful shutdown, `gracefulShutdown()` | [`graceful_shutdown`], [`graceful_shutdown_with`]; [`run`] returns `Err` of kind [`ErrorKind::Failed`] after an unhandled failure | phase one cancels every coroutine and closes nothing; a second unhandled failure: phase two unwinds every stack (R-GS1) |
+//! | deadlock | waiters get [`Cancelled`] with [`CancelCause::Deadlock`]; [`run`] returns `Err` ([`ErrorKind::Deadlock`]) | the scheduler logs each waiter (id, spawn and wait locations); the runtime is in graceful shutdown from then on (R-DL1) |
+//! | `Async\signal($n)` | [`signal::signal`], [`signal::any`], [`signal::wait`] | an [`Awaitable`]; `io::Error` (unsupported) if the reactor lacks `AA_CAP_SIGNAL` |
+//! | `ScopeProvider`, `SpawnStrategy` | [`ScopeProvider`], [`SpawnStrategy`] (`spawn_options`, `before_coroutine_enqueue`, `after_coroutine_enqueue`) | the ABI fixes the priority at creation, so `asHiPriority()` is the [`SpawnOptions`] the strategy returns before the coroutine is created |
+//! | `spawn with hiPriority()` | [`spawn_in`]`(&`[`hi_priority`]`(), f)` | `AA_PRIORITY_HIGH`: queued at the head (R-HP1); a hint |
+//! | Supervisor | [`Supervisor`] | the RFC's sketch plus a child-scope handler on its scope, which the RFC's own error flow needs |
+//! | maximum activity interval | [`Builder::max_activity_interval`] | a watchdog thread warns (coroutine id, spawn location); it never interrupts (R-T1, P-19) |
+//! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
+//! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //!
-//! Not there yet: `Scope` (`spawn with`, `Scope::inherit`, disposal
-//! strategies, zombies), `TaskGroup`, `protect`, `onFinally`, the context API,
-//! combinators (`all`, `any`, `race`), `hiPriority`, `gracefulShutdown()`,
-//! signals, UDP and Unix sockets, files, DNS without blocking, and
-//! `getTrace`/`getAwaitingInfo`. An unhandled failure of a coroutine nobody
-//! joins is currently kept on its handle, not propagated to a scope.
+//! Not here (other modules of this crate, being written): `TaskGroup`, the
+//! combinators (`all`, `any`, `race`) and the Context API; hooks for them:
+//! a task group is a [`SpawnStrategy`] (register the task in
+//! `after_coroutine_enqueue`, learn its end with [`Coroutine::on_finally`]
+//! or [`Coroutine::wait`], read its [`Failure`] from the [`JoinError`]); a
+//! scope's Context lives in its record's `context` slot. Not offered:
+//! `getTrace`, a watchdog for coroutines stuck in their cancellation
+//! (D-1(c)), UDP and Unix sockets, files, DNS without blocking.
 //!
 //! # Configuration
 //!
@@ -95,15 +118,98 @@ mod cancel;
 pub mod io;
 pub mod net;
 mod runtime;
+mod scope;
+pub mod signal;
+mod slab;
+mod strategy;
 mod task;
 pub mod time;
 
 pub use awaitable::Awaitable;
+pub use cancel::{check_cancelled, protect};
 pub use runtime::{Builder, Error, ErrorKind};
+pub use scope::{
+    current_scope, global_scope, Scope, ScopeError, ScopeErrorKind, ScopeId, ScopeRef,
+};
+pub use strategy::{
+    hi_priority, hi_priority_in, HiPriority, ScopeProvider, SpawnOptions, SpawnStrategy, Supervisor,
+};
 pub use task::{
-    current, spawn, suspend, CancelCause, Cancelled, Coroutine, CoroutineId, JoinError, JoinHandle,
+    coroutines, current, on_finally, spawn, spawn_in, spawn_try, spawn_try_in, suspend,
+    CancelCause, Cancelled, Coroutine, CoroutineId, Failure, FailureKind, FailureOrigin, JoinError,
+    JoinHandle,
 };
 pub use time::{delay, sleep, timeout};
+
+/// Starts graceful shutdown from anywhere: the RFC's
+/// `Async\gracefulShutdown()` (R-GS1, phase one).
+///
+/// Every coroutine of every scope is cancelled (cause
+/// [`CancelCause::Shutdown`]); no scope is closed, so cleanup code may still
+/// spawn; the program then ends naturally, and [`run`] returns the main
+/// coroutine's value (or [`ErrorKind::Cancelled`] if main ended cancelled).
+/// A failure nothing handles during the shutdown starts its second phase:
+/// every coroutine's stack is unwound. Calling it again does nothing.
+///
+/// # Panics
+///
+/// Outside a runtime.
+///
+/// # Cancellation
+///
+/// Not a suspension point; the caller itself is cancelled too and receives
+/// it at its next suspension point (D-11).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{delay, graceful_shutdown, run, spawn, suspend, CancelCause};
+///
+/// let r = run(|| {
+///     let worker = spawn(|| delay(60_000));
+///     suspend().unwrap();
+///     graceful_shutdown();
+///     // main is cancelled too: its next suspension point says so, once.
+///     assert_eq!(suspend().unwrap_err().cause(), CancelCause::Shutdown);
+///     let c = worker.join().unwrap().unwrap_err();
+///     assert_eq!(c.cause(), CancelCause::Shutdown);
+///     "clean exit"
+/// });
+/// assert_eq!(r.unwrap(), "clean exit");
+/// ```
+#[track_caller]
+pub fn graceful_shutdown() {
+    if runtime::with_runtime(|_| ()).is_none() {
+        panic!("graceful_shutdown called outside a coroutine runtime: run the program inside async_std_api::run");
+    }
+    runtime::shutdown::graceful(None, None);
+}
+
+/// [`graceful_shutdown`] with a reason every cancelled coroutine's
+/// [`Cancelled::reason`] carries.
+///
+/// # Panics
+///
+/// Outside a runtime.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{check_cancelled, graceful_shutdown_with, run};
+///
+/// run(|| {
+///     graceful_shutdown_with("SIGTERM");
+///     assert_eq!(check_cancelled().unwrap_err().reason(), Some("SIGTERM"));
+/// })
+/// .unwrap();
+/// ```
+#[track_caller]
+pub fn graceful_shutdown_with(reason: impl Into<String>) {
+    if runtime::with_runtime(|_| ()).is_none() {
+        panic!("graceful_shutdown called outside a coroutine runtime: run the program inside async_std_api::run");
+    }
+    runtime::shutdown::graceful(Some(reason.into()), None);
+}
 
 /// Runs `f` as the main coroutine of a new runtime on this thread and
 /// returns its value once every coroutine has finished.

@@ -1,6 +1,7 @@
 //! [`Builder`]: explicit configuration, the highest-precedence source.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::config::Explicit;
 use super::Error;
@@ -82,6 +83,26 @@ impl Builder {
     /// scheduler's own default).
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.explicit.stack_size = Some(bytes);
+        self
+    }
+
+    /// How long zombie coroutines may run once nothing else does, before
+    /// they are cancelled (R-S10; the RFC's `async.zombie_coroutine_timeout`,
+    /// 5 s by default). Overrides `ASYNC_ZOMBIE_COROUTINE_TIMEOUT` and the
+    /// config file's `[runtime] zombie_coroutine_timeout` (both in ms).
+    pub fn zombie_timeout(mut self, timeout: Duration) -> Builder {
+        self.explicit.zombie_timeout = Some(timeout);
+        self
+    }
+
+    /// Turns on the maximum-activity-interval watchdog (R-T1): a warning
+    /// naming the coroutine and where it was spawned when one runs longer
+    /// than `interval` without yielding. Off by default; `Duration::ZERO`
+    /// turns it off. Overrides `ASYNC_MAX_ACTIVITY_INTERVAL` and the config
+    /// file's `[runtime] max_activity_interval` (both in ms). It only warns:
+    /// the coroutine is never interrupted.
+    pub fn max_activity_interval(mut self, interval: Duration) -> Builder {
+        self.explicit.max_activity_interval = Some(interval);
         self
     }
 

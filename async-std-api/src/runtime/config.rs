@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -21,7 +22,13 @@ pub(crate) struct Explicit {
     pub(crate) reactor_options: Vec<(String, String)>,
     pub(crate) config_file: Option<PathBuf>,
     pub(crate) stack_size: Option<usize>,
+    pub(crate) zombie_timeout: Option<Duration>,
+    /// `Some(ZERO)`: explicitly off.
+    pub(crate) max_activity_interval: Option<Duration>,
 }
+
+/// The RFC's `async.zombie_coroutine_timeout` default (php.ini defaults).
+pub(crate) const DEFAULT_ZOMBIE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One plugin to load, after name resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +53,11 @@ pub(crate) struct Resolved {
     pub(crate) reactor_options: Vec<(String, String)>,
     pub(crate) stack_size: usize,
     pub(crate) search_dirs: Vec<PathBuf>,
+    /// R-S10: how long zombies may run once nothing else does.
+    pub(crate) zombie_timeout: Duration,
+    /// R-T1: the maximum activity interval (`None`: no watchdog).
+    #[allow(dead_code)] // read by the watchdog
+    pub(crate) max_activity_interval: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -53,6 +65,15 @@ pub(crate) struct Resolved {
 struct FileConfig {
     scheduler: Option<FileEntry>,
     reactor: Option<FileEntry>,
+    runtime: Option<RuntimeTable>,
+}
+
+/// The `[runtime]` table: the host's own settings, in milliseconds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuntimeTable {
+    zombie_coroutine_timeout: Option<u64>,
+    max_activity_interval: Option<u64>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -132,10 +153,39 @@ pub(crate) fn resolve(
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     });
-    let (file_sched, file_reactor, file_stack) = match &file {
+    let (file_sched, file_reactor, file_stack, file_runtime) = match &file {
         Some(path) => read_file(path)?,
-        None => (Layer::default(), Layer::default(), None),
+        None => (
+            Layer::default(),
+            Layer::default(),
+            None,
+            RuntimeTable::default(),
+        ),
     };
+    let env_ms = |var: &str| -> Result<Option<Duration>, String> {
+        match env(var).filter(|v| !v.trim().is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(|ms| Some(Duration::from_millis(ms)))
+                .map_err(|_| format!("invalid {var} \"{v}\": expected milliseconds")),
+        }
+    };
+    let zombie_timeout = explicit
+        .zombie_timeout
+        .or(env_ms("ASYNC_ZOMBIE_COROUTINE_TIMEOUT")?)
+        .or(file_runtime
+            .zombie_coroutine_timeout
+            .map(Duration::from_millis))
+        .unwrap_or(DEFAULT_ZOMBIE_TIMEOUT);
+    let max_activity_interval = explicit
+        .max_activity_interval
+        .or(env_ms("ASYNC_MAX_ACTIVITY_INTERVAL")?)
+        .or(file_runtime
+            .max_activity_interval
+            .map(Duration::from_millis))
+        .filter(|d| !d.is_zero());
 
     let builder_sched = Layer {
         value: explicit.scheduler.clone(),
@@ -166,6 +216,8 @@ pub(crate) fn resolve(
         reactor_options,
         stack_size: explicit.stack_size.or(file_stack).unwrap_or(0),
         search_dirs,
+        zombie_timeout,
+        max_activity_interval,
     })
 }
 
@@ -302,7 +354,7 @@ fn parse_options(var: &str, text: &str) -> Result<Vec<(String, String)>, String>
     Ok(out)
 }
 
-fn read_file(path: &Path) -> Result<(Layer, Layer, Option<usize>), String> {
+fn read_file(path: &Path) -> Result<(Layer, Layer, Option<usize>, RuntimeTable), String> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| {
         let reason = match e.kind() {
@@ -374,7 +426,7 @@ fn read_file(path: &Path) -> Result<(Layer, Layer, Option<usize>), String> {
     };
     let (s, stack) = layer(parsed.scheduler, "scheduler")?;
     let (r, _) = layer(parsed.reactor, "reactor")?;
-    Ok((s, r, stack))
+    Ok((s, r, stack, parsed.runtime.unwrap_or_default()))
 }
 
 #[cfg(test)]
@@ -423,6 +475,50 @@ mod tests {
         assert_eq!(
             e,
             "unknown reactor \"foo\": expected embedded, mio, uring, auto or a path to a shared library"
+        );
+    }
+
+    #[test]
+    fn r_s10_zombie_timeout_defaults_to_five_seconds_and_has_every_source() {
+        let r = resolve(&Explicit::default(), &env_of(&[])).unwrap();
+        assert_eq!(r.zombie_timeout, Duration::from_secs(5));
+        assert_eq!(r.max_activity_interval, None);
+        let r = resolve(
+            &Explicit::default(),
+            &env_of(&[
+                ("ASYNC_ZOMBIE_COROUTINE_TIMEOUT", "250"),
+                ("ASYNC_MAX_ACTIVITY_INTERVAL", "3000"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.zombie_timeout, Duration::from_millis(250));
+        assert_eq!(r.max_activity_interval, Some(Duration::from_secs(3)));
+        let explicit = Explicit {
+            zombie_timeout: Some(Duration::from_millis(7)),
+            max_activity_interval: Some(Duration::ZERO),
+            ..Explicit::default()
+        };
+        let r = resolve(
+            &explicit,
+            &env_of(&[
+                ("ASYNC_ZOMBIE_COROUTINE_TIMEOUT", "250"),
+                ("ASYNC_MAX_ACTIVITY_INTERVAL", "3000"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.zombie_timeout, Duration::from_millis(7));
+        assert_eq!(
+            r.max_activity_interval, None,
+            "zero switches the watchdog off"
+        );
+        let e = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_ZOMBIE_COROUTINE_TIMEOUT", "soon")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid ASYNC_ZOMBIE_COROUTINE_TIMEOUT \"soon\": expected milliseconds"
         );
     }
 

@@ -14,6 +14,10 @@
 //! - **R3** Nothing from the user runs before both plugins were loaded and
 //!   created: every configuration or load error is returned before the main
 //!   coroutine is spawned.
+//! - **R5** The global scope exists for the whole run (created before the
+//!   main coroutine, which is its first member); graceful shutdown and the
+//!   zombie policy (`shutdown`, `zombie`) hang off the runtime, and their
+//!   timers are dropped before the reactor is destroyed.
 //! - **R4** A joined coroutine's state that nothing else refers to is kept
 //!   for reuse (at most [`SPARE_STATES`]), emptied first, so everything it
 //!   held is dropped exactly when it would have been; `spawn` rewrites a
@@ -30,9 +34,11 @@ mod config;
 mod ffi;
 mod host_log;
 mod loader;
+pub(crate) mod shutdown;
+pub(crate) mod zombie;
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
@@ -40,10 +46,13 @@ use std::rc::Rc;
 use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_SHUTDOWN};
 
 pub use builder::Builder;
-pub(crate) use ffi::current::{running, with_running, with_runtime};
+pub(crate) use ffi::current::{running, with_current, with_running, with_runtime};
 pub(crate) use ffi::io;
-pub(crate) use ffi::{new_state, Reactor, Scheduler, TimerEvent};
+pub(crate) use ffi::{new_state, Reactor, Scheduler, SignalEvent, TimerEvent};
+pub(crate) use shutdown::deadlock_seen;
 
+use crate::scope::state::ScopeState;
+use crate::scope::ScopeId;
 use crate::task::state::{CoroState, Outcome};
 use config::{Choice, Explicit, Resolved};
 use loader::Role;
@@ -66,6 +75,13 @@ pub enum ErrorKind {
     Deadlock,
     /// A runtime is already running on this thread.
     AlreadyRunning,
+    /// A coroutine failed and nothing handled it: the failure reached the
+    /// global scope and started graceful shutdown (R-GS1). The message
+    /// names the failure (and how many more happened during the shutdown).
+    Failed,
+    /// The main coroutine ended cancelled, without a value (graceful
+    /// shutdown, or its own cancellation undelivered when it returned).
+    Cancelled,
 }
 
 /// Why [`run`](crate::run) failed.
@@ -136,6 +152,13 @@ pub(crate) struct Runtime {
     pub(crate) sched: Scheduler,
     pub(crate) reactor: Rc<Reactor>,
     pub(crate) stack_size: usize,
+    /// The global scope: the root of every scope (the main coroutine's).
+    pub(crate) global: Rc<ScopeState>,
+    next_scope: Cell<u64>,
+    /// Graceful shutdown (`shutdown`).
+    pub(crate) shutdown: shutdown::Shutdown,
+    /// The zombie policy (`zombie`).
+    pub(crate) zombies: zombie::Zombies,
     /// The payload of a panic of the main coroutine, resumed after teardown.
     main_panic: RefCell<Option<Box<dyn Any + Send>>>,
     /// R4.
@@ -146,6 +169,13 @@ pub(crate) struct Runtime {
 pub(crate) const SPARE_STATES: usize = 64;
 
 impl Runtime {
+    /// A new scope id (the global scope is 1).
+    pub(crate) fn next_scope_id(&self) -> ScopeId {
+        let id = self.next_scope.get();
+        self.next_scope.set(id + 1);
+        ScopeId(id)
+    }
+
     /// The state of a new coroutine: a spare one rewritten in place (R4), or
     /// a new one.
     #[inline]
@@ -199,6 +229,7 @@ impl Runtime {
     /// payload and shut the others down (they unwind).
     pub(crate) fn main_panicked(&self, payload: Box<dyn Any + Send>) {
         *self.main_panic.borrow_mut() = Some(payload);
+        self.shutdown.phase.set(shutdown::Phase::Forced);
         let _ = self.sched.shutdown(AA_E_SHUTDOWN);
     }
 }
@@ -336,14 +367,27 @@ where
         sched,
         reactor,
         stack_size: cfg.stack_size,
+        global: ScopeState::new(ScopeId(1), None, location),
+        next_scope: Cell::new(2),
+        shutdown: shutdown::Shutdown::new(),
+        zombies: zombie::Zombies::new(cfg.zombie_timeout),
         main_panic: RefCell::new(None),
         spare_states: RefCell::new(Vec::new()),
     };
     // R1: installed for the run and the teardown, cleared on every path.
     let (main, spawned, status) = ffi::current::installed(&rt, || {
-        let body: crate::task::state::Body = Box::new(move || Box::new(f()) as Box<dyn Any>);
+        let body: crate::task::state::Body =
+            Box::new(move || crate::task::state::BodyResult::Value(Box::new(f())));
         let main = new_state(body, location, true);
-        let spawned = rt.sched.spawn(&main, rt.stack_size, main.location);
+        let spawned = rt.sched.spawn(
+            &main,
+            rt.stack_size,
+            main.location,
+            async_abi::AA_PRIORITY_NORMAL,
+        );
+        if spawned.is_ok() {
+            rt.global.add_member(&main);
+        }
         let status = match spawned {
             Ok(()) => rt.sched.run(),
             Err(status) => status,
@@ -351,6 +395,7 @@ where
 
         // Teardown (R2). A scheduler that still holds coroutines (it should
         // not, after `run`) is shut down and run once more so they unwind.
+        rt.zombies.clear();
         let mut destroyed = rt.sched.destroy();
         if destroyed == async_abi::AA_E_BUSY {
             let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
@@ -384,7 +429,13 @@ where
             ),
         ));
     }
-    if status == AA_E_DEADLOCK {
+    if let Some(f) = rt.shutdown.failure.borrow().clone() {
+        return Err(Error::new(
+            ErrorKind::Failed,
+            format!("unhandled failure: {f}"),
+        ));
+    }
+    if status == AA_E_DEADLOCK || rt.shutdown.deadlock.get() {
         return Err(Error::new(
             ErrorKind::Deadlock,
             "deadlock: coroutines waited with nothing left to wake them",
@@ -397,14 +448,22 @@ where
         ));
     }
     let value = main.with_outcome(|o| match o {
-        Outcome::Value(v) => v.take(),
-        Outcome::Failed(_) => None,
+        Outcome::Value(v) => Ok(v.take()),
+        Outcome::Cancelled(c) => Err((**c).clone()),
+        Outcome::Failed(_) => Ok(None),
     });
-    match value.flatten().map(|v| v.downcast::<T>()) {
-        Some(Ok(v)) => Ok(*v),
+    match value {
+        Some(Ok(Some(v))) => match v.downcast::<T>() {
+            Ok(v) => Ok(*v),
+            Err(_) => unreachable!("the main coroutine's value has run's type"),
+        },
+        Some(Err(c)) => Err(Error::new(
+            ErrorKind::Cancelled,
+            format!("the main coroutine ended cancelled: {c}"),
+        )),
         _ => Err(Error::new(
             ErrorKind::Plugin,
-            "the main coroutine finished without a value (it was cancelled before it produced one)",
+            "the main coroutine finished without a value",
         )),
     }
 }

@@ -1,8 +1,9 @@
 //! The host's record of one coroutine, and the waiter lists every wait uses.
 //!
 //! Owns: [`CoroState`] (one per coroutine, shared by `Rc` between the
-//! coroutine's entry, its handles and the waiters lists it is in),
-//! [`Completion`] (a one-shot "done" flag with waiters) and [`WaitList`].
+//! coroutine's entry, its handles, its scope's member set and the waiter
+//! lists it is in), [`Completion`] (a one-shot "done" flag with waiters),
+//! [`Notify`] (a re-armable wake-up list) and [`WaitList`].
 //!
 //! Invariants:
 //! - **I1** `raw` is non-null exactly while the coroutine's entry has not
@@ -14,13 +15,23 @@
 //! - **I3** `cancel` is set at most once (first reason wins) and is never
 //!   cleared (`is_cancellation_requested` is sticky). `cancel_pending` says
 //!   the coroutine has not seen it yet; it is cleared when delivered (D-1:
-//!   once) and may be set again only by I/O that returned data first (P-08).
+//!   once) and may be set again only by I/O that returned data first (P-08)
+//!   or by the end of the outermost `protect` (D-21). While `protect_depth`
+//!   is non-zero a request is kept in `cancel_deferred` instead, and the
+//!   coroutine is not enqueued with it (R-C2).
 //! - **I4** A waiter is in a [`WaitList`] only while it runs the wait loop
 //!   that put it there; the loop removes it before returning (a drop guard
 //!   does it when the stack unwinds). A completion keeps the waiter's
 //!   scheduler handle (`raw`; the oldest in its `solo` slot, the others in
 //!   the list), which is therefore live whenever it is kept (I1), so a
 //!   completion can enqueue it (F4) without holding a reference count.
+//! - **I5** `scope` is set from spawn until the coroutine's finish
+//!   accounting (`scope::coroutine_finished`), while the coroutine is a
+//!   member of that scope under `member_key`; then both are cleared, so a
+//!   finished coroutine keeps no scope (and no context) alive.
+//! - **I6** Once `BODY_DONE` is set (the body returned, panicked, or never
+//!   ran) a cancellation request is refused: the outcome is decided (D-11)
+//!   and `on_finally` handlers run undisturbed.
 //!
 //! Everything here is touched only on the loop thread (`!Send` by `Rc`).
 
@@ -32,21 +43,64 @@ use std::rc::Rc;
 
 use async_abi::AaCoroutine;
 
-use super::error::{Cancelled, Failure};
+use super::error::Cancelled;
+use super::failure::Failure;
 use super::CoroutineId;
 use crate::runtime;
+use crate::scope::state::ScopeState;
 use crate::CancelCause;
 
-/// The body of a coroutine, type-erased: returns the value boxed.
-pub(crate) type Body = Box<dyn FnOnce() -> Box<dyn Any>>;
+/// The body of a coroutine, type-erased: returns the value boxed, or the
+/// failure / cancellation a [`spawn_try`](crate::spawn_try) body returned.
+pub(crate) type Body = Box<dyn FnOnce() -> BodyResult>;
+
+/// What a body produced.
+pub(crate) enum BodyResult {
+    /// A value (boxed as `Box<T>`).
+    Value(Box<dyn Any>),
+    /// A `spawn_try` body returned an error that is not a cancellation.
+    Error(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A `spawn_try` body returned a cancellation (R-C1: suppressed).
+    /// Boxed: the common variants stay small to move.
+    Cancelled(Box<Cancelled>),
+}
 
 /// How a finished coroutine ended (I2).
 pub(crate) enum Outcome {
     /// Its body returned; the value until a `join` takes it.
     Value(Option<Box<dyn Any>>),
-    /// It failed; shared by all waiters (E1 in `task::error`).
-    Failed(Rc<Failure>),
+    /// It ended because it was cancelled (never started, unwound, returned
+    /// with its cancellation undelivered, or returned it). Boxed: the common
+    /// variants stay small to move.
+    Cancelled(Box<Cancelled>),
+    /// It failed; shared by all waiters (FA1 in `task::failure`).
+    Failed(Failure),
 }
+
+/// Rarely used parts of a coroutine's record, allocated on first use so the
+/// common spawn writes nothing for them.
+#[derive(Default)]
+pub(crate) struct CoroExtra {
+    /// `on_finally` handlers, run once, newest first (R-CO8, D-12).
+    pub(crate) on_finally: Vec<Box<dyn FnOnce()>>,
+    /// The key in the runtime's zombie set while it is a zombie (R-S10).
+    pub(crate) zombie_key: Option<usize>,
+    /// A hook for the coroutine-local context (`coroutine_context()`): a
+    /// value that lives exactly as long as the coroutine runs, dropped at
+    /// its finish (R-CX2). The context module stores its record here.
+    #[allow(dead_code)] // the hook is written by the context module
+    pub(crate) local: Option<Box<dyn Any>>,
+}
+
+/// `flags` bit: the body is done (I6).
+pub(crate) const BODY_DONE: u8 = 1 << 0;
+/// `flags` bit: a zombie (R-S9): it does not count as active.
+pub(crate) const ZOMBIE: u8 = 1 << 1;
+/// `flags` bit: spawned with `AA_PRIORITY_HIGH` (R-HP1).
+pub(crate) const HI_PRIORITY: u8 = 1 << 2;
+/// `flags` bit: an `on_finally` handler was registered (the finish checks
+/// the bit, not the extra record).
+pub(crate) const HAS_FINALLY: u8 = 1 << 3;
 
 /// The host's record of one coroutine.
 pub(crate) struct CoroState {
@@ -58,12 +112,24 @@ pub(crate) struct CoroState {
     /// The main coroutine: its panic shuts the runtime down.
     pub(crate) is_main: bool,
     started: Cell<bool>,
+    /// `BODY_DONE`, `ZOMBIE`, `HI_PRIORITY`.
+    flags: Cell<u8>,
     body: Cell<Option<Body>>,
     /// I3.
     cancel: RefCell<Option<Cancelled>>,
     cancel_pending: Cell<bool>,
+    cancel_deferred: Cell<bool>,
+    protect_depth: Cell<u32>,
+    /// Where it last suspended (R-T1); `None` until it does.
+    pub(crate) last_suspend: Cell<Option<&'static Location<'static>>>,
     /// I2.
     outcome: RefCell<Option<Outcome>>,
+    /// I5.
+    pub(crate) scope: Cell<Option<Rc<ScopeState>>>,
+    /// I5: the key in its scope's member set.
+    pub(crate) member_key: Cell<usize>,
+    /// [`CoroExtra`], taken out and put back by whoever uses it.
+    pub(crate) extra: Cell<Option<Box<CoroExtra>>>,
     /// Fires when the coroutine finishes.
     pub(crate) done: Completion,
 }
@@ -77,10 +143,17 @@ impl CoroState {
             location,
             is_main,
             started: Cell::new(false),
+            flags: Cell::new(0),
             body: Cell::new(Some(body)),
             cancel: RefCell::new(None),
             cancel_pending: Cell::new(false),
+            cancel_deferred: Cell::new(false),
+            protect_depth: Cell::new(0),
+            last_suspend: Cell::new(None),
             outcome: RefCell::new(None),
+            scope: Cell::new(None),
+            member_key: Cell::new(usize::MAX),
+            extra: Cell::new(None),
             done: Completion::new(),
         }
     }
@@ -90,8 +163,25 @@ impl CoroState {
     /// is about to be kept for reuse (runtime R4).
     pub(crate) fn empty(&mut self) {
         *self.body.get_mut() = None;
-        *self.outcome.get_mut() = None;
-        *self.cancel.get_mut() = None;
+        // The usual joined outcome is a taken value: nothing to drop, so
+        // the drop glue runs only for the others.
+        let slot = self.outcome.get_mut();
+        if matches!(slot, None | Some(Outcome::Value(None))) {
+            // Owns nothing: forgetting it leaks nothing.
+            std::mem::forget(slot.take());
+        } else {
+            *slot = None;
+        }
+        if self.cancel.get_mut().is_some() {
+            *self.cancel.get_mut() = None;
+        }
+        // Taken at the finish (I5) unless the coroutine never finished.
+        if self.scope.get_mut().is_some() {
+            *self.scope.get_mut() = None;
+        }
+        if self.extra.get_mut().is_some() {
+            *self.extra.get_mut() = None;
+        }
     }
 
     /// Makes an emptied record (see [`CoroState::empty`]) the record of a
@@ -103,8 +193,13 @@ impl CoroState {
         self.location = location;
         self.is_main = false;
         *self.started.get_mut() = false;
+        *self.flags.get_mut() = 0;
         *self.body.get_mut() = Some(body);
         *self.cancel_pending.get_mut() = false;
+        *self.cancel_deferred.get_mut() = false;
+        *self.protect_depth.get_mut() = 0;
+        *self.last_suspend.get_mut() = None;
+        *self.member_key.get_mut() = usize::MAX;
         self.done.reuse();
     }
 
@@ -128,6 +223,40 @@ impl CoroState {
         self.started.set(true);
     }
 
+    #[inline]
+    pub(crate) fn has_flag(&self, flag: u8) -> bool {
+        self.flags.get() & flag != 0
+    }
+
+    #[inline]
+    pub(crate) fn set_flag(&self, flag: u8, on: bool) {
+        let f = self.flags.get();
+        self.flags.set(if on { f | flag } else { f & !flag });
+    }
+
+    /// Registers an `on_finally` handler (R-CO8).
+    pub(crate) fn push_finally(&self, f: Box<dyn FnOnce()>) {
+        self.set_flag(HAS_FINALLY, true);
+        self.with_extra(|x| x.on_finally.push(f));
+    }
+
+    /// Runs `f` with the extra record, allocating it on first use.
+    pub(crate) fn with_extra<R>(&self, f: impl FnOnce(&mut CoroExtra) -> R) -> R {
+        let mut extra = self.extra.take().unwrap_or_default();
+        let r = f(&mut extra);
+        self.extra.set(Some(extra));
+        r
+    }
+
+    /// The coroutine's scope (a new reference), while it has one (I5).
+    #[inline]
+    pub(crate) fn scope(&self) -> Option<Rc<ScopeState>> {
+        let s = self.scope.take();
+        let r = s.clone();
+        self.scope.set(s);
+        r
+    }
+
     pub(crate) fn cancellation(&self) -> Option<Cancelled> {
         self.cancel.borrow().clone()
     }
@@ -136,15 +265,47 @@ impl CoroState {
         self.cancel.borrow().is_some()
     }
 
-    /// Records a cancellation request (I3: first wins). Returns false if one
-    /// was already recorded or the coroutine has finished.
-    pub(crate) fn request_cancel(&self, cause: CancelCause, reason: Option<String>) -> bool {
-        if self.is_finished() || self.cancel.borrow().is_some() {
+    /// Records a cancellation request (I3: first wins; I6). Returns false if
+    /// one was already recorded or the body is done. Inside `protect` the
+    /// request is deferred (R-C2); the caller must not enqueue then, which
+    /// [`CoroState::is_protected`] tells.
+    pub(crate) fn request_cancel(&self, c: Cancelled) -> bool {
+        if self.has_flag(BODY_DONE) || self.is_finished() || self.cancel.borrow().is_some() {
             return false;
         }
-        *self.cancel.borrow_mut() = Some(Cancelled::new(self.id(), cause, reason));
-        self.cancel_pending.set(true);
+        *self.cancel.borrow_mut() = Some(c);
+        if self.protect_depth.get() > 0 {
+            self.cancel_deferred.set(true);
+        } else {
+            self.cancel_pending.set(true);
+        }
         true
+    }
+
+    /// True while it runs inside `protect` (R-C2).
+    pub(crate) fn is_protected(&self) -> bool {
+        self.protect_depth.get() > 0
+    }
+
+    /// Enters a `protect` region: a pending cancellation is deferred until
+    /// the outermost region ends (D-21).
+    pub(crate) fn protect_enter(&self) {
+        let depth = self.protect_depth.get();
+        if depth == 0 && self.cancel_pending.replace(false) {
+            self.cancel_deferred.set(true);
+        }
+        self.protect_depth.set(depth + 1);
+    }
+
+    /// Leaves a `protect` region; the outermost one makes a deferred
+    /// cancellation pending again, for the next suspension point (D-21,
+    /// D-22).
+    pub(crate) fn protect_leave(&self) {
+        let depth = self.protect_depth.get().saturating_sub(1);
+        self.protect_depth.set(depth);
+        if depth == 0 && self.cancel_deferred.replace(false) {
+            self.cancel_pending.set(true);
+        }
     }
 
     /// Delivers a pending cancellation (D-1: once).
@@ -180,9 +341,12 @@ impl CoroState {
 
     /// The scheduler found a deadlock while this coroutine waited: records a
     /// cancellation with cause `Deadlock` if none was requested, and returns
-    /// the `Cancelled` to deliver now.
+    /// the `Cancelled` to deliver now. The runtime enters graceful shutdown
+    /// (R-DL1).
     pub(crate) fn deadlocked(&self) -> Cancelled {
+        runtime::deadlock_seen();
         self.cancel_pending.set(false);
+        self.cancel_deferred.set(false);
         let mut slot = self.cancel.borrow_mut();
         if slot.is_none() {
             *slot = Some(Cancelled::new(self.id(), CancelCause::Deadlock, None));
@@ -190,26 +354,33 @@ impl CoroState {
         Cancelled::new(self.id(), CancelCause::Deadlock, None)
     }
 
-    /// Stores the outcome (I2) and wakes the coroutine's waiters.
-    pub(crate) fn finish(&self, outcome: Outcome) {
-        *self.outcome.borrow_mut() = Some(outcome);
+    /// Stores the outcome (I2) and wakes the coroutine's waiters. Returns
+    /// whether at least one waiter was registered at that moment: a failure
+    /// is then *consumed* by them (D-3, D-17).
+    #[inline]
+    pub(crate) fn finish(&self, outcome: Outcome) -> bool {
+        // I2: set once, so the replaced value is `None` (nothing to drop).
+        let before = self.outcome.replace(Some(outcome));
+        debug_assert!(before.is_none(), "I2: the outcome is set once");
+        std::mem::forget(before);
+        let awaited = self.done.has_waiters();
         self.done.complete();
+        awaited
     }
 
     /// Reads the outcome of a finished coroutine.
+    #[inline]
     pub(crate) fn with_outcome<R>(&self, f: impl FnOnce(&mut Outcome) -> R) -> Option<R> {
         self.outcome.borrow_mut().as_mut().map(f)
     }
 
-    /// True if it finished without a value because it was cancelled, or it
-    /// finished after a cancellation was requested.
+    /// True if it finished because it was cancelled, or finished after a
+    /// cancellation was requested.
     pub(crate) fn is_cancelled(&self) -> bool {
         match &*self.outcome.borrow() {
             None => false,
-            Some(Outcome::Failed(f)) => {
-                matches!(**f, Failure::Cancelled(_)) || self.is_cancellation_requested()
-            }
-            Some(Outcome::Value(_)) => self.is_cancellation_requested(),
+            Some(Outcome::Cancelled(_)) => true,
+            Some(_) => self.is_cancellation_requested(),
         }
     }
 }
@@ -239,6 +410,12 @@ impl Completion {
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.done.get()
+    }
+
+    /// True if a waiter is subscribed.
+    #[inline]
+    pub(crate) fn has_waiters(&self) -> bool {
+        !self.solo.get().is_null() || self.waiters.borrow().head != NIL
     }
 
     /// Not done, no waiter: as new (the record it is in is reused).
@@ -289,6 +466,51 @@ impl Completion {
         for raw in waiters.iter() {
             runtime::wake_raw(raw);
         }
+    }
+}
+
+/// A re-armable wake-up list: waiters subscribe while they wait and are all
+/// enqueued by [`Notify::wake_all`] each time something they may care about
+/// changes (a scope's state). Unlike a [`Completion`] it is never "done":
+/// each waiter re-checks its own condition (P-22).
+#[derive(Default)]
+pub(crate) struct Notify {
+    waiters: RefCell<WaitList>,
+}
+
+impl Notify {
+    pub(crate) fn new() -> Self {
+        Notify {
+            waiters: RefCell::new(WaitList::new()),
+        }
+    }
+
+    /// Enqueues every subscribed waiter (a hint, P-22). The scheduler's
+    /// `enqueue` calls no host code, so the list stays borrowed meanwhile.
+    pub(crate) fn wake_all(&self) {
+        let waiters = self.waiters.borrow();
+        for raw in waiters.iter() {
+            runtime::wake_raw(raw);
+        }
+    }
+}
+
+/// Removes a waiter from a [`Notify`] when dropped (I4).
+pub(crate) struct NotifySubscription<'a> {
+    notify: &'a Notify,
+    key: WaitKey,
+}
+
+impl<'a> NotifySubscription<'a> {
+    pub(crate) fn new(notify: &'a Notify, who: &CoroState) -> Self {
+        let key = notify.waiters.borrow_mut().push(who.raw.get());
+        NotifySubscription { notify, key }
+    }
+}
+
+impl Drop for NotifySubscription<'_> {
+    fn drop(&mut self) {
+        self.notify.waiters.borrow_mut().remove(self.key);
     }
 }
 
@@ -504,7 +726,7 @@ mod tests {
 
     fn waiter(id: usize) -> Rc<CoroState> {
         let st = Rc::new(CoroState::new(
-            Box::new(|| Box::new(())),
+            Box::new(|| BodyResult::Value(Box::new(()))),
             Location::caller(),
             false,
         ));

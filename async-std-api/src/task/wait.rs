@@ -143,6 +143,8 @@ pub(crate) enum WaitEnd {
     Trigger,
     /// The waiter itself was cancelled (or deadlocked).
     Interrupted(Cancelled),
+    /// The waiter is the awaited coroutine (R-CO6); nothing was awaited.
+    SelfAwait,
 }
 
 /// Waits until `target` completes, or `until` does, or the waiter is

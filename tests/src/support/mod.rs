@@ -5,9 +5,11 @@
 //! names the test line.
 
 use std::cell::RefCell;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// One expected step of a sequence: a single event, or a group of events
 /// that may occur in any order.
@@ -214,4 +216,79 @@ pub fn c_fixture(name: &str, out_dir: &Path) -> PathBuf {
     assert!(status.success(), "cc failed for fixture {name}");
     std::fs::rename(&tmp, &out).expect("rename the fixture");
     out
+}
+
+/// What [`capture_logs`] collected: one line per `WARN` or `ERROR` record,
+/// as `LEVEL message` (no timestamp, no target).
+#[derive(Debug, Clone, Default)]
+pub struct Logs {
+    lines: Vec<String>,
+}
+
+impl Logs {
+    /// Every captured line.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// The lines that contain `needle`.
+    pub fn matching(&self, needle: &str) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter(|l| l.contains(needle))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Asserts exactly `n` lines contain `needle`.
+    #[track_caller]
+    pub fn assert_count(&self, needle: &str, n: usize) {
+        let got = self.matching(needle);
+        assert_eq!(
+            got.len(),
+            n,
+            "lines containing {needle:?}: {got:?}\nall logs: {:#?}",
+            self.lines
+        );
+    }
+}
+
+#[derive(Clone, Default)]
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` with a thread-local log subscriber that keeps every `WARN` and
+/// `ERROR` record (the runtime's warnings about zombies, disposal and
+/// unhandled failures are part of its contract), and returns both.
+#[track_caller]
+pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, Logs) {
+    let sink = Sink::default();
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .without_time()
+        .with_target(false)
+        .with_ansi(false)
+        .finish();
+    let r = tracing::subscriber::with_default(subscriber, f);
+    let bytes = sink.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let lines = String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect();
+    (r, Logs { lines })
 }

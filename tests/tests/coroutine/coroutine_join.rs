@@ -117,14 +117,18 @@ fn try_into_panic_gives_back_a_non_panic_error() {
 }
 
 #[test]
-fn a_coroutine_cannot_wait_for_itself() {
+fn r_co6_awaiting_oneself_is_an_error_not_a_wait() {
     run(|| {
-        let h = spawn(|| current().wait().map_err(|e| e.to_string()));
+        let h = spawn(|| {
+            let e = current().wait().unwrap_err();
+            assert!(e.is_self_await());
+            assert!(!e.is_failed() && !e.is_cancelled() && !e.is_interrupted());
+            e.to_string()
+        });
         let id = h.id();
-        let err = h.join().unwrap_err();
         assert_eq!(
-            err.panic_message(),
-            Some(format!("a coroutine cannot wait for itself (coroutine {id})").as_str())
+            h.join().unwrap(),
+            format!("coroutine {id} cannot await itself: it would wait forever")
         );
     })
     .unwrap();

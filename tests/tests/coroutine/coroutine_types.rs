@@ -1,10 +1,15 @@
 //! Compile-time contracts (STYLE S22): handles bound to the loop are
-//! `!Send`; the cancellation value is `Send + Sync` (it travels inside
-//! `io::Error`).
+//! `!Send`; the values that report what happened (cancellation, failure,
+//! join and scope errors) are `Send + Sync`: they travel inside `io::Error`
+//! and out of `run`.
 
 use async_std_api::net::{TcpListener, TcpStream};
+use async_std_api::signal::Signal;
 use async_std_api::time::Timeout;
-use async_std_api::{Cancelled, Coroutine, Error, JoinError, JoinHandle};
+use async_std_api::{
+    Cancelled, Coroutine, Error, Failure, HiPriority, JoinError, JoinHandle, Scope, ScopeError,
+    ScopeRef, Supervisor,
+};
 
 /// Resolves only if `T` is not `Send` (two candidate impls otherwise).
 trait AmbiguousIfSend<A> {
@@ -19,14 +24,21 @@ fn assert_send_sync<T: Send + Sync>() {}
 fn loop_bound_handles_are_not_send() {
     <JoinHandle<u32> as AmbiguousIfSend<_>>::check();
     <Coroutine as AmbiguousIfSend<_>>::check();
-    <JoinError as AmbiguousIfSend<_>>::check();
+    <Scope as AmbiguousIfSend<_>>::check();
+    <ScopeRef as AmbiguousIfSend<_>>::check();
+    <Supervisor as AmbiguousIfSend<_>>::check();
+    <HiPriority as AmbiguousIfSend<_>>::check();
+    <Signal as AmbiguousIfSend<_>>::check();
     <Timeout as AmbiguousIfSend<_>>::check();
     <TcpStream as AmbiguousIfSend<_>>::check();
     <TcpListener as AmbiguousIfSend<_>>::check();
 }
 
 #[test]
-fn cancellation_and_runtime_errors_are_send_and_sync() {
+fn cancellation_failures_and_errors_are_send_and_sync() {
     assert_send_sync::<Cancelled>();
+    assert_send_sync::<Failure>();
+    assert_send_sync::<JoinError>();
+    assert_send_sync::<ScopeError>();
     assert_send_sync::<Error>();
 }

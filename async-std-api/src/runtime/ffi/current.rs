@@ -118,6 +118,24 @@ pub(crate) fn with_running<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> 
     Some(f(unsafe { &*rt }, &me))
 }
 
+/// Runs `f` with the thread's runtime and the running coroutine, if any
+/// (one thread-local access for both); `None` outside a runtime.
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(&Runtime, Option<&Rc<CoroState>>) -> R) -> Option<R> {
+    let (me, rt) = CURRENT.with(|c| (c.running.get(), c.runtime.get()));
+    if rt.is_null() {
+        return None;
+    }
+    if me.is_null() {
+        // SAFETY: K1, as in `with_runtime`.
+        return Some(f(unsafe { &*rt }, None));
+    }
+    // SAFETY: K3, as in `with_running`.
+    let me = ManuallyDrop::new(unsafe { Rc::from_raw(me) });
+    // SAFETY: K1, as in `with_runtime`.
+    Some(f(unsafe { &*rt }, Some(&me)))
+}
+
 /// The running coroutine's state, for identity comparisons only (null
 /// outside a coroutine).
 #[inline]

@@ -44,7 +44,7 @@ use std::rc::Rc;
 use async_abi::{
     AaCoroutine, AaCoroutineEntry, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig,
     AaReactorVTable, AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus,
-    AaStr, AaWaitInfo, AA_E_CLOSED, AA_E_INVALID, AA_OK, AA_PRIORITY_NORMAL,
+    AaStr, AaWaitInfo, AA_CAP_SIGNAL, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED, AA_OK,
     AA_SCHED_CAP_WAIT_YIELD, AA_WAIT_YIELD,
 };
 
@@ -181,6 +181,17 @@ impl Reactor {
         after_ns: u64,
         on_fire: Box<dyn Fn(AaStatus)>,
     ) -> Result<TimerEvent, AaStatus> {
+        self.timer_with_flags(after_ns, 0, on_fire)
+    }
+
+    /// [`Reactor::timer`] with `AA_EVF_*` flags (`AA_EVF_HIDDEN`: it never
+    /// keeps the loop alive).
+    pub(crate) fn timer_with_flags(
+        self: &Rc<Self>,
+        after_ns: u64,
+        flags: u32,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
         let r = self.r.get();
         if r.is_null() {
             return Err(AA_E_CLOSED);
@@ -195,7 +206,7 @@ impl Reactor {
                 r,
                 after_ns,
                 0,
-                0,
+                flags,
                 Some(timer_cb),
                 ud.cast::<c_void>(),
                 &mut ev,
@@ -203,6 +214,44 @@ impl Reactor {
         };
         match NonNull::new(ev) {
             Some(ev) if status >= 0 => Ok(TimerEvent {
+                reactor: self.clone(),
+                ev,
+                ud,
+            }),
+            _ => {
+                // SAFETY: AA-R8: a failed constructor created nothing and
+                // never calls back, so `ud` is ours again.
+                drop(unsafe { Box::from_raw(ud) });
+                Err(if status < 0 { status } else { AA_E_INVALID })
+            }
+        }
+    }
+
+    /// Watches `signum`: `on_signal` runs from inside `run_once` for each
+    /// delivery (status 0) or once with a negative status. `AA_E_UNSUPPORTED`
+    /// if the reactor lacks `AA_CAP_SIGNAL`.
+    pub(crate) fn signal(
+        self: &Rc<Self>,
+        signum: i32,
+        on_signal: Box<dyn Fn(AaStatus)>,
+    ) -> Result<SignalEvent, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let Some(signal_new) = self.plugin.vt.signal_new else {
+            return Err(AA_E_UNSUPPORTED);
+        };
+        if self.plugin.vt.caps & AA_CAP_SIGNAL == 0 {
+            return Err(AA_E_UNSUPPORTED);
+        }
+        let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_signal));
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `signal_cb` matches `AaSignalCb`; `ud`
+        // stays valid until the event is disposed (F5).
+        let status = unsafe { signal_new(r, signum, 0, Some(signal_cb), ud.cast(), &mut ev) };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(SignalEvent {
                 reactor: self.clone(),
                 ev,
                 ud,
@@ -243,6 +292,32 @@ unsafe extern "C" fn timer_cb(_ev: *mut AaEvent, status: AaStatus, ud: *mut c_vo
     let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
 }
 
+unsafe extern "C" fn signal_cb(_ev: *mut AaEvent, status: AaStatus, _signum: i32, ud: *mut c_void) {
+    // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::signal`, alive
+    // until the event is disposed (F5), and callbacks never run after
+    // dispose.
+    let f = unsafe { &*ud.cast::<Box<dyn Fn(AaStatus)>>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
+}
+
+/// A signal watch; dropping it disposes the event (no callback after).
+pub(crate) struct SignalEvent {
+    reactor: Rc<Reactor>,
+    ev: NonNull<AaEvent>,
+    ud: *mut Box<dyn Fn(AaStatus)>,
+}
+
+impl Drop for SignalEvent {
+    fn drop(&mut self) {
+        if self.reactor.r.get().is_null() {
+            return; // as for `TimerEvent`
+        }
+        self.reactor.dispose(self.ev);
+        // SAFETY: disposed above: no callback runs any more (F5).
+        drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
 /// A one-shot timer; dropping it disposes the event (no callback after).
 pub(crate) struct TimerEvent {
     reactor: Rc<Reactor>,
@@ -274,6 +349,21 @@ type CoroutineNewFn = unsafe extern "C" fn(
 type CoroutineIdFn = unsafe extern "C" fn(*const AaCoroutine) -> u64;
 type EnqueueFn = unsafe extern "C" fn(*mut AaScheduler, *mut AaCoroutine, AaStatus) -> AaStatus;
 type SuspendFn = unsafe extern "C" fn(*mut AaScheduler, *const AaWaitInfo) -> AaStatus;
+type CoroutineArgFn = unsafe extern "C" fn(*const AaCoroutine) -> *mut c_void;
+
+/// Copies an `AaStr` into a `String` (lossy UTF-8).
+///
+/// # Safety
+///
+/// `s` must point to `s.len` readable bytes (or be empty).
+unsafe fn aa_str_to_string(s: AaStr) -> String {
+    if s.ptr.is_null() || s.len == 0 {
+        return String::new();
+    }
+    // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
 
 /// The slots every spawn, wake-up and suspension calls (F6).
 struct HotSlots {
@@ -377,11 +467,31 @@ impl Scheduler {
     }
 
     /// Creates a coroutine for `state` and enqueues it for its first start.
+    #[inline]
     pub(crate) fn spawn(
         &self,
         state: &Rc<CoroState>,
         stack_size: usize,
         location: &'static Location<'static>,
+        priority: u32,
+    ) -> Result<(), AaStatus> {
+        self.create_coroutine(state, stack_size, location, priority)?;
+        let status = self.enqueue(state, AA_OK);
+        if status < 0 {
+            return Err(status);
+        }
+        Ok(())
+    }
+
+    /// Creates a coroutine for `state` (state CREATED: not queued yet; the
+    /// caller enqueues it).
+    #[inline]
+    pub(crate) fn create_coroutine(
+        &self,
+        state: &Rc<CoroState>,
+        stack_size: usize,
+        location: &'static Location<'static>,
+        priority: u32,
     ) -> Result<(), AaStatus> {
         let s = self.s.get();
         if s.is_null() {
@@ -389,7 +499,7 @@ impl Scheduler {
         }
         let opts = AaSpawnOptions {
             struct_size: std::mem::size_of::<AaSpawnOptions>() as u32,
-            priority: AA_PRIORITY_NORMAL,
+            priority,
             stack_size,
             spawn_file: AaStr::from_str(location.file()),
             spawn_line: location.line(),
@@ -410,10 +520,6 @@ impl Scheduler {
         // SAFETY: `out` is the coroutine just created, alive (not started).
         state.id.set(unsafe { (self.hot.coroutine_id)(out) });
         state.raw.set(out);
-        let status = self.enqueue(state, AA_OK);
-        if status < 0 {
-            return Err(status);
-        }
         Ok(())
     }
 
@@ -492,6 +598,7 @@ impl Scheduler {
             line: at.line(),
             column: at.column(),
         };
+        me.last_suspend.set(Some(at));
         current::leave();
         // SAFETY: `s` is live (F2); `info` and `what` live on this stack
         // until `suspend` returns, which is what `AaWaitInfo` requires.
@@ -503,6 +610,23 @@ impl Scheduler {
 
     /// The scheduler's view of a live coroutine (`AA_CORO_*` state).
     pub(crate) fn coroutine_state(&self, state: &CoroState) -> Option<u32> {
+        self.info_with(state, |info| info.state)
+    }
+
+    /// What a live coroutine waits for (`wait_what`), if it is suspended
+    /// with a description.
+    pub(crate) fn awaiting_info(&self, state: &CoroState) -> Option<String> {
+        self.info_with(state, |info| {
+            // SAFETY: the strings of an `AaCoroutineInfo` are valid until the
+            // coroutine next runs; we copy them before returning, and nothing
+            // runs in between (we are on the loop thread, not switching).
+            let what = unsafe { aa_str_to_string(info.wait_what) };
+            (!what.is_empty()).then_some(what)
+        })
+        .flatten()
+    }
+
+    fn info_with<R>(&self, state: &CoroState, f: impl FnOnce(&AaCoroutineInfo) -> R) -> Option<R> {
         let s = self.s.get();
         let raw = state.raw.get();
         if s.is_null() || raw.is_null() {
@@ -526,7 +650,55 @@ impl Scheduler {
         // SAFETY: `s` is live (F2), `raw` is a live coroutine (F4), `info`
         // is a valid out struct with its size set.
         let status = unsafe { coroutine_info(s, raw, &mut info) };
-        (status >= 0).then_some(info.state)
+        (status >= 0).then(|| f(&info))
+    }
+
+    /// Every live coroutine of this scheduler, in creation order (the
+    /// scheduler's `iterate`).
+    pub(crate) fn live_coroutines(&self) -> Vec<Rc<CoroState>> {
+        let s = self.s.get();
+        let mut out: Vec<Rc<CoroState>> = Vec::new();
+        let Some(iterate) = self.vt().iterate else {
+            return out;
+        };
+        if s.is_null() {
+            return out;
+        }
+        let coroutine_arg = self.vt().coroutine_arg.expect("F1");
+        let mut args: Vec<*mut c_void> = Vec::new();
+        unsafe extern "C" fn visit(coro: *mut AaCoroutine, ud: *mut c_void) -> bool {
+            // SAFETY: `ud` is the `(fn, Vec)` pair below, alive for the
+            // whole `iterate` call that calls us.
+            let (arg_of, args) =
+                unsafe { &mut *ud.cast::<(CoroutineArgFn, &mut Vec<*mut c_void>)>() };
+            // SAFETY: `coro` is a live coroutine handed to us by `iterate`.
+            args.push(unsafe { arg_of(coro) });
+            true
+        }
+        let mut pair: (CoroutineArgFn, &mut Vec<*mut c_void>) = (coroutine_arg, &mut args);
+        // SAFETY: `s` is live (F2); `visit` matches `AaCoroutineVisitFn` and
+        // only records arguments (it creates, enqueues or finishes nothing,
+        // as the slot requires); `pair` outlives the call.
+        let status = unsafe { iterate(s, Some(visit), (&raw mut pair).cast()) };
+        if status < 0 {
+            return out;
+        }
+        for arg in args {
+            if arg.is_null() {
+                continue;
+            }
+            let arg = arg as *const CoroState;
+            // SAFETY: F3: the `arg` of a live coroutine of ours is a strong
+            // count of its `CoroState` (held by the coroutine until its entry
+            // returns); nothing ran since `iterate` listed it, so it is still
+            // live, and we take a new count of our own.
+            let state = unsafe {
+                Rc::increment_strong_count(arg);
+                Rc::from_raw(arg)
+            };
+            out.push(state);
+        }
+        out
     }
 
     /// Starts shutdown: every other live coroutine is resumed with `reason`.
@@ -570,7 +742,7 @@ unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {
     // K2: this coroutine runs host code now.
     current::enter(&state);
     let r = catch_unwind(AssertUnwindSafe(|| {
-        crate::task::run_entry(&state, start_status)
+        crate::task::spawn::run_entry(&state, start_status)
     }));
     if let Err(payload) = r {
         // `run_entry` catches the body's panics; this is a panic while

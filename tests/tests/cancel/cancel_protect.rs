@@ -1,0 +1,96 @@
+//! `protect` (R-C2, D-21, D-22, P-11, P-13): a critical section that
+//! cancellation waits for.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use async_std_api::{check_cancelled, current, delay, protect, run, spawn, suspend};
+use tests::support::Recorder;
+
+#[test]
+fn r_c2_a_cancellation_during_protect_is_delivered_right_after_it() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        let h = spawn(move || {
+            let written = protect(|| {
+                // Blocking inside is not interrupted.
+                delay(20).map(|()| "critical data")
+            });
+            r1.push(format!("protect returned {written:?}"));
+            match check_cancelled() {
+                Err(c) => r1.push(format!("then: {}", c.reason().unwrap_or(""))),
+                Ok(()) => r1.push("then: not cancelled"),
+            }
+            // Delivered once (D-1): a later wait is normal.
+            delay(1).unwrap();
+            r1.push("cleanup done");
+        });
+        suspend().unwrap(); // it enters protect and waits in delay
+        h.coroutine().cancel_with("stop");
+        h.join().unwrap();
+    })
+    .unwrap();
+    rec.assert_events(&[
+        "protect returned Ok(\"critical data\")",
+        "then: stop",
+        "cleanup done",
+    ]);
+}
+
+#[test]
+fn d21_p13_nested_protect_delivers_after_the_outermost_returns() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        protect(|| {
+            protect(|| current().cancel_with("inner"));
+            // The inner protect returned: still deferred.
+            r.push(format!("after inner: {:?}", check_cancelled().is_err()));
+            delay(1).unwrap();
+        });
+        r.push(format!("after outer: {:?}", check_cancelled().is_err()));
+        r.push(format!("again: {:?}", check_cancelled().is_err()));
+    })
+    .unwrap();
+    rec.assert_events(&["after inner: false", "after outer: true", "again: false"]);
+}
+
+#[test]
+fn d22_an_error_leaving_protect_propagates_and_the_cancellation_stays_pending() {
+    run(|| {
+        let commit = protect(|| -> Result<(), &'static str> {
+            current().cancel();
+            Err("commit failed")
+        });
+        assert_eq!(commit, Err("commit failed"));
+        assert!(current().is_cancellation_requested());
+        assert!(
+            suspend().is_err(),
+            "still pending, at the next suspension point"
+        );
+        // A panic leaving protect: the same.
+        let h = spawn(|| {
+            let p = catch_unwind(AssertUnwindSafe(|| {
+                protect(|| {
+                    current().cancel();
+                    panic!("write failed");
+                })
+            }));
+            assert!(p.is_err());
+            check_cancelled().is_err()
+        });
+        assert!(h.join().unwrap());
+    })
+    .unwrap();
+}
+
+#[test]
+fn d11_a_coroutine_that_returns_right_after_protect_ends_cancelled() {
+    run(|| {
+        let h = spawn(|| protect(|| current().cancel()));
+        let err = h.join().unwrap_err();
+        assert!(err.is_cancelled());
+    })
+    .unwrap();
+}
