@@ -6,12 +6,15 @@
 //! RUST_LOG=debug ASYNC_SCHEDULER=fifo ASYNC_REACTOR=mio cargo run -p async-std-api --example echo_server
 //! ```
 //!
-//! It runs until interrupted (Ctrl-C). Try it with `nc 127.0.0.1 8080`.
+//! It runs until SIGINT (Ctrl-C) or SIGTERM, which start graceful shutdown:
+//! every coroutine is cancelled (the accept loop and each connection), the
+//! connections' cleanup runs, and the program exits. Try it with
+//! `nc 127.0.0.1 8080`.
 
 use std::io::{BufRead, BufReader, Write};
 
 use async_std_api::net::{TcpListener, TcpStream};
-use async_std_api::spawn;
+use async_std_api::{graceful_shutdown, io, signal, spawn, spawn_try};
 use tracing_subscriber::EnvFilter;
 
 fn handle(conn: TcpStream) -> std::io::Result<()> {
@@ -47,17 +50,31 @@ fn main() -> Result<(), async_std_api::Error> {
             }
         };
         eprintln!("listening on {}", listener.local_addr().unwrap());
+        // SIGINT / SIGTERM: graceful shutdown (R-GS1).
+        spawn_try(|| -> std::io::Result<()> {
+            let signals = signal::any(&[signal::SIGINT, signal::SIGTERM])?;
+            signals.wait()?;
+            eprintln!("signal {:?}: shutting down", signals.received());
+            graceful_shutdown();
+            Ok(())
+        });
         for conn in listener.incoming() {
             match conn {
                 Ok(conn) => {
                     spawn(move || {
                         if let Err(e) = handle(conn) {
-                            tracing::warn!("connection failed: {e}");
+                            if io::cancelled(&e).is_none() {
+                                tracing::warn!("connection failed: {e}");
+                            }
                         }
                     });
                 }
+                // Cancellation is delivered once (edge-triggered): stop
+                // accepting, or the next accept would wait forever.
+                Err(e) if io::cancelled(&e).is_some() => break,
                 Err(e) => tracing::warn!("accept failed: {e}"),
             }
         }
+        eprintln!("stopped accepting");
     })
 }
