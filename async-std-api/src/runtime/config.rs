@@ -56,7 +56,6 @@ pub(crate) struct Resolved {
     /// R-S10: how long zombies may run once nothing else does.
     pub(crate) zombie_timeout: Duration,
     /// R-T1: the maximum activity interval (`None`: no watchdog).
-    #[allow(dead_code)] // read by the watchdog
     pub(crate) max_activity_interval: Option<Duration>,
 }
 

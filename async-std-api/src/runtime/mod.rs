@@ -35,6 +35,7 @@ mod ffi;
 mod host_log;
 mod loader;
 pub(crate) mod shutdown;
+pub(crate) mod watchdog;
 pub(crate) mod zombie;
 
 use std::any::Any;
@@ -159,6 +160,8 @@ pub(crate) struct Runtime {
     pub(crate) shutdown: shutdown::Shutdown,
     /// The zombie policy (`zombie`).
     pub(crate) zombies: zombie::Zombies,
+    /// The maximum-activity-interval watchdog, if on (`watchdog`).
+    pub(crate) watchdog: Option<watchdog::Watchdog>,
     /// The payload of a panic of the main coroutine, resumed after teardown.
     main_panic: RefCell<Option<Box<dyn Any + Send>>>,
     /// R4.
@@ -169,6 +172,15 @@ pub(crate) struct Runtime {
 pub(crate) const SPARE_STATES: usize = 64;
 
 impl Runtime {
+    /// WD4: records a new coroutine's spawn location for the watchdog.
+    #[inline]
+    pub(crate) fn watch_spawn(&self, state: &CoroState) {
+        if let Some(w) = &self.watchdog {
+            w.register(state.id.get(), state.location);
+            state.set_flag(crate::task::state::WATCHED, true);
+        }
+    }
+
     /// A new scope id (the global scope is 1).
     pub(crate) fn next_scope_id(&self) -> ScopeId {
         let id = self.next_scope.get();
@@ -349,8 +361,14 @@ where
         }
     };
     let s_desc = s_loaded.desc;
-    let sched = match Scheduler::create(s_loaded, &reactor, cfg.stack_size, &cfg.scheduler_options)
-    {
+    let watched = cfg.max_activity_interval.is_some();
+    let sched = match Scheduler::create(
+        s_loaded,
+        &reactor,
+        watched,
+        cfg.stack_size,
+        &cfg.scheduler_options,
+    ) {
         Ok(s) => s,
         Err((loaded, msg)) => {
             loaded.deinit();
@@ -363,7 +381,7 @@ where
     };
     log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
 
-    let rt = Runtime {
+    let mut rt = Runtime {
         sched,
         reactor,
         stack_size: cfg.stack_size,
@@ -371,6 +389,7 @@ where
         next_scope: Cell::new(2),
         shutdown: shutdown::Shutdown::new(),
         zombies: zombie::Zombies::new(cfg.zombie_timeout),
+        watchdog: cfg.max_activity_interval.map(watchdog::Watchdog::start),
         main_panic: RefCell::new(None),
         spare_states: RefCell::new(Vec::new()),
     };
@@ -387,6 +406,7 @@ where
         );
         if spawned.is_ok() {
             rt.global.add_member(&main);
+            rt.watch_spawn(&main);
         }
         let status = match spawned {
             Ok(()) => rt.sched.run(),
@@ -417,6 +437,9 @@ where
         (main, spawned, status)
     });
 
+    if let Some(w) = rt.watchdog.as_mut() {
+        w.stop();
+    }
     if let Some(payload) = rt.main_panic.borrow_mut().take() {
         std::panic::resume_unwind(payload);
     }

@@ -42,7 +42,7 @@ use super::state::{Mode, ScopeCancel, ScopeState, Walk};
 use super::ScopeRef;
 use crate::runtime;
 use crate::task::failure::{Failure, FailureOrigin};
-use crate::task::state::{CoroState, ZOMBIE};
+use crate::task::state::{CoroState, WATCHED, ZOMBIE};
 use crate::task::Coroutine;
 use crate::CancelCause;
 
@@ -58,8 +58,8 @@ pub(crate) fn coroutine_finished(
     if unawaited.is_some() || finally_failure.is_some() {
         report(state, unawaited, finally_failure);
     }
-    if state.has_flag(ZOMBIE) {
-        runtime::zombie::remove(state);
+    if state.has_flag(ZOMBIE | WATCHED) {
+        finished_flagged(state);
     }
     // The extra record is done with: its handlers ran, its zombie key is
     // gone, and its coroutine-local context dies with the coroutine (R-CX2).
@@ -69,6 +69,21 @@ pub(crate) fn coroutine_finished(
     // I5: the scope reference moves out of the record.
     if let Some(scope) = state.scope.take() {
         scope.remove_member(state);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn finished_flagged(state: &CoroState) {
+    if state.has_flag(ZOMBIE) {
+        runtime::zombie::remove(state);
+    }
+    if state.has_flag(WATCHED) {
+        runtime::with_runtime(|rt| {
+            if let Some(w) = &rt.watchdog {
+                w.unregister(state.id.get());
+            }
+        });
     }
 }
 

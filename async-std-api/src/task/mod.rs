@@ -132,12 +132,16 @@ pub fn suspend() -> Result<(), Cancelled> {
     let at = Location::caller();
     // The hot path returns a status only; the rare outcomes (a pending
     // cancellation, an error status) are built out of line.
-    let status = with_me("suspend", |rt, me| {
-        if me.has_pending_cancel() {
-            return wait::PENDING_CANCEL;
-        }
-        rt.sched.yield_now(me, b"suspend", at)
-    });
+    let status = with_me(
+        "suspend",
+        #[inline(always)]
+        |rt, me| {
+            if me.has_pending_cancel() {
+                return wait::PENDING_CANCEL;
+            }
+            rt.sched.yield_now(me, b"suspend", at)
+        },
+    );
     if status >= AA_OK {
         return Ok(());
     }

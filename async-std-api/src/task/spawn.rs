@@ -321,6 +321,7 @@ fn spawn_into(
         .spawn(&state, rt.stack_size, location, AA_PRIORITY_NORMAL)
         .map_err(Refused::Status)?;
     scope.add_member(&state);
+    rt.watch_spawn(&state);
     Ok(state)
 }
 
@@ -353,6 +354,7 @@ fn spawn_with_strategy<S: SpawnStrategy + ?Sized>(
             .map_err(Refused::Status)?;
         state.set_flag(HI_PRIORITY, opts.hi_priority);
         s.add_member(&state);
+        rt.watch_spawn(&state);
         Ok(state)
     })
     .unwrap_or(Err(Refused::NoRuntime));

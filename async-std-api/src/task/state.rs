@@ -101,6 +101,9 @@ pub(crate) const HI_PRIORITY: u8 = 1 << 2;
 /// `flags` bit: an `on_finally` handler was registered (the finish checks
 /// the bit, not the extra record).
 pub(crate) const HAS_FINALLY: u8 = 1 << 3;
+/// `flags` bit: registered with the watchdog (WD4), so its finish
+/// unregisters it.
+pub(crate) const WATCHED: u8 = 1 << 4;
 
 /// The host's record of one coroutine.
 pub(crate) struct CoroState {

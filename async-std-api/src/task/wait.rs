@@ -37,7 +37,7 @@ pub(crate) fn forced_unwind() -> ! {
 ///
 /// Outside a coroutine, with a message naming `what` and the fix.
 #[track_caller]
-#[inline]
+#[inline(always)]
 pub(crate) fn with_me<R>(what: &str, f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> R {
     match runtime::with_running(f) {
         Some(r) => r,

@@ -2,8 +2,9 @@
 //! so the hot paths (`suspend`, `join`, `spawn`, wake-ups) never ask the
 //! scheduler who runs and never touch a reference count to find out.
 //!
-//! Owns two thread-local cells: `runtime` (the runtime `run` installed) and
-//! `running` (the coroutine whose host code executes now).
+//! Owns the thread-local cells: `runtime` (the runtime `run` installed),
+//! `running` (the coroutine whose host code executes now), and, while the
+//! watchdog is on, `watch` (its word) and `seq` (the switch counter).
 //!
 //! Invariants:
 //! - **K1** `runtime` is non-null exactly while [`installed`] runs its
@@ -26,6 +27,11 @@
 //!   So the `&Rc<CoroState>` that [`with_running`] lends (a `ManuallyDrop`
 //!   view of that pointer, no count taken) is valid for the closure.
 //!
+//! - **K4** `watch` is non-null only while `installed` runs with a watchdog,
+//!   and points into the watchdog's shared `Arc`, which the runtime keeps
+//!   alive longer (K1). `enter` stores one word into it (WD1), `mark_idle`
+//!   the idle word (WD2); both relaxed: the word is only a heartbeat.
+//!
 //! Who touches what: the loop thread only (thread-locals). `running` is
 //! written only by this module's `enter`/`leave`, called from the entry
 //! trampoline and the scheduler wrapper in the parent module.
@@ -35,14 +41,15 @@
 //!
 //! # Safety
 //!
-//! The two `unsafe` blocks turn the cells' raw pointers back into borrows;
-//! K1 and K3 say why the pointees are alive for the borrow.
+//! The `unsafe` blocks turn the cells' raw pointers back into borrows;
+//! K1, K3 and K4 say why the pointees are alive for the borrow.
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ptr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::runtime::Runtime;
 use crate::task::state::CoroState;
@@ -53,6 +60,9 @@ struct Cells {
     runtime: Cell<*const Runtime>,
     /// K2, K3.
     running: Cell<*const CoroState>,
+    /// K4.
+    watch: Cell<*const AtomicU64>,
+    seq: Cell<u64>,
 }
 
 thread_local! {
@@ -60,6 +70,8 @@ thread_local! {
         Cells {
             runtime: Cell::new(ptr::null()),
             running: Cell::new(ptr::null()),
+            watch: Cell::new(ptr::null()),
+            seq: Cell::new(0),
         }
     };
 }
@@ -72,13 +84,22 @@ impl Drop for Uninstall {
         CURRENT.with(|c| {
             c.running.set(ptr::null());
             c.runtime.set(ptr::null());
+            c.watch.set(ptr::null());
         });
     }
 }
 
-/// Runs `f` with `rt` installed as the thread's runtime (K1).
+/// Runs `f` with `rt` installed as the thread's runtime (K1), and its
+/// watchdog's word, if any (K4).
 pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
-    CURRENT.with(|c| c.runtime.set(rt));
+    let watch = rt
+        .watchdog
+        .as_ref()
+        .map_or(ptr::null(), |w| &w.shared.word as *const AtomicU64);
+    CURRENT.with(|c| {
+        c.runtime.set(rt);
+        c.watch.set(watch);
+    });
     let _uninstall = Uninstall;
     f()
 }
@@ -104,7 +125,7 @@ pub(crate) fn with_runtime<R>(f: impl FnOnce(&Runtime) -> R) -> Option<R> {
 
 /// Runs `f` with the thread's runtime and the running coroutine; `None`
 /// outside a runtime or outside a coroutine.
-#[inline]
+#[inline(always)]
 pub(crate) fn with_running<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
     let (me, rt) = CURRENT.with(|c| (c.running.get(), c.runtime.get()));
     if me.is_null() || rt.is_null() {
@@ -144,9 +165,42 @@ pub(crate) fn running() -> *const CoroState {
 }
 
 /// `me` now runs host code (K2): the entry starts, or `suspend` returned.
-#[inline]
+/// With the watchdog on, one relaxed store says so (K4, WD1).
+#[inline(always)]
 pub(super) fn enter(me: &Rc<CoroState>) {
-    CURRENT.with(|c| c.running.set(Rc::as_ptr(me)));
+    CURRENT.with(|c| {
+        c.running.set(Rc::as_ptr(me));
+        let watch = c.watch.get();
+        if !watch.is_null() {
+            heartbeat(c, watch, me);
+        }
+    });
+}
+
+#[cold]
+#[inline(never)]
+fn heartbeat(c: &Cells, watch: *const AtomicU64, me: &CoroState) {
+    let seq = c.seq.get().wrapping_add(1);
+    c.seq.set(seq);
+    // SAFETY: K4: non-null only while the watchdog's `Arc` is alive.
+    let word = unsafe { &*watch };
+    word.store(
+        crate::runtime::watchdog::pack(me.id.get(), seq),
+        Ordering::Relaxed,
+    );
+}
+
+/// The loop is about to poll the reactor: no coroutine runs (K4, WD2).
+#[inline]
+pub(super) fn mark_idle() {
+    CURRENT.with(|c| {
+        let watch = c.watch.get();
+        if !watch.is_null() {
+            // SAFETY: K4.
+            let word = unsafe { &*watch };
+            word.store(crate::runtime::watchdog::IDLE, Ordering::Relaxed);
+        }
+    });
 }
 
 /// No coroutine runs host code (K2): about to suspend, or the entry's body

@@ -88,6 +88,10 @@ fn err_text(buf: &[u8], status: AaStatus) -> String {
 pub(crate) struct Reactor {
     plugin: Loaded<AaReactorVTable>,
     r: std::cell::Cell<*mut AaReactor>,
+    /// The vtable the scheduler gets while the watchdog is on: the plugin's,
+    /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
+    /// as long as the reactor, longer than the scheduler (R2).
+    watched: std::cell::OnceCell<Box<AaReactorVTable>>,
 }
 
 impl Reactor {
@@ -119,11 +123,25 @@ impl Reactor {
         Ok(Reactor {
             plugin,
             r: std::cell::Cell::new(out),
+            watched: std::cell::OnceCell::new(),
         })
     }
 
     pub(crate) fn vtable(&self) -> &AaReactorVTable {
         &self.plugin.vt
+    }
+
+    /// The vtable for the scheduler: the plugin's, or, with the watchdog,
+    /// a copy whose `run_once` first marks the loop idle (WD2).
+    pub(crate) fn vtable_for_scheduler(&self, watched: bool) -> &AaReactorVTable {
+        if !watched {
+            return &self.plugin.vt;
+        }
+        self.watched.get_or_init(|| {
+            let mut vt: AaReactorVTable = *self.plugin.vt;
+            vt.run_once = Some(watched_run_once);
+            Box::new(vt)
+        })
     }
 
     pub(crate) fn raw(&self) -> *mut AaReactor {
@@ -285,6 +303,21 @@ impl Reactor {
     }
 }
 
+/// WD2: the reactor's `run_once`, after marking the loop idle.
+unsafe extern "C" fn watched_run_once(r: *mut AaReactor, timeout_ns: i64) -> AaStatus {
+    let run = catch_unwind(|| {
+        current::mark_idle();
+        super::with_runtime(|rt| rt.reactor.plugin.vt.run_once).flatten()
+    });
+    match run {
+        // SAFETY: the scheduler calls us exactly as it would call the
+        // plugin's `run_once` (same `r`, same thread), and we forward the
+        // call to it unchanged (F1: validated slot).
+        Ok(Some(run_once)) => unsafe { run_once(r, timeout_ns) },
+        _ => AA_E_CLOSED,
+    }
+}
+
 unsafe extern "C" fn timer_cb(_ev: *mut AaEvent, status: AaStatus, ud: *mut c_void) {
     // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::timer`, alive until
     // the event is disposed (F5), and callbacks never run after dispose.
@@ -388,6 +421,7 @@ impl Scheduler {
     pub(crate) fn create(
         plugin: Loaded<AaSchedulerVTable>,
         reactor: &Reactor,
+        watched: bool,
         stack_size: usize,
         options: &[(String, String)],
     ) -> Result<Scheduler, (Loaded<AaSchedulerVTable>, String)> {
@@ -396,7 +430,7 @@ impl Scheduler {
         let cfg = AaSchedulerConfig {
             struct_size: std::mem::size_of::<AaSchedulerConfig>() as u32,
             flags: 0,
-            reactor: reactor.vtable(),
+            reactor: reactor.vtable_for_scheduler(watched),
             reactor_instance: reactor.raw(),
             stack_size,
             options: kv.kvs.as_ptr(),
@@ -560,7 +594,7 @@ impl Scheduler {
     /// Yields: enqueues `me`, the running coroutine, with status 0 and
     /// suspends it; one `suspend` call with `AA_WAIT_YIELD` when the
     /// scheduler has `AA_SCHED_CAP_WAIT_YIELD`, else `enqueue` + `suspend`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn yield_now(
         &self,
         me: &Rc<CoroState>,
@@ -574,7 +608,7 @@ impl Scheduler {
         self.suspend_with(me, 0, what, at)
     }
 
-    #[inline]
+    #[inline(always)]
     fn suspend_with(
         &self,
         me: &Rc<CoroState>,
