@@ -708,6 +708,9 @@ pub struct SchedulerStats {
     /// `"madvise"` or `"mprotect"` once a guard page was installed in this
     /// process, `""` before.
     pub guard_mode: &'static str,
+    /// The seed of the `chaos` policy (the one drawn for `seed=random`);
+    /// `None` under `fifo`.
+    pub chaos_seed: Option<u64>,
 }
 
 /// Reads a scheduler's counters; `None` for NULL.
@@ -748,5 +751,6 @@ pub unsafe fn stats(s: *const AaScheduler) -> Option<SchedulerStats> {
             Some(stack_guard::GuardMode::Mprotect) => "mprotect",
             None => "",
         },
+        chaos_seed: sch.queue.chaos_seed(),
     })
 }

@@ -59,6 +59,7 @@
 //! inventory, one grep away: `grep -rl 'allow(unsafe_code)' src`.
 #![deny(unsafe_code)]
 
+mod chaos;
 mod coroutine;
 mod deadlock;
 mod ffi;

@@ -5,7 +5,8 @@
 //! | `engine` | `context`, `corosensei` | `context` (see the README benchmark) |
 //! | `stack_size` | bytes, at least 16384, rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
 //! | `pool_max` | idle fibers kept for reuse | 1024 |
-//! | `policy` | `fifo` | `fifo` |
+//! | `policy` | `fifo`, `chaos` (a seeded random pick among equals, `chaos.rs`) | `fifo` |
+//! | `seed` | the chaos seed: an unsigned 64-bit integer, or `random` (from the clock, logged at debug level); ignored under `fifo` | 0 |
 //!
 //! A key may also be written with the `scheduler.` prefix. A key with another
 //! plugin's prefix (`uring.sq_entries`) is ignored, as the ABI asks. Any other
@@ -13,6 +14,7 @@
 //! and what was expected: these texts are part of the interface and tests
 //! assert them.
 
+use crate::chaos::{Seed, DEFAULT_SEED};
 use crate::run_queue::Policy;
 use crate::switch::EngineKind;
 
@@ -43,6 +45,8 @@ pub(crate) struct Options {
     pub(crate) pool_max: usize,
     /// How the run queue picks the next coroutine.
     pub(crate) policy: Policy,
+    /// The chaos policy's seed (unused under FIFO).
+    pub(crate) seed: Seed,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             stack_size: DEFAULT_STACK_SIZE,
             pool_max: DEFAULT_POOL_MAX,
             policy: Policy::Fifo,
+            seed: Seed::Fixed(DEFAULT_SEED),
         }
     }
 }
@@ -118,8 +123,18 @@ impl Options {
                 "policy" => {
                     out.policy = match value {
                         "fifo" => Policy::Fifo,
-                        _ => return Err(invalid(key, value, "fifo")),
+                        "chaos" => Policy::Chaos,
+                        _ => return Err(invalid(key, value, "fifo or chaos")),
                     }
+                }
+                "seed" => {
+                    out.seed =
+                        match value {
+                            "random" => Seed::Random,
+                            _ => Seed::Fixed(value.parse::<u64>().map_err(|_| {
+                                invalid(key, value, "an unsigned integer or random")
+                            })?),
+                        }
                 }
                 // Another plugin's option (`uring.sq_entries`): not ours.
                 _ if key.contains('.') && !key.starts_with("scheduler.") => {}
@@ -197,12 +212,28 @@ mod tests {
         );
         assert_eq!(
             parse(&[("policy", "lifo")]).unwrap_err(),
-            "invalid scheduler option policy=\"lifo\": expected fifo"
+            "invalid scheduler option policy=\"lifo\": expected fifo or chaos"
+        );
+        assert_eq!(
+            parse(&[("seed", "-3")]).unwrap_err(),
+            "invalid scheduler option seed=\"-3\": expected an unsigned integer or random"
         );
         assert_eq!(
             Options::parse(100, std::iter::empty(), 4096).unwrap_err(),
             "invalid scheduler config stack_size=100: expected a size in bytes of at least 16384"
         );
+    }
+
+    #[test]
+    fn policy_and_seed_parse() {
+        let o = parse(&[("policy", "chaos"), ("seed", "18446744073709551615")]).unwrap();
+        assert_eq!((o.policy, o.seed), (Policy::Chaos, Seed::Fixed(u64::MAX)));
+        let o = parse(&[("scheduler.seed", "random"), ("policy", "chaos")]).unwrap();
+        assert_eq!((o.policy, o.seed), (Policy::Chaos, Seed::Random));
+        let o = parse(&[("policy", "chaos")]).unwrap();
+        assert_eq!(o.seed, Seed::Fixed(DEFAULT_SEED));
+        // A seed without chaos is accepted (one environment for every cell).
+        assert_eq!(parse(&[("seed", "5")]).unwrap().policy, Policy::Fifo);
     }
 
     #[test]

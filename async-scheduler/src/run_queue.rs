@@ -15,9 +15,11 @@
 //!   finishes while queued (queued itself, then returned) is removed before
 //!   its record is freed.
 //! - **Q-I3** Normal priority pushes at the tail, high priority at the head;
-//!   [`Policy::Fifo`] always pops the head. So among normal-priority
+//!   [`RunQueue::pop`] always pops the head. So among normal-priority
 //!   coroutines the order is the order of their `enqueue` calls (strict FIFO
 //!   hand-off), and a high-priority coroutine runs before any queued earlier.
+//!   [`Policy::Chaos`] keeps the first half (high before normal) and picks at
+//!   random among equals (`chaos.rs`, X-I1..X-I4).
 //! - **Q-I4** `q_next` of a queued coroutine names the one after it (`None`
 //!   for the tail); `q_next` of a coroutine that is not queued is `None`.
 //!
@@ -34,15 +36,20 @@
 //! returns and calls nothing out, so re-entrant `enqueue` calls (from
 //! reactor callbacks, microtasks, handlers) always find a consistent list.
 //!
-//! # Adding a policy
+//! # Policies
 //!
-//! A policy only changes [`RunQueue::pop`]: a seeded `chaos` policy picks a
-//! random position, walks to it and unlinks it (linear, like `remove`: it
-//! is for tests), keeping Q-I1/Q-I2 and making the order reproducible from
-//! the seed.
+//! Pushes and [`RunQueue::pop`] are the same list operations under every
+//! policy, so FIFO's fast path has no policy test at all. Under
+//! [`Policy::Chaos`] the tick calls [`RunQueue::chaos_pick`] (out of line)
+//! right before every pop, which moves the list into the chaos bags and
+//! puts a random pick back as the head; `remove` never needs to look in
+//! the bags (X-I5).
+//! How the tick reaches `chaos_pick` without a test on FIFO's path is in
+//! `tick.rs` ("Why this order").
 
 use std::cell::Cell;
 
+use crate::chaos::Chaos;
 use crate::coroutine::CoroPtr;
 
 /// How the next coroutine is picked.
@@ -50,6 +57,9 @@ use crate::coroutine::CoroPtr;
 pub(crate) enum Policy {
     /// Pop the head: FIFO for normal priority, high priority first (Q-I3).
     Fifo,
+    /// A seeded random pick among the runnable coroutines of the highest
+    /// priority present (`chaos.rs`).
+    Chaos,
 }
 
 /// The runnable coroutines, linked through their records. See the module
@@ -59,18 +69,27 @@ pub(crate) struct RunQueue {
     head: Cell<Option<CoroPtr>>,
     tail: Cell<Option<CoroPtr>>,
     len: Cell<usize>,
-    policy: Policy,
+    /// The chaos policy's state; `None` under FIFO.
+    chaos: Option<Box<Chaos>>,
 }
 
 impl RunQueue {
-    /// An empty queue.
-    pub(crate) fn new(policy: Policy) -> RunQueue {
+    /// An empty queue; `seed` is used by [`Policy::Chaos`] only.
+    pub(crate) fn new(policy: Policy, seed: u64) -> RunQueue {
         RunQueue {
             head: Cell::new(None),
             tail: Cell::new(None),
             len: Cell::new(0),
-            policy,
+            chaos: match policy {
+                Policy::Fifo => None,
+                Policy::Chaos => Some(Box::new(Chaos::new(seed))),
+            },
         }
+    }
+
+    /// The chaos seed, if the policy is chaos.
+    pub(crate) fn chaos_seed(&self) -> Option<u64> {
+        self.chaos.as_ref().map(|c| c.seed())
     }
 
     /// Appends a normal-priority coroutine (Q-I3).
@@ -95,25 +114,45 @@ impl RunQueue {
         self.len.set(self.len.get() + 1);
     }
 
-    /// Takes the next coroutine to run.
+    /// Takes the next coroutine to run: the head (Q-I3). Under
+    /// [`Policy::Chaos`] the tick has just made the head a random pick
+    /// ([`RunQueue::chaos_pick`]), so this pop is the same for both.
     #[inline]
     pub(crate) fn pop(&self) -> Option<CoroPtr> {
-        match self.policy {
-            Policy::Fifo => {
-                let c = self.head.get()?;
-                let next = c.get().q_next.take();
-                self.head.set(next);
-                if next.is_none() {
-                    self.tail.set(None);
-                }
-                self.len.set(self.len.get() - 1);
-                Some(c)
-            }
+        let c = self.head.get()?;
+        let next = c.get().q_next.take();
+        self.head.set(next);
+        if next.is_none() {
+            self.tail.set(None);
+        }
+        self.len.set(self.len.get() - 1);
+        Some(c)
+    }
+
+    /// [`Policy::Chaos`]: moves the list into the bags (X-I1), then puts a
+    /// random pick (X-I2) back as the list's only member, so the next
+    /// [`RunQueue::pop`] takes it. Does nothing under FIFO.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn chaos_pick(&self) {
+        let Some(chaos) = &self.chaos else { return };
+        let mut at = self.head.take();
+        self.tail.set(None);
+        while let Some(c) = at {
+            at = c.get().q_next.take();
+            chaos.absorb(c);
+        }
+        if let Some(c) = chaos.pick() {
+            // Q-I4: `pick` returned it with `q_next` cleared.
+            self.head.set(Some(c));
+            self.tail.set(Some(c));
         }
     }
 
-    /// Removes `c` wherever it is (Q-I2); linear, and only needed when a
-    /// coroutine finishes while queued.
+    /// Removes `c` from the list (Q-I2); linear, and only needed when a
+    /// coroutine finishes while queued. Such a coroutine queued itself
+    /// during its last run, so it is still in the list, never in a chaos bag
+    /// (X-I5).
     pub(crate) fn remove(&self, c: CoroPtr) {
         let mut prev: Option<CoroPtr> = None;
         let mut at = self.head.get();

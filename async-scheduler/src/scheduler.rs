@@ -50,7 +50,7 @@ use crate::ffi::Reactor;
 use crate::fiber::FiberPool;
 use crate::microtask::Microtasks;
 use crate::options::Options;
-use crate::run_queue::RunQueue;
+use crate::run_queue::{Policy, RunQueue};
 use crate::switch::{Ctx, RootState};
 
 /// Counters for tests and benchmarks (`ffi::stats`).
@@ -94,6 +94,10 @@ pub(crate) struct Scheduler {
     pub(crate) root: RootState,
     /// Ticks with a non-empty queue since the last non-blocking poll.
     pub(crate) ticks: Cell<u32>,
+    /// The busy tick count at which the tick takes its slow path
+    /// (`tick::slow_tick`): `POLL_EVERY` under FIFO, 0 under chaos (every
+    /// busy tick, so the chaos pick costs FIFO nothing).
+    pub(crate) slow_tick_at: u32,
     /// R-I3.
     pub(crate) no_suspend: Cell<u32>,
     /// R-I4.
@@ -116,6 +120,17 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     /// A scheduler bound to the calling thread.
     pub(crate) fn new(reactor: Reactor, opts: Options) -> Scheduler {
+        let seed = match opts.policy {
+            Policy::Fifo => 0,
+            Policy::Chaos => {
+                let seed = opts.seed.resolve();
+                async_abi::plugin_debug!(
+                    "chaos policy, seed {seed} (replay with ASYNC_SCHEDULER=chaos \
+                     ASYNC_SCHEDULER_OPTIONS=seed={seed})"
+                );
+                seed
+            }
+        };
         Scheduler {
             reactor,
             opts,
@@ -124,11 +139,15 @@ impl Scheduler {
             current: Cell::new(None),
             live: LiveList::default(),
             records: RecordPool::default(),
-            queue: RunQueue::new(opts.policy),
+            queue: RunQueue::new(opts.policy, seed),
             microtasks: Microtasks::default(),
             fibers: FiberPool::new(opts.engine, opts.pool_max, opts.stack_size),
             root: RootState::default(),
             ticks: Cell::new(0),
+            slow_tick_at: match opts.policy {
+                Policy::Fifo => crate::tick::POLL_EVERY,
+                Policy::Chaos => 0,
+            },
             no_suspend: Cell::new(0),
             in_run: Cell::new(false),
             deadlocks: Cell::new(0),

@@ -12,6 +12,7 @@
 //!   |  next_runnable():
 //!   |    drain microtasks               (FIFO, may enqueue / defer more)
 //!   |    queue non-empty? count; every 61st: run_once(r, 0), drain again
+//!   |      (chaos: every busy tick also makes a random pick the head)
 //!   |    pop the head
 //!   |
 //!   +-- popped C itself ------------------------> (no switch) ---------+
@@ -45,6 +46,14 @@
 //!   non-empty), so a busy queue, even one coroutine yielding to itself,
 //!   cannot starve I/O; 61 is prime so it does not resonate with loops of
 //!   coroutines of a round size. Only the root blocks in the reactor.
+//! - Chaos costs FIFO nothing: the busy-tick counter is compared with a
+//!   per-scheduler threshold (`slow_tick_at`) instead of the constant 61,
+//!   the same single compare. Under FIFO the threshold is 61 and the slow
+//!   path is the poll; under chaos it is 0, so every busy tick takes the
+//!   slow path, which polls every 61st time as FIFO does and then makes a
+//!   random pick the queue's head (`RunQueue::chaos_pick`). The pop itself
+//!   is the same for both policies. The pick comes after the poll and its
+//!   microtasks, so coroutines they enqueue are candidates at once.
 //! - Popping itself returns without a switch: a yield with nothing else
 //!   runnable costs a tick, not two context switches. ENTER fires again, so
 //!   LEAVE and ENTER stay paired.
@@ -181,14 +190,14 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
 }
 
 /// Drains microtasks, polls the reactor every [`POLL_EVERY`] busy ticks,
-/// and pops the next coroutine.
+/// and pops the next coroutine (under chaos, a random pick: `slow_tick`).
 #[inline]
 fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
     s.microtasks.drain();
     if !s.queue.is_empty() {
         let ticks = s.ticks.get() + 1;
-        if ticks >= POLL_EVERY {
-            fairness_poll(s);
+        if ticks >= s.slow_tick_at {
+            slow_tick(s, ticks);
         } else {
             s.ticks.set(ticks);
         }
@@ -196,9 +205,26 @@ fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
     s.queue.pop()
 }
 
-/// The non-blocking reactor poll of every [`POLL_EVERY`]th busy tick.
+/// The busy tick's slow path: the non-blocking reactor poll of every
+/// [`POLL_EVERY`]th busy tick, and under chaos (which takes this path on
+/// every busy tick) the random pick that makes the queue's head.
 #[cold]
 #[inline(never)]
+fn slow_tick(s: &Scheduler, ticks: u32) {
+    if ticks >= POLL_EVERY {
+        fairness_poll(s);
+    } else {
+        s.ticks.set(ticks);
+    }
+    if s.slow_tick_at == 0 {
+        // chaos X-I5: no coroutine runs while the pick fills the bags.
+        debug_assert!(s.current.get().is_none(), "a pick while a coroutine runs");
+        s.queue.chaos_pick();
+    }
+}
+
+/// The non-blocking reactor poll of every [`POLL_EVERY`]th busy tick.
+#[inline(always)]
 fn fairness_poll(s: &Scheduler) {
     s.ticks.set(0);
     Counters::bump(&s.counters.tick_polls);

@@ -2,7 +2,7 @@
 
 use async_abi::*;
 
-use crate::engine_tests;
+use crate::any_order_tests;
 use crate::host::{ok, try_create, with_scheduler};
 
 #[track_caller]
@@ -33,7 +33,11 @@ fn create_rejects_bad_options_with_one_line_naming_them() {
     );
     rejected(
         &[("policy", "lifo")],
-        "invalid scheduler option policy=\"lifo\": expected fifo",
+        "invalid scheduler option policy=\"lifo\": expected fifo or chaos",
+    );
+    rejected(
+        &[("policy", "chaos"), ("seed", "x")],
+        "invalid scheduler option seed=\"x\": expected an unsigned integer or random",
     );
 }
 
@@ -43,11 +47,13 @@ fn create_accepts_every_valid_option_and_ignores_other_plugins_options() {
         ("engine", "context"),
         ("stack_size", "65536"),
         ("pool_max", "8"),
-        ("policy", "fifo"),
+        ("policy", "chaos"),
+        ("seed", "12345"),
         ("uring.sq_entries", "256"),
     ];
     let h = try_create(&options, 0).expect("valid options");
     assert_eq!(h.stats().engine, "context");
+    assert_eq!(h.stats().chaos_seed, Some(12345));
     crate::host::finish(h);
 }
 
@@ -100,7 +106,7 @@ fn create_rejects_a_reactor_without_required_slots() {
     );
 }
 
-engine_tests! {
+any_order_tests! {
     fn destroy_is_busy_while_coroutines_live(h) {
         h.spawn(|_| {});
         // SAFETY: a live scheduler.

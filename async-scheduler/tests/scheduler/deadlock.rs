@@ -2,8 +2,8 @@
 
 use async_abi::*;
 
-use crate::engine_tests;
 use crate::host::{assert_events, ev, ok, take_log, Spawn};
+use crate::{any_order_tests, engine_tests};
 
 engine_tests! {
     fn deadlocked_waiters_resume_with_aa_e_deadlock_and_are_reported(h) {
@@ -34,7 +34,9 @@ engine_tests! {
             ]
         );
     }
+}
 
+any_order_tests! {
     fn no_deadlock_while_the_reactor_has_events(h) {
         h.reactor.alive.set(1);
         let a = h.spawn(move |_| ev(format!("a {}", h.suspend())));

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use async_abi::*;
 
-use crate::engine_tests;
 use crate::host::{assert_events, ev, ok, Spawn};
+use crate::{any_order_tests, engine_tests};
 
 fn kind(k: u32) -> &'static str {
     match k {
@@ -20,6 +20,50 @@ fn kind(k: u32) -> &'static str {
 }
 
 engine_tests! {
+    fn coroutine_info_reports_state_spawn_and_wait(h) {
+        let spawn = Spawn { file: "src/main.rs", line: 10, column: 5, ..Spawn::default() };
+        let a = h.create(spawn, move |_| {
+            let wait = AaWaitInfo {
+                struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
+                flags: 0,
+                what: AaStr::from_str("join coroutine 2"),
+                file: AaStr::from_str("src/main.rs"),
+                line: 12,
+                column: 9,
+            };
+            ok(h.suspend_at(&wait));
+            let info = h.info(h.current());
+            assert_eq!(info.state, AA_CORO_RUNNING);
+            assert_eq!(info.wait_line, 0, "no wait info once it runs again");
+            assert_eq!(info.switches, 2);
+        });
+        let info = h.info(a);
+        assert_eq!(info.state, AA_CORO_CREATED);
+        assert_eq!(info.id, h.id(a));
+        // SAFETY: the spawn file is a static str.
+        assert_eq!(unsafe { info.spawn_file.as_str() }, Some("src/main.rs"));
+        assert_eq!((info.spawn_line, info.spawn_column), (10, 5));
+        ok(h.enqueue(a, 0));
+        h.spawn(move |_| {
+            let info = h.info(a);
+            assert_eq!(info.state, AA_CORO_SUSPENDED);
+            // SAFETY: the strings are valid while `a` is suspended.
+            unsafe {
+                assert_eq!(info.wait_what.as_str(), Some("join coroutine 2"));
+                assert_eq!(info.wait_file.as_str(), Some("src/main.rs"));
+            }
+            assert_eq!(info.wait_line, 12);
+            assert_eq!(info.switches, 1);
+            ok(h.enqueue(a, 0));
+            assert_eq!(h.info(a).state, AA_CORO_QUEUED);
+            ev("checked");
+        });
+        ok(h.run());
+        assert_events(&["checked"]);
+    }
+}
+
+any_order_tests! {
     fn switch_handlers_get_enter_leave_finish_in_order(h) {
         let a = h.create(Spawn::default(), move |_| {
             ev("a runs");
@@ -106,48 +150,6 @@ engine_tests! {
         });
         ok(h.run());
         assert_events(&["finish checked"]);
-    }
-
-    fn coroutine_info_reports_state_spawn_and_wait(h) {
-        let spawn = Spawn { file: "src/main.rs", line: 10, column: 5, ..Spawn::default() };
-        let a = h.create(spawn, move |_| {
-            let wait = AaWaitInfo {
-                struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
-                flags: 0,
-                what: AaStr::from_str("join coroutine 2"),
-                file: AaStr::from_str("src/main.rs"),
-                line: 12,
-                column: 9,
-            };
-            ok(h.suspend_at(&wait));
-            let info = h.info(h.current());
-            assert_eq!(info.state, AA_CORO_RUNNING);
-            assert_eq!(info.wait_line, 0, "no wait info once it runs again");
-            assert_eq!(info.switches, 2);
-        });
-        let info = h.info(a);
-        assert_eq!(info.state, AA_CORO_CREATED);
-        assert_eq!(info.id, h.id(a));
-        // SAFETY: the spawn file is a static str.
-        assert_eq!(unsafe { info.spawn_file.as_str() }, Some("src/main.rs"));
-        assert_eq!((info.spawn_line, info.spawn_column), (10, 5));
-        ok(h.enqueue(a, 0));
-        h.spawn(move |_| {
-            let info = h.info(a);
-            assert_eq!(info.state, AA_CORO_SUSPENDED);
-            // SAFETY: the strings are valid while `a` is suspended.
-            unsafe {
-                assert_eq!(info.wait_what.as_str(), Some("join coroutine 2"));
-                assert_eq!(info.wait_file.as_str(), Some("src/main.rs"));
-            }
-            assert_eq!(info.wait_line, 12);
-            assert_eq!(info.switches, 1);
-            ok(h.enqueue(a, 0));
-            assert_eq!(h.info(a).state, AA_CORO_QUEUED);
-            ev("checked");
-        });
-        ok(h.run());
-        assert_events(&["checked"]);
     }
 
     fn coroutine_info_fills_at_most_the_callers_size(h) {

@@ -486,7 +486,10 @@ pub(crate) fn finish(h: H) {
     assert_eq!(unsafe { h.vt.destroy.unwrap()(h.s) }, AA_OK);
 }
 
-/// Declares each test once per engine: `mod name { fn context(); fn corosensei(); }`.
+/// Declares each test once per engine under the FIFO policy:
+/// `mod name { fn context(); fn corosensei(); }`. For tests that assert the
+/// FIFO order itself (or rely on it to reach the state they check); the
+/// others go in [`any_order_tests!`].
 #[macro_export]
 macro_rules! engine_tests {
     ($($(#[$m:meta])* fn $name:ident($h:ident) $body:block)*) => {
@@ -507,4 +510,52 @@ macro_rules! engine_tests {
             }
         )*
     };
+}
+
+/// Declares each test once per engine and per policy: the FIFO pair of
+/// [`engine_tests!`], plus `chaos_context` and `chaos_corosensei`, which run
+/// the body under `policy=chaos` once per seed of [`CHAOS_SEEDS`]. For tests
+/// whose assertions hold in any order among equal priorities.
+#[macro_export]
+macro_rules! any_order_tests {
+    ($($(#[$m:meta])* fn $name:ident($h:ident) $body:block)*) => {
+        $(
+            $(#[$m])*
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                fn body($h: $crate::host::H) $body
+                #[test]
+                fn context() {
+                    $crate::host::with_scheduler("context", &[], body)
+                }
+                #[test]
+                fn corosensei() {
+                    $crate::host::with_scheduler("corosensei", &[], body)
+                }
+                #[test]
+                fn chaos_context() {
+                    $crate::host::with_chaos("context", body)
+                }
+                #[test]
+                fn chaos_corosensei() {
+                    $crate::host::with_chaos("corosensei", body)
+                }
+            }
+        )*
+    };
+}
+
+/// The seeds every [`any_order_tests!`] body runs under with `policy=chaos`.
+pub(crate) const CHAOS_SEEDS: [u64; 3] = [1, 2, 3];
+
+/// Runs `body` once per seed of [`CHAOS_SEEDS`] under `policy=chaos`; a
+/// failure names the seed on stderr.
+#[track_caller]
+pub(crate) fn with_chaos(engine: &str, body: fn(H)) {
+    for seed in CHAOS_SEEDS {
+        let seed = seed.to_string();
+        eprintln!("policy=chaos seed={seed}");
+        with_scheduler(engine, &[("policy", "chaos"), ("seed", &seed)], body);
+    }
 }

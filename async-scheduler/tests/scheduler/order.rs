@@ -3,8 +3,8 @@
 
 use async_abi::*;
 
-use crate::engine_tests;
 use crate::host::{assert_events, ev, ok, Spawn};
+use crate::{any_order_tests, engine_tests};
 
 engine_tests! {
     fn spawn_order_is_fifo(h) {
@@ -38,17 +38,6 @@ engine_tests! {
         assert_events(&["main", "high", "normal 1", "normal 2"]);
     }
 
-    fn yield_alone_returns_at_once_without_a_switch(h) {
-        h.spawn(move |_| {
-            let before = h.stats().switches;
-            assert_eq!(h.yield_now(), AA_OK);
-            assert_eq!(h.stats().switches, before, "a lone yield switched");
-            ev("after yield");
-        });
-        ok(h.run());
-        assert_events(&["after yield"]);
-    }
-
     fn yield_goes_behind_coroutines_queued_before_it(h) {
         h.spawn(move |_| {
             ev("a1");
@@ -62,12 +51,6 @@ engine_tests! {
         });
         ok(h.run());
         assert_events(&["a1", "b1", "a2", "b2"]);
-    }
-
-    fn the_yield_flag_is_advertised(h) {
-        assert_ne!(h.vt.caps & AA_SCHED_CAP_WAIT_YIELD, 0);
-        h.spawn(|_| {});
-        ok(h.run());
     }
 
     fn the_yield_flag_goes_behind_coroutines_queued_before_it(h) {
@@ -85,17 +68,6 @@ engine_tests! {
         assert_events(&["a1", "b1", "a2", "b2"]);
     }
 
-    fn the_yield_flag_alone_returns_at_once_without_a_switch(h) {
-        h.spawn(move |_| {
-            let before = h.stats().switches;
-            assert_eq!(h.yield_flag(), AA_OK);
-            assert_eq!(h.stats().switches, before, "a lone yield switched");
-            ev("after yield");
-        });
-        ok(h.run());
-        assert_events(&["after yield"]);
-    }
-
     fn the_yield_flag_keeps_an_earlier_place_and_error(h) {
         h.spawn(move |_| {
             let me = h.current();
@@ -105,27 +77,6 @@ engine_tests! {
         });
         ok(h.run());
         assert_events(&["a resumed with -10013", "b"]);
-    }
-
-    fn the_yield_flag_of_a_high_priority_coroutine_goes_first(h) {
-        let high = Spawn { priority: AA_PRIORITY_HIGH, ..Spawn::default() };
-        h.spawn_with(high, move |_| {
-            h.spawn(|_| ev("normal"));
-            ev("high 1");
-            ok(h.yield_flag());
-            ev("high 2");
-        });
-        ok(h.run());
-        assert_events(&["high 1", "high 2", "normal"]);
-    }
-
-    fn a_yield_flag_refused_in_a_microtask_still_enqueues_nothing(h) {
-        h.spawn(move |_| {
-            h.defer(move || assert_eq!(h.yield_flag(), AA_E_INVALID, "no current coroutine"));
-            ok(h.yield_now());
-            assert_eq!(h.stats().queued, 0);
-        });
-        ok(h.run());
     }
 
     fn suspend_returns_the_status_of_the_resuming_enqueue(h) {
@@ -159,13 +110,6 @@ engine_tests! {
         assert_events(&["first -10010", "second -10013"]);
     }
 
-    fn start_status_reaches_the_entry(h) {
-        let c = h.create(Spawn::default(), |status| ev(format!("started with {status}")));
-        ok(h.enqueue(c, AA_E_CANCELLED));
-        ok(h.run());
-        assert_events(&["started with -10010"]);
-    }
-
     fn microtasks_run_fifo_before_the_next_switch(h) {
         h.spawn(move |_| {
             h.defer(move || {
@@ -194,6 +138,64 @@ engine_tests! {
         });
         ok(h.run());
         assert_events(&["m", "a 7"]);
+    }
+}
+
+any_order_tests! {
+    fn yield_alone_returns_at_once_without_a_switch(h) {
+        h.spawn(move |_| {
+            let before = h.stats().switches;
+            assert_eq!(h.yield_now(), AA_OK);
+            assert_eq!(h.stats().switches, before, "a lone yield switched");
+            ev("after yield");
+        });
+        ok(h.run());
+        assert_events(&["after yield"]);
+    }
+
+    fn the_yield_flag_is_advertised(h) {
+        assert_ne!(h.vt.caps & AA_SCHED_CAP_WAIT_YIELD, 0);
+        h.spawn(|_| {});
+        ok(h.run());
+    }
+
+    fn the_yield_flag_alone_returns_at_once_without_a_switch(h) {
+        h.spawn(move |_| {
+            let before = h.stats().switches;
+            assert_eq!(h.yield_flag(), AA_OK);
+            assert_eq!(h.stats().switches, before, "a lone yield switched");
+            ev("after yield");
+        });
+        ok(h.run());
+        assert_events(&["after yield"]);
+    }
+
+    fn the_yield_flag_of_a_high_priority_coroutine_goes_first(h) {
+        let high = Spawn { priority: AA_PRIORITY_HIGH, ..Spawn::default() };
+        h.spawn_with(high, move |_| {
+            h.spawn(|_| ev("normal"));
+            ev("high 1");
+            ok(h.yield_flag());
+            ev("high 2");
+        });
+        ok(h.run());
+        assert_events(&["high 1", "high 2", "normal"]);
+    }
+
+    fn a_yield_flag_refused_in_a_microtask_still_enqueues_nothing(h) {
+        h.spawn(move |_| {
+            h.defer(move || assert_eq!(h.yield_flag(), AA_E_INVALID, "no current coroutine"));
+            ok(h.yield_now());
+            assert_eq!(h.stats().queued, 0);
+        });
+        ok(h.run());
+    }
+
+    fn start_status_reaches_the_entry(h) {
+        let c = h.create(Spawn::default(), |status| ev(format!("started with {status}")));
+        ok(h.enqueue(c, AA_E_CANCELLED));
+        ok(h.run());
+        assert_events(&["started with -10010"]);
     }
 
     fn reactor_callbacks_resume_coroutines(h) {

@@ -2,8 +2,8 @@
 
 use async_abi::*;
 
-use crate::engine_tests;
 use crate::host::{assert_events, ev, ok, with_scheduler, Spawn, H};
+use crate::{any_order_tests, engine_tests};
 
 engine_tests! {
     fn finished_fiber_runs_the_next_unstarted_coroutine_without_a_switch(h) {
@@ -63,7 +63,9 @@ engine_tests! {
         ok(h.run());
         assert_events(&["small on 1", "big on 2 1", "small again on 2"]);
     }
+}
 
+any_order_tests! {
     fn bad_spawn_options_are_rejected(h) {
         let o = AaSpawnOptions {
             struct_size: std::mem::size_of::<AaSpawnOptions>() as u32,

@@ -3,8 +3,8 @@
 
 use async_abi::*;
 
-use crate::engine_tests;
 use crate::host::{assert_events, ev, ok, take_log, Spawn};
+use crate::{any_order_tests, engine_tests};
 
 engine_tests! {
     fn shutdown_resumes_waiters_and_starts_unstarted_with_the_reason(h) {
@@ -26,13 +26,6 @@ engine_tests! {
         ]);
     }
 
-    fn shutdown_before_run_starts_queued_coroutines_with_the_reason(h) {
-        h.spawn(|status| ev(format!("a {status}")));
-        ok(h.shutdown(AA_E_SHUTDOWN));
-        ok(h.run());
-        assert_events(&["a -10012"]);
-    }
-
     fn an_earlier_error_wins_over_the_shutdown_reason(h) {
         let a = h.spawn(move |_| ev(format!("a {}", h.suspend())));
         h.spawn(move |_| {
@@ -41,6 +34,32 @@ engine_tests! {
         });
         ok(h.run());
         assert_events(&["a -10010"]);
+    }
+
+    fn fiber_is_reused_after_a_coroutine_finished_through_shutdown(h) {
+        h.spawn(move |_| {
+            let status = h.suspend();
+            ev(format!("a {status} on fiber {}", h.stats().current_fiber));
+        });
+        h.spawn(move |_| ok(h.shutdown(AA_E_SHUTDOWN)));
+        ok(h.run());
+        // The scheduler stays in shutdown: a new coroutine starts with the
+        // reason, on a pooled fiber.
+        h.create(Spawn::default(), move |status| {
+            ev(format!("b {status} on fiber {}", h.stats().current_fiber));
+        });
+        ok(h.run());
+        assert_events(&["a -10012 on fiber 1", "b -10012 on fiber 1"]);
+        assert_eq!(h.stats().fibers_created, 2, "the shutdown caller's fiber and a's");
+    }
+}
+
+any_order_tests! {
+    fn shutdown_before_run_starts_queued_coroutines_with_the_reason(h) {
+        h.spawn(|status| ev(format!("a {status}")));
+        ok(h.shutdown(AA_E_SHUTDOWN));
+        ok(h.run());
+        assert_events(&["a -10012"]);
     }
 
     fn waiters_that_ignore_shutdown_are_resumed_again_when_idle(h) {
@@ -86,23 +105,6 @@ engine_tests! {
         stop.set(true);
         ok(h.run());
         assert_events(&["resumed 17 times"]);
-    }
-
-    fn fiber_is_reused_after_a_coroutine_finished_through_shutdown(h) {
-        h.spawn(move |_| {
-            let status = h.suspend();
-            ev(format!("a {status} on fiber {}", h.stats().current_fiber));
-        });
-        h.spawn(move |_| ok(h.shutdown(AA_E_SHUTDOWN)));
-        ok(h.run());
-        // The scheduler stays in shutdown: a new coroutine starts with the
-        // reason, on a pooled fiber.
-        h.create(Spawn::default(), move |status| {
-            ev(format!("b {status} on fiber {}", h.stats().current_fiber));
-        });
-        ok(h.run());
-        assert_events(&["a -10012 on fiber 1", "b -10012 on fiber 1"]);
-        assert_eq!(h.stats().fibers_created, 2, "the shutdown caller's fiber and a's");
     }
 
     fn shutdown_rejects_a_non_negative_reason(h) {
