@@ -35,7 +35,7 @@ pub(crate) const DEFAULT_ZOMBIE_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) enum Choice {
     /// The statically linked plugin.
     Embedded,
-    /// A named shared library (`fifo`, `context`, `corosensei`, `mio`,
+    /// A named shared library (`fifo`, `context`, `corosensei`, `chaos`, `mio`,
     /// `uring`), looked for in the search directories.
     Named(String),
     /// A shared library given by path.
@@ -258,7 +258,9 @@ fn combine(role: Role, layers: [&Layer; 3]) -> Result<(Choice, Vec<(String, Stri
 /// The file name a plugin name stands for.
 pub(crate) fn library_for(role: Role, name: &str) -> Option<&'static str> {
     match (role, name) {
-        (Role::Scheduler, "fifo" | "context" | "corosensei") => Some("libasync_scheduler.so"),
+        (Role::Scheduler, "fifo" | "context" | "corosensei" | "chaos") => {
+            Some("libasync_scheduler.so")
+        }
         (Role::Reactor, "mio") => Some("libreactor_mio.so"),
         (Role::Reactor, "uring") => Some("libreactor_uring.so"),
         _ => None,
@@ -277,10 +279,11 @@ fn resolve_name(role: Role, value: &str) -> Result<(Choice, Implied), String> {
         (Role::Scheduler, "fifo") => named(None),
         (Role::Scheduler, "context") => named(Some(("engine", "context"))),
         (Role::Scheduler, "corosensei") => named(Some(("engine", "corosensei"))),
+        (Role::Scheduler, "chaos") => named(Some(("policy", "chaos"))),
         (Role::Reactor, "mio" | "uring") => named(None),
         (Role::Reactor, "auto") => Ok((Choice::Auto, None)),
         (Role::Scheduler, _) => Err(format!(
-            "unknown scheduler \"{value}\": expected embedded, fifo, context, corosensei or a path to a shared library"
+            "unknown scheduler \"{value}\": expected embedded, fifo, context, corosensei, chaos or a path to a shared library"
         )),
         (Role::Reactor, _) => Err(format!(
             "unknown reactor \"{value}\": expected embedded, mio, uring, auto or a path to a shared library"

@@ -21,7 +21,7 @@ fn an_unknown_reactor_name_lists_the_choices() {
 #[test]
 fn an_unknown_scheduler_name_lists_the_choices() {
     run_child(PROBE, &[], &[("ASYNC_SCHEDULER", "lifo")]).assert_config_error(
-        "unknown scheduler \"lifo\": expected embedded, fifo, context, corosensei or a path to a shared library",
+        "unknown scheduler \"lifo\": expected embedded, fifo, context, corosensei, chaos or a path to a shared library",
     );
 }
 
@@ -128,6 +128,6 @@ fn the_builder_beats_the_environment() {
     assert_eq!(out.stdout.trim(), PROBE_MARKER);
     // Without the builder the same environment is refused.
     run_child(PROBE, &[], &env).assert_config_error(
-        "unknown scheduler \"nope\": expected embedded, fifo, context, corosensei or a path to a shared library",
+        "unknown scheduler \"nope\": expected embedded, fifo, context, corosensei, chaos or a path to a shared library",
     );
 }
