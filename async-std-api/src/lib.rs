@@ -217,7 +217,9 @@ pub fn graceful_shutdown_with(reason: impl Into<String>) {
 /// The configuration comes from the environment (`ASYNC_SCHEDULER`,
 /// `ASYNC_REACTOR`, ...), a config file (`ASYNC_CONFIG`), or the embedded
 /// defaults; use [`Builder`] to set it in code. Coroutines still running
-/// when `f` returns run to completion before `run` returns (REF-3).
+/// when `f` returns run to completion before `run` returns (REF-3); zombies
+/// get the zombie timeout, then are cancelled (R-S10). `f` runs in the
+/// global scope: a plain [`spawn`] from it puts coroutines there.
 ///
 /// # Errors
 ///
@@ -229,7 +231,14 @@ pub fn graceful_shutdown_with(reason: impl Into<String>) {
 ///   them (the scheduler logged each of them); they were resumed with
 ///   [`Cancelled`] (cause [`CancelCause::Deadlock`]);
 /// - [`ErrorKind::AlreadyRunning`]: a runtime is already running on this
-///   thread ("a runtime is already running on this thread").
+///   thread ("a runtime is already running on this thread");
+/// - [`ErrorKind::Failed`]: a coroutine failed and nothing handled it (the
+///   failure reached the global scope and started graceful shutdown):
+///   `unhandled failure: coroutine 3 panicked: boom`, with `(and N more
+///   failures)` if more happened during the shutdown;
+/// - [`ErrorKind::Cancelled`]: the main coroutine ended cancelled, without
+///   a value (after [`graceful_shutdown`], or its own cancellation still
+///   undelivered when it returned).
 ///
 /// # Panics
 ///

@@ -90,6 +90,26 @@ impl Builder {
     /// they are cancelled (R-S10; the RFC's `async.zombie_coroutine_timeout`,
     /// 5 s by default). Overrides `ASYNC_ZOMBIE_COROUTINE_TIMEOUT` and the
     /// config file's `[runtime] zombie_coroutine_timeout` (both in ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use async_std_api::{delay, spawn_in, suspend, Builder, Scope};
+    ///
+    /// let started = Instant::now();
+    /// Builder::new()
+    ///     .zombie_timeout(Duration::from_millis(20))
+    ///     .run(|| {
+    ///         let scope = Scope::new();
+    ///         spawn_in(&scope, || delay(60_000)).unwrap();
+    ///         suspend().unwrap();
+    ///         scope.dispose_safely(); // a zombie sleeping for a minute
+    ///     })
+    ///     .unwrap();
+    /// // Cancelled 20 ms after main ended, not a minute later.
+    /// assert!(started.elapsed() < Duration::from_secs(30));
+    /// ```
     pub fn zombie_timeout(mut self, timeout: Duration) -> Builder {
         self.explicit.zombie_timeout = Some(timeout);
         self
@@ -101,6 +121,23 @@ impl Builder {
     /// turns it off. Overrides `ASYNC_MAX_ACTIVITY_INTERVAL` and the config
     /// file's `[runtime] max_activity_interval` (both in ms). It only warns:
     /// the coroutine is never interrupted.
+    ///
+    /// With it on, every switch does one relaxed atomic store, and each
+    /// spawn and finish one `Mutex`-protected map operation (the spawn
+    /// locations the watchdog thread names); off, a switch tests a null
+    /// pointer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use async_std_api::{spawn, Builder};
+    ///
+    /// Builder::new()
+    ///     .max_activity_interval(Duration::from_secs(3))
+    ///     .run(|| spawn(|| 1 + 1).join().unwrap())
+    ///     .unwrap();
+    /// ```
     pub fn max_activity_interval(mut self, interval: Duration) -> Builder {
         self.explicit.max_activity_interval = Some(interval);
         self

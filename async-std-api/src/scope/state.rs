@@ -136,11 +136,9 @@ pub(crate) struct ScopeState {
     pub(crate) notify: Notify,
     resp: RefCell<Responsibility>,
     dispose_timer: RefCell<Option<TimerEvent>>,
-    /// The hook for the scope's Context (R-CX1): `context.rs` keeps its
-    /// record here, created on first use; the chain to the parent's context
-    /// is `parent`'s slot.
-    #[allow(dead_code)] // the hook is read by the context module
-    pub(crate) context: OnceCell<Rc<dyn Any>>,
+    /// The hook for the scope's Context (R-CX1): see
+    /// [`ScopeState::context`].
+    context: OnceCell<Rc<dyn Any>>,
 }
 
 impl ScopeState {
@@ -234,6 +232,32 @@ impl ScopeState {
             s = x.parent.as_deref();
         }
         false
+    }
+
+    // ---- the Context hook (R-CX1, R-S11) ----
+
+    /// The scope's Context record, of the context module's type `C`: made
+    /// once per scope by `make`, which receives the parent scope's record
+    /// (made first, so the chain exists up to the global scope's) to chain
+    /// to. Every later call returns the same `Rc`; the record lives as long
+    /// as the scope's record (SC2: while a handle, a member or a child needs
+    /// it), so its values are dropped when the scope is gone.
+    ///
+    /// # Panics
+    ///
+    /// If two different types are used for the same scope (one context
+    /// module owns this slot).
+    #[allow(dead_code)] // the hook for the context module
+    pub(crate) fn context<C: 'static>(&self, make: &dyn Fn(Option<Rc<C>>) -> Rc<C>) -> Rc<C> {
+        if let Some(c) = self.context.get() {
+            return Rc::clone(c)
+                .downcast::<C>()
+                .unwrap_or_else(|_| panic!("one context type per scope"));
+        }
+        let parent = self.parent.as_ref().map(|p| p.context(make));
+        let c = make(parent);
+        let _ = self.context.set(c.clone() as Rc<dyn Any>);
+        c
     }
 
     // ---- membership (SC1) and counters (SC3) ----
@@ -559,4 +583,35 @@ fn cancel_member(m: &Rc<CoroState>, c: &ScopeCancel) {
 /// `coroutine 7 (spawned at src/main.rs:10:5)`.
 pub(crate) fn describe(m: &CoroState) -> String {
     format!("coroutine {} (spawned at {})", m.id(), m.location)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for the context module's record: the chain it was given.
+    struct Ctx {
+        scope: u64,
+        parent: Option<Rc<Ctx>>,
+    }
+
+    #[test]
+    fn the_context_hook_is_made_once_per_scope_and_chained_to_the_parent() {
+        let at = Location::caller();
+        let global = ScopeState::new(ScopeId(1), None, at);
+        let child = ScopeState::new(ScopeId(2), Some(global.clone()), at);
+        let made = std::cell::Cell::new(0);
+        let make = |parent: Option<Rc<Ctx>>| {
+            made.set(made.get() + 1);
+            let scope = parent.as_ref().map_or(1, |p| p.scope + 1);
+            Rc::new(Ctx { scope, parent })
+        };
+        let c = child.context(&make);
+        assert_eq!(c.scope, 2);
+        let p = c.parent.clone().unwrap();
+        assert_eq!(p.scope, 1);
+        assert!(Rc::ptr_eq(&p, &global.context(&make)));
+        assert!(Rc::ptr_eq(&c, &child.context(&make)));
+        assert_eq!(made.get(), 2, "one record per scope");
+    }
 }

@@ -87,8 +87,7 @@ pub(crate) struct CoroExtra {
     pub(crate) zombie_key: Option<usize>,
     /// A hook for the coroutine-local context (`coroutine_context()`): a
     /// value that lives exactly as long as the coroutine runs, dropped at
-    /// its finish (R-CX2). The context module stores its record here.
-    #[allow(dead_code)] // the hook is written by the context module
+    /// its finish (R-CX2): see [`CoroState::with_local_context`].
     pub(crate) local: Option<Box<dyn Any>>,
 }
 
@@ -235,6 +234,32 @@ impl CoroState {
     pub(crate) fn set_flag(&self, flag: u8, on: bool) {
         let f = self.flags.get();
         self.flags.set(if on { f | flag } else { f & !flag });
+    }
+
+    /// The coroutine-local Context hook (R-CX2): runs `f` with this
+    /// coroutine's record of the context module's type `C`, made by `make`
+    /// on first use. It is dropped when the coroutine finishes (so its
+    /// values' destructors run then) and is never inherited.
+    ///
+    /// # Panics
+    ///
+    /// If two different types are used for the same coroutine.
+    #[allow(dead_code)] // the hook for the context module
+    pub(crate) fn with_local_context<C: 'static, R>(
+        &self,
+        make: impl FnOnce() -> C,
+        f: impl FnOnce(&mut C) -> R,
+    ) -> R {
+        let mut local = self.with_extra(|x| x.local.take());
+        let r = {
+            let slot = local.get_or_insert_with(|| Box::new(make()));
+            let c = slot
+                .downcast_mut::<C>()
+                .unwrap_or_else(|| panic!("one coroutine context type"));
+            f(c)
+        };
+        self.with_extra(|x| x.local = local);
+        r
     }
 
     /// Registers an `on_finally` handler (R-CO8).
