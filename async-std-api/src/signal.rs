@@ -297,3 +297,18 @@ impl Awaitable for Signal {}
 pub fn wait(signum: i32) -> io::Result<()> {
     signal(signum)?.wait()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::watch_error;
+
+    #[test]
+    fn a_reactor_without_signals_is_an_unsupported_io_error() {
+        let e = watch_error(2, async_abi::AA_E_UNSUPPORTED);
+        assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+        assert_eq!(
+            e.to_string(),
+            "cannot watch signal 2: the reactor does not support signals"
+        );
+    }
+}

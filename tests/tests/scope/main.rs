@@ -5,5 +5,6 @@ mod scope_await;
 mod scope_cancel;
 mod scope_dispose;
 mod scope_membership;
+mod scope_rfc_examples;
 mod scope_spawn;
 mod scope_zombies;
