@@ -6,7 +6,10 @@
 //! connection has one request in flight). The server runs on one core, in
 //! one thread; the load generator runs on the other core, in another thread,
 //! and is the same for every server: a single-threaded mio loop, so the
-//! client's own cost is identical across rows.
+//! client's own cost is identical across rows. On two cores the client can
+//! be the bottleneck, so each row also reports the server thread's CPU time
+//! per request (from `/proc/self/task/<tid>/schedstat`): the server's own
+//! efficiency, whoever saturates first.
 //!
 //! Excluded: server start-up, connection set-up (all connections are made
 //! and warmed before the window opens) and teardown.
@@ -44,30 +47,57 @@ pub(crate) fn pin_to_cpu(cpu: usize) {
     }
 }
 
-/// Requests per second measured for one server.
+/// What was measured for one server.
 pub(crate) struct EchoResult {
+    /// Requests per second in the window.
     pub(crate) rps: f64,
+    /// Nanoseconds of server-thread CPU time per request in the window.
+    pub(crate) server_ns_per_req: f64,
+}
+
+/// The calling thread's id (for its schedstat).
+pub(crate) fn thread_id() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Nanoseconds thread `tid` of this process has run on a CPU.
+fn cpu_ns(tid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
 }
 
 /// Starts `serve` on a thread pinned to CPU 0 (it must send its bound
 /// address through the channel, then serve until the process ends), drives
-/// it from this thread pinned to CPU 1, and returns the request rate.
+/// it from this thread pinned to CPU 1, and returns the request rate and the
+/// server thread's CPU time per request.
 pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static) -> EchoResult {
     let (tx, rx) = mpsc::channel();
+    let (tid_tx, tid_rx) = mpsc::channel();
     std::thread::spawn(move || {
         pin_to_cpu(0);
+        tid_tx.send(thread_id()).expect("send tid");
         serve(tx);
     });
+    let tid = tid_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server thread id");
     let addr = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
     pin_to_cpu(1);
-    let result = drive(addr).expect("load generator");
-    EchoResult { rps: result }
+    let (rps, requests, cpu) = drive(addr, tid).expect("load generator");
+    EchoResult {
+        rps,
+        server_ns_per_req: cpu as f64 / requests.max(1) as f64,
+    }
 }
 
 /// The load generator: `CONNS` connections, one message in flight each.
-fn drive(addr: SocketAddr) -> io::Result<f64> {
+/// Returns requests per second, requests and server CPU ns in the window.
+fn drive(addr: SocketAddr, server_tid: i32) -> io::Result<(f64, u64, u64)> {
     let mut poll = Poll::new()?;
     let mut conns = Vec::with_capacity(CONNS);
     for i in 0..CONNS {
@@ -88,6 +118,7 @@ fn drive(addr: SocketAddr) -> io::Result<f64> {
         c.s.write_all(&msg)?;
     }
     let mut window_start: Option<Instant> = None;
+    let mut cpu_start = 0;
     let mut measured: u64 = 0;
     let warm_target = CONNS as u64;
     loop {
@@ -120,10 +151,12 @@ fn drive(addr: SocketAddr) -> io::Result<f64> {
         }
         if window_start.is_none() && done >= warm_target {
             window_start = Some(Instant::now());
+            cpu_start = cpu_ns(server_tid);
         }
         if let Some(t) = window_start {
             if t.elapsed() >= WINDOW {
-                return Ok(measured as f64 / t.elapsed().as_secs_f64());
+                let cpu = cpu_ns(server_tid).saturating_sub(cpu_start);
+                return Ok((measured as f64 / t.elapsed().as_secs_f64(), measured, cpu));
             }
         }
     }

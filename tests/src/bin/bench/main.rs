@@ -37,7 +37,7 @@ const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "echo",
-        "TCP echo over loopback, 100 connections, 64-byte messages (requests per second)",
+        "TCP echo over loopback, 100 connections, 64-byte messages (server CPU per request, requests per second)",
     ),
     (
         "timers",
@@ -203,35 +203,37 @@ fn spawn_peers(report: &mut Report) {
 
 fn echo_all(report: &mut Report) {
     let s = "echo";
-    report.scenario(s, Unit::PerSecond, &["requests/s"]);
-    let ours_mio = echo::measure(echo::ours("mio"));
-    report.add_values(
-        s,
-        "this runtime, mio reactor (a coroutine per connection)",
-        vec![ours_mio.rps],
-        true,
-    );
-    let ours_uring = echo::measure(echo::ours("uring"));
-    report.add_values(
-        s,
-        "this runtime, io_uring reactor",
-        vec![ours_uring.rps],
-        false,
-    );
-    let tokio = echo::measure(echo::tokio_server);
-    report.add_values(
-        s,
-        "tokio current_thread (a task per connection)",
-        vec![tokio.rps],
-        false,
-    );
-    let monoio = echo::measure(echo::monoio_server);
-    report.add_values(
-        s,
-        "monoio, io_uring driver (a task per connection)",
-        vec![monoio.rps],
-        false,
-    );
+    report.scenario(s, Unit::NsPerOp, &["server CPU ns/req", "requests/s"]);
+    let servers: [(
+        &str,
+        Box<dyn FnOnce(std::sync::mpsc::Sender<std::net::SocketAddr>) + Send>,
+        bool,
+    ); 4] = [
+        (
+            "this runtime, mio reactor (a coroutine per connection)",
+            Box::new(echo::ours("mio")),
+            true,
+        ),
+        (
+            "this runtime, io_uring reactor",
+            Box::new(echo::ours("uring")),
+            false,
+        ),
+        (
+            "tokio current_thread (a task per connection)",
+            Box::new(echo::tokio_server),
+            false,
+        ),
+        (
+            "monoio, io_uring driver (a task per connection)",
+            Box::new(echo::monoio_server),
+            false,
+        ),
+    ];
+    for (name, serve, baseline) in servers {
+        let r = echo::measure(serve);
+        report.add_values(s, name, vec![r.server_ns_per_req, r.rps], baseline);
+    }
 }
 
 fn timers_all(report: &mut Report) {
@@ -266,5 +268,8 @@ fn profile_echo(args: &[String]) {
         "monoio" => echo::measure(echo::monoio_server),
         _ => panic!("{usage}"),
     };
-    println!("echo {server}: {:.0} requests/s", result.rps);
+    println!(
+        "echo {server}: {:.0} requests/s, {:.0} ns of server CPU per request",
+        result.rps, result.server_ns_per_req
+    );
 }

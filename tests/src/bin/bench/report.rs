@@ -21,8 +21,6 @@ pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -
 pub(crate) enum Unit {
     /// Nanoseconds per operation: lower is better.
     NsPerOp,
-    /// Requests per second: higher is better.
-    PerSecond,
     /// Microseconds of lateness: lower is better.
     Micros,
 }
@@ -31,18 +29,14 @@ impl Unit {
     fn header(self) -> &'static str {
         match self {
             Unit::NsPerOp => "ns/op",
-            Unit::PerSecond => "requests/s",
             Unit::Micros => "µs",
         }
     }
 
     /// How many times worse than `base` `value` is (above 1.00: worse than
-    /// this runtime, whatever the unit's direction).
+    /// this runtime; both units are lower-is-better).
     fn ratio(self, value: f64, base: f64) -> f64 {
-        match self {
-            Unit::PerSecond => base / value,
-            Unit::NsPerOp | Unit::Micros => value / base,
-        }
+        value / base
     }
 }
 
