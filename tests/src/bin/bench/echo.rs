@@ -47,6 +47,9 @@ pub(crate) fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// A server to measure: it sends its bound address, then serves forever.
+pub(crate) type Server = Box<dyn FnOnce(mpsc::Sender<SocketAddr>) + Send>;
+
 /// What was measured for one server.
 pub(crate) struct EchoResult {
     /// Requests per second in the window.

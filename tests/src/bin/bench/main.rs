@@ -204,11 +204,7 @@ fn spawn_peers(report: &mut Report) {
 fn echo_all(report: &mut Report) {
     let s = "echo";
     report.scenario(s, Unit::NsPerOp, &["server CPU ns/req", "requests/s"]);
-    let servers: [(
-        &str,
-        Box<dyn FnOnce(std::sync::mpsc::Sender<std::net::SocketAddr>) + Send>,
-        bool,
-    ); 4] = [
+    let servers: [(&str, echo::Server, bool); 4] = [
         (
             "this runtime, mio reactor (a coroutine per connection)",
             Box::new(echo::ours("mio")),
