@@ -110,6 +110,9 @@ pub(crate) struct Scheduler {
     pub(crate) shutdown_rounds: Cell<u32>,
     /// Live coroutines at the last idle shutdown round.
     pub(crate) shutdown_live: Cell<usize>,
+    /// Ids of the coroutines that kept an earlier error when shutdown
+    /// enqueued them, and still owe its reason (shutdown.rs step 3).
+    pub(crate) shutdown_owed: RefCell<Vec<u64>>,
     /// An error a tick could not report itself (a stack could not be
     /// mapped); `run` returns it.
     pub(crate) pending_error: Cell<Option<AaStatus>>,
@@ -154,6 +157,7 @@ impl Scheduler {
             shutdown: Cell::new(None),
             shutdown_rounds: Cell::new(0),
             shutdown_live: Cell::new(0),
+            shutdown_owed: RefCell::new(Vec::new()),
             pending_error: Cell::new(None),
             last_error: RefCell::new(String::new()),
             counters: Counters::default(),
@@ -270,7 +274,7 @@ impl Scheduler {
         }
         self.in_run.set(true);
         self.deadlocks.set(0);
-        // A new run gets fresh shutdown rounds (shutdown.rs step 4).
+        // A new run gets fresh shutdown rounds (shutdown.rs step 5).
         self.shutdown_rounds.set(0);
         let status = crate::tick::run_loop(self);
         self.in_run.set(false);

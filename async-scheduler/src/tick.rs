@@ -27,6 +27,7 @@
 //!  root loop (the thread's stack inside `run`):
 //!   loop: next_runnable() -> switch root -> its fiber
 //!         no live coroutine -> return
+//!         in shutdown: resume the coroutines that still owe its reason
 //!         reactor alive() > 0 -> run_once(r, -1) (block)
 //!         else run_once(r, 0); still nothing -> shutdown round or deadlock
 //! ```
@@ -162,6 +163,9 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
         }
         if s.live.len() == 0 {
             return AA_OK;
+        }
+        if s.shutdown.get().is_some() && shutdown::deliver_owed(s) {
+            continue;
         }
         if s.reactor.alive() > 0 {
             let rc = s.reactor.run_once(-1);

@@ -7,6 +7,24 @@ use crate::host::{assert_events, ev, ok, take_log, Spawn};
 use crate::{any_order_tests, engine_tests};
 
 engine_tests! {
+    fn a_coroutine_queued_with_an_error_at_shutdown_still_gets_the_reason(h) {
+        // Something keeps the reactor alive (a long timer): without step 3 of shutdown.rs
+        // the root would block in it and `a` would never see the reason.
+        h.reactor.alive.set(1);
+        let a = h.spawn(move |_| {
+            let first = h.suspend();
+            let second = h.suspend();
+            ev(format!("a {first} then {second}"));
+        });
+        h.spawn(move |_| {
+            ok(h.enqueue(a, AA_E_CANCELLED));
+            ok(h.shutdown(AA_E_SHUTDOWN));
+        });
+        ok(h.run());
+        h.reactor.alive.set(0);
+        assert_events(&["a -10010 then -10012"]);
+    }
+
     fn shutdown_resumes_waiters_and_starts_unstarted_with_the_reason(h) {
         h.reactor.alive.set(1);
         h.spawn(move |_| ev(format!("waiter {}", h.suspend())));
