@@ -59,6 +59,26 @@ fn packages(meta: &Value) -> impl Iterator<Item = &Value> {
     meta["packages"].as_array().into_iter().flatten()
 }
 
+/// Names of the integration-test targets (`tests/<name>/main.rs` or
+/// `tests/<name>.rs`) of workspace package `package`, sorted.
+pub(crate) fn test_targets(package: &str) -> Result<Vec<String>, String> {
+    let meta = metadata()?;
+    let mut names: Vec<String> = packages(&meta)
+        .filter(|p| p["name"] == package)
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k == "test")
+        })
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
 /// Names of the workspace packages that build a cdylib (the plugins).
 pub(crate) fn cdylib_packages() -> Result<Vec<String>, String> {
     let meta = metadata()?;

@@ -7,11 +7,15 @@
 //! - `check-arch [--bless]`: the dependency rule (plugins depend only on
 //!   `async-abi`) and the inventory of files containing `unsafe`.
 //! - `bench`: the benchmark harness, side by side with peers.
+//! - `chaos --seeds N [--start S]`: the suite under the chaos scheduler once
+//!   per seed, and a table of failing seeds with the command that reproduces
+//!   each failure.
 
 use std::process::ExitCode;
 
 mod arch;
 mod bench;
+mod chaos;
 mod cmd;
 mod header;
 mod matrix;
@@ -24,6 +28,7 @@ commands:
   gen-header [--check]                    regenerate or check async-abi/include/async_abi.h
   check-arch [--bless]                    dependency rule and unsafe-code inventory
   bench [ARGS...]                         benchmarks side by side with peers (release build)
+  chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
 ";
 
 fn main() -> ExitCode {
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         "gen-header" => header::run(&rest),
         "check-arch" => arch::run(&rest),
         "bench" => bench::run(&rest),
+        "chaos" => chaos::run(&rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

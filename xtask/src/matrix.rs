@@ -8,7 +8,13 @@
 //! 3. build the `tests` suite once, then run it once per cell, selecting the
 //!    backends with `ASYNC_SCHEDULER` / `ASYNC_REACTOR` (test bodies never
 //!    name a backend);
-//! 4. print one row per cell: combination, passed, failed, skipped, time.
+//! 4. run it under the chaos scheduler, one cell per seed of
+//!    [`chaos::MATRIX_SEEDS`](crate::chaos::MATRIX_SEEDS): the suite without
+//!    the reactor conformance kit and the io_uring proof (they do not
+//!    exercise scheduling order) and without tests named `fifo_` (they rely
+//!    on FIFO order); `cargo xtask chaos` runs more seeds;
+//! 5. print one row per cell: combination, passed, failed, skipped, time.
+//!    A chaos cell counts the tests it leaves out as skipped.
 //!
 //! With cargo-nextest installed each test runs in its own process with a
 //! timeout (`.config/nextest.toml`), so a crash or a hang names the test;
@@ -22,13 +28,15 @@ use crate::cmd::{cargo, have_nextest, run_capture, run_inherit};
 struct Cell {
     label: String,
     env: Vec<(&'static str, String)>,
+    /// Only the chaos selection of the suite (`chaos.rs`).
+    chaos: bool,
 }
 
 #[derive(Default)]
-struct Counts {
-    passed: u64,
-    failed: u64,
-    skipped: u64,
+pub(crate) struct Counts {
+    pub(crate) passed: u64,
+    pub(crate) failed: u64,
+    pub(crate) skipped: u64,
 }
 
 struct Row {
@@ -118,6 +126,7 @@ fn cells(plugins: &[String]) -> Vec<Cell> {
     let mut cells = vec![Cell {
         label: "embedded scheduler + embedded mio (no configuration)".into(),
         env: vec![],
+        chaos: false,
     }];
     let has = |p: &str| plugins.iter().any(|x| x == p);
     if has("async-scheduler") && has("reactor-mio") {
@@ -128,6 +137,7 @@ fn cells(plugins: &[String]) -> Vec<Cell> {
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "mio".into()),
                 ],
+                chaos: false,
             });
         }
     }
@@ -139,6 +149,16 @@ fn cells(plugins: &[String]) -> Vec<Cell> {
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "uring".into()),
                 ],
+                chaos: false,
+            });
+        }
+    }
+    if has("async-scheduler") && has("reactor-mio") {
+        for seed in crate::chaos::MATRIX_SEEDS {
+            cells.push(Cell {
+                label: format!("scheduler .so (chaos seed {seed}) + mio .so"),
+                env: crate::chaos::env(seed),
+                chaos: true,
             });
         }
     }
@@ -187,8 +207,17 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
             "ci",
             "--no-fail-fast",
         ]);
+        if cell.chaos {
+            cmd.args(["-E", &crate::chaos::nextest_filter()]);
+        }
     } else {
         cmd.args(["test", "-p", "tests", "--no-fail-fast"]);
+        if cell.chaos {
+            for target in crate::chaos::libtest_targets()? {
+                cmd.args(["--test", &target]);
+            }
+            cmd.args(["--", "--skip", crate::chaos::FIFO_MARKER]);
+        }
     }
     cmd.env_remove("ASYNC_SCHEDULER")
         .env_remove("ASYNC_REACTOR")
@@ -222,18 +251,18 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
 }
 
 /// Sums `test result: ok. 3 passed; 1 failed; 2 ignored; ...` lines.
-fn parse_libtest(text: &str) -> Counts {
+pub(crate) fn parse_libtest(text: &str) -> Counts {
     let mut c = Counts::default();
     for line in text.lines().filter(|l| l.contains("test result:")) {
         c.passed += number_before(line, " passed");
         c.failed += number_before(line, " failed");
-        c.skipped += number_before(line, " ignored");
+        c.skipped += number_before(line, " ignored") + number_before(line, " filtered out");
     }
     c
 }
 
 /// Reads nextest's `Summary [...] 12 tests run: 10 passed, 2 failed, 1 skipped`.
-fn parse_nextest(text: &str) -> Counts {
+pub(crate) fn parse_nextest(text: &str) -> Counts {
     let mut c = Counts::default();
     if let Some(line) = text
         .lines()
