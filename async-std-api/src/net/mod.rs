@@ -55,6 +55,13 @@ fn submit_as(
     match out.interrupt {
         None if out.result < 0 => Err(os_error(out.result)),
         None => Ok(out.result),
+        // Already unwinding (a `Drop` doing I/O): an error, not a second
+        // unwind.
+        Some(Interrupt::Shutdown) if std::thread::panicking() => {
+            Err(io::Error::from(me.cancellation().unwrap_or_else(|| {
+                crate::Cancelled::new(me.id(), crate::CancelCause::Shutdown, None)
+            })))
+        }
         Some(Interrupt::Shutdown) => forced_unwind(),
         Some(Interrupt::Deadlock) => Err(me.deadlocked().into()),
         Some(Interrupt::Cancelled) => {

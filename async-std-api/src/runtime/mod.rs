@@ -242,7 +242,7 @@ impl Runtime {
     pub(crate) fn main_panicked(&self, payload: Box<dyn Any + Send>) {
         *self.main_panic.borrow_mut() = Some(payload);
         self.shutdown.phase.set(shutdown::Phase::Forced);
-        let _ = self.sched.shutdown(AA_E_SHUTDOWN);
+        shutdown::force_all(self);
     }
 }
 

@@ -13,11 +13,16 @@
 //!    carrying the failure if one started it); no scope is closed, so
 //!    cleanup may spawn; the program then ends naturally.
 //! 3. **GS3 Forced** (phase two), entered by a second unhandled failure
-//!    during phase one (it is attached to the first), or by the main
-//!    coroutine panicking: the scheduler's `shutdown(AA_E_SHUTDOWN)`
-//!    resumes every coroutine with it, and the host unwinds each stack
-//!    (locals dropped: timers disposed, I/O requests cancelled and waited
-//!    for, descriptors closed).
+//!    during phase one (it is attached to the first), by the main
+//!    coroutine panicking, or by zombies that ignore their cancellation:
+//!    every live coroutine is marked *forced* (its cancellation stays
+//!    pending and its next suspension point unwinds its stack; `protect`
+//!    does not defer it, REF-8; an I/O wait first lets the reactor finish
+//!    with the buffer, IO1), and the scheduler's `shutdown(AA_E_SHUTDOWN)`
+//!    resumes every coroutine (locals dropped: timers disposed, I/O
+//!    requests cancelled and waited for, descriptors closed). The mark
+//!    matters: a coroutine already queued with `AA_E_CANCELLED` keeps that
+//!    status and could otherwise wait again, or loop, forever.
 //!
 //! What [`run`](crate::run) returns afterwards: `Err` of kind
 //! [`Failed`](crate::ErrorKind::Failed) naming the first unhandled failure
@@ -121,14 +126,25 @@ pub(crate) fn graceful(reason: Option<String>, failure: Option<Failure>) {
     });
 }
 
-/// GS3: the scheduler resumes everything with `AA_E_SHUTDOWN`.
+/// GS3: every live coroutine is marked forced (its next suspension point
+/// unwinds it, whatever status a wake-up carries: one already queued with
+/// `AA_E_CANCELLED` keeps that status), then the scheduler resumes them all
+/// with `AA_E_SHUTDOWN` (and starts new ones with it).
 pub(crate) fn force() {
     with_runtime(|rt| {
         if rt.shutdown.phase.replace(Phase::Forced) == Phase::Forced {
             return;
         }
-        let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
+        force_all(rt);
     });
+}
+
+/// GS3's two steps, also for a panic of the main coroutine.
+pub(crate) fn force_all(rt: &super::Runtime) {
+    for c in rt.sched.live_coroutines() {
+        c.force_shutdown();
+    }
+    let _ = rt.sched.shutdown(AA_E_SHUTDOWN);
 }
 
 /// R-DL1: the scheduler resolved a deadlock (it resumed every waiter with

@@ -103,6 +103,9 @@ pub(crate) const HAS_FINALLY: u8 = 1 << 3;
 /// `flags` bit: registered with the watchdog (WD4), so its finish
 /// unregisters it.
 pub(crate) const WATCHED: u8 = 1 << 4;
+/// `flags` bit: forced shutdown (GS3 in `runtime::shutdown`): its
+/// cancellation stays pending, and every suspension point unwinds it.
+pub(crate) const FORCED: u8 = 1 << 5;
 
 /// The host's record of one coroutine.
 pub(crate) struct CoroState {
@@ -316,10 +319,10 @@ impl CoroState {
     }
 
     /// Enters a `protect` region: a pending cancellation is deferred until
-    /// the outermost region ends (D-21).
+    /// the outermost region ends (D-21); a forced shutdown is not (REF-8).
     pub(crate) fn protect_enter(&self) {
         let depth = self.protect_depth.get();
-        if depth == 0 && self.cancel_pending.replace(false) {
+        if depth == 0 && !self.has_flag(FORCED) && self.cancel_pending.replace(false) {
             self.cancel_deferred.set(true);
         }
         self.protect_depth.set(depth + 1);
@@ -355,8 +358,29 @@ impl CoroState {
     #[cold]
     #[inline(never)]
     fn deliver_cancel(&self) -> Option<Cancelled> {
-        self.cancel_pending.set(false);
+        // Forced (GS3): it stays pending, for every later suspension point.
+        if !self.has_flag(FORCED) {
+            self.cancel_pending.set(false);
+        }
         self.cancellation()
+    }
+
+    /// GS3: from now on every suspension point of this coroutine unwinds
+    /// its stack (a cancellation with cause `Shutdown` is recorded if none
+    /// was, and stays pending). Protect does not defer it.
+    pub(crate) fn force_shutdown(&self) {
+        if self.has_flag(BODY_DONE) || self.is_finished() {
+            return;
+        }
+        self.set_flag(FORCED, true);
+        {
+            let mut slot = self.cancel.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(Cancelled::new(self.id(), CancelCause::Shutdown, None));
+            }
+        }
+        self.cancel_deferred.set(false);
+        self.cancel_pending.set(true);
     }
 
     /// Puts a delivered cancellation back, for the next suspension point

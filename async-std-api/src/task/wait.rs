@@ -57,13 +57,24 @@ fn not_in_coroutine(what: &str) -> ! {
     panic!("{what} called outside a coroutine: call it from a coroutine of async_std_api::run")
 }
 
-/// W1: delivers a pending cancellation.
+/// W1: delivers a pending cancellation; under a forced shutdown (GS3),
+/// unwinds the coroutine's stack instead (unless it is already unwinding:
+/// a `Drop` that blocks then gets the cancellation as an error).
 #[inline]
 pub(crate) fn checkpoint(me: &CoroState) -> Result<(), Cancelled> {
     match me.take_pending_cancel() {
-        Some(c) => Err(c),
+        Some(c) => forced_or(me, c),
         None => Ok(()),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn forced_or(me: &CoroState, c: Cancelled) -> Result<(), Cancelled> {
+    if me.has_flag(super::state::FORCED) && !std::thread::panicking() {
+        forced_unwind();
+    }
+    Err(c)
 }
 
 /// Suspends once and turns the resume status into the host's policy:
@@ -125,6 +136,9 @@ fn resumed(me: &CoroState, status: AaStatus) -> Result<(), Cancelled> {
 fn resumed_with_error(me: &CoroState, status: AaStatus) -> Result<(), Cancelled> {
     match status {
         AA_E_CANCELLED => checkpoint(me),
+        AA_E_SHUTDOWN if std::thread::panicking() => Err(me
+            .cancellation()
+            .unwrap_or_else(|| Cancelled::new(me.id(), crate::CancelCause::Shutdown, None))),
         AA_E_SHUTDOWN => forced_unwind(),
         AA_E_DEADLOCK => Err(me.deadlocked()),
         s => panic!(

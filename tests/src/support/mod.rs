@@ -292,3 +292,34 @@ pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, Logs) {
         .collect();
     (r, Logs { lines })
 }
+
+/// Yields until `cond` holds: lets other coroutines reach a state (started,
+/// waiting in a delay) without depending on the scheduling order, which
+/// only the FIFO policy fixes. Fails after 100,000 yields.
+#[track_caller]
+pub fn yield_until(mut cond: impl FnMut() -> bool) {
+    for _ in 0..100_000 {
+        if cond() {
+            return;
+        }
+        async_std_api::suspend().expect("yield_until: the caller was cancelled");
+    }
+    panic!("yield_until: the condition was not reached after 100,000 yields");
+}
+
+/// Yields until every coroutine in `cs` is suspended (waiting): see
+/// [`yield_until`].
+#[track_caller]
+pub fn yield_until_waiting(cs: &[&async_std_api::Coroutine]) {
+    yield_until(|| cs.iter().all(|c| c.is_suspended()));
+}
+
+/// Yields until every coroutine of `scope` and its descendants is
+/// suspended (all of them wait, e.g. in a delay): see [`yield_until`].
+#[track_caller]
+pub fn yield_until_scope_waits(scope: &async_std_api::ScopeRef) {
+    fn all_wait(s: &async_std_api::ScopeRef) -> bool {
+        s.coroutines().iter().all(|c| c.is_suspended()) && s.child_scopes().iter().all(all_wait)
+    }
+    yield_until(|| all_wait(scope));
+}

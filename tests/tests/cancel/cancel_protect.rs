@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use async_std_api::{check_cancelled, current, delay, protect, run, spawn, suspend};
-use tests::support::Recorder;
+use tests::support::{yield_until_waiting, Recorder};
 
 #[test]
 fn r_c2_a_cancellation_during_protect_is_delivered_right_after_it() {
@@ -26,7 +26,7 @@ fn r_c2_a_cancellation_during_protect_is_delivered_right_after_it() {
             delay(1).unwrap();
             r1.push("cleanup done");
         });
-        suspend().unwrap(); // it enters protect and waits in delay
+        yield_until_waiting(&[&h.coroutine()]); // in protect, in its delay
         h.coroutine().cancel_with("stop");
         h.join().unwrap();
     })

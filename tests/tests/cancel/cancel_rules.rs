@@ -6,7 +6,7 @@ use std::rc::Rc;
 use async_std_api::{
     check_cancelled, current, delay, run, spawn, suspend, timeout, CancelCause, JoinError,
 };
-use tests::support::Recorder;
+use tests::support::{yield_until_waiting, Recorder};
 
 #[test]
 fn d11_p23_self_cancel_does_not_unwind_and_a_return_without_suspending_ends_cancelled() {
@@ -73,7 +73,7 @@ fn r_c3_cleanup_after_a_cancellation_runs_without_restriction() {
                 r1.push(format!("joined {}", quick.join_until(&t).unwrap()));
             }
         });
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
         h.join().unwrap();
     })
@@ -109,7 +109,7 @@ fn fifo_d2_a_cancellation_wins_over_a_queued_wake_up() {
 fn p01_a_cancellation_is_never_absorbed_as_a_failure() {
     run(|| {
         let h = spawn(|| delay(60_000));
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
         let c = h.join().unwrap().unwrap_err();
         // Converting into the general error types keeps it findable.

@@ -9,20 +9,27 @@ use async_std_api::{
     current, delay, run, spawn, spawn_in, spawn_try, suspend, timeout, CancelCause, Cancelled,
     Failure, FailureKind, FailureOrigin, JoinError, Scope,
 };
-use tests::support::capture_logs;
+use tests::support::{capture_logs, yield_until, yield_until_waiting};
 
 #[test]
 fn r_co5_d13_p14_every_awaiter_receives_the_identical_failure() {
     run(|| {
-        let bad = spawn(|| {
-            suspend().unwrap();
+        // It fails once all three wait for it (in any scheduling order).
+        let waiting = Rc::new(std::cell::Cell::new(0));
+        let w = waiting.clone();
+        let bad = spawn(move || {
+            yield_until(|| w.get() == 3);
             panic!("shared")
         })
         .coroutine();
         let waiters: Vec<_> = (0..3)
             .map(|_| {
                 let b = bad.clone();
-                spawn(move || b.wait().unwrap_err())
+                let w = waiting.clone();
+                spawn(move || {
+                    w.set(w.get() + 1);
+                    b.wait().unwrap_err()
+                })
             })
             .collect();
         let errs: Vec<JoinError> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
@@ -107,7 +114,12 @@ fn r_c1_p01_own_cancellation_through_question_mark_ends_cancelled_not_failed() {
                     },
                 )
             };
-            suspend().unwrap();
+            yield_until_waiting(&[
+                &direct.coroutine(),
+                &io.coroutine(),
+                &other.coroutine(),
+                &joined.coroutine(),
+            ]);
             direct.cancel();
             io.cancel();
             joined.cancel();
@@ -156,7 +168,7 @@ fn d22_c8_a_failure_while_cancelling_replaces_the_cancellation() {
                 panic!("rollback failed");
             }
         });
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
         let c = h.coroutine();
         let err = h.join().unwrap_err();
@@ -273,8 +285,15 @@ fn p12_d4_one_shape_primary_plus_attached_whatever_the_count() {
         let err = scope.await_completion(&timeout(5_000)).unwrap_err();
         let f = err.failure().unwrap().clone();
         assert_eq!(f.panic_message(), Some("first"));
+        // Wait for the cleanup (a responsibility point again: a later
+        // failure is handed to it if it waits by then, and attached to the
+        // first either way).
+        let later: RefCell<Vec<Failure>> = RefCell::default();
+        let keep = |x: Failure| later.borrow_mut().push(x);
+        scope
+            .await_after_cancellation(Some(&keep), Some(&timeout(5_000)))
+            .unwrap();
         let second_id = second.id();
-        let _ = second.join();
         let c = quiet.join().unwrap().unwrap_err();
         // The sibling's cancellation is filtered out (not attached) and
         // carries the failure as its cause (D-14).
@@ -284,6 +303,11 @@ fn p12_d4_one_shape_primary_plus_attached_whatever_the_count() {
         assert_eq!(attached.len(), 1);
         assert_eq!(attached[0].panic_message(), Some("second, during cleanup"));
         assert_eq!(attached[0].coroutine(), Some(second_id));
+        // Handed to the point only if it was already waiting then.
+        assert!(later
+            .borrow()
+            .iter()
+            .all(|l| Failure::ptr_eq(l, &attached[0])));
         assert_eq!(
             f.to_string(),
             format!(
@@ -300,7 +324,7 @@ fn p12_d4_one_shape_primary_plus_attached_whatever_the_count() {
 fn p04_a_cancellation_received_through_join_names_the_awaited_coroutine() {
     run(|| {
         let h = spawn(|| delay(60_000).map(|_| 1));
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         let id = h.id();
         h.cancel();
         let v = h.join().unwrap();

@@ -6,9 +6,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use async_std_api::{
-    delay, on_finally, run, spawn, spawn_in, suspend, timeout, Failure, FailureOrigin, Scope,
+    delay, on_finally, run, spawn, spawn_in, timeout, Failure, FailureOrigin, Scope,
 };
-use tests::support::Recorder;
+use tests::support::{yield_until, yield_until_waiting, Recorder};
 
 struct DropFlag(Recorder, &'static str);
 
@@ -52,7 +52,7 @@ fn d12_handlers_run_exactly_once_even_if_cancelled_and_disposed_repeatedly() {
         let h = spawn_in(&scope, || delay(60_000)).unwrap();
         let c1 = c.clone();
         h.coroutine().on_finally(move || c1.set(c1.get() + 1));
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         for _ in 0..3 {
             h.cancel();
             scope.cancel();
@@ -145,6 +145,8 @@ fn r_co8_handlers_may_suspend_and_are_not_interrupted_by_cancellation() {
     let r = rec.clone();
     run(move || {
         let r1 = r.clone();
+        let body_done = Rc::new(Cell::new(false));
+        let b = body_done.clone();
         let h = spawn(move || {
             let r2 = r1.clone();
             on_finally(move || {
@@ -153,9 +155,12 @@ fn r_co8_handlers_may_suspend_and_are_not_interrupted_by_cancellation() {
                 delay(10).unwrap();
                 r2.push("cleanup done");
             });
+            b.set(true);
         });
         let c = h.coroutine();
-        suspend().unwrap(); // the body ends; the handler waits in delay
+        // The body ended, and the handler (run right after it, on the same
+        // stack) waits in its delay.
+        yield_until(|| body_done.get() && c.is_suspended());
         c.cancel();
         assert!(!c.is_cancellation_requested());
         h.join().unwrap();

@@ -1,9 +1,8 @@
 //! Introspection (R-T1, R-CO2): spawn and suspend locations, what a
 //! coroutine waits for, every live coroutine, its scope.
 
-use async_std_api::{
-    coroutines, current, current_scope, delay, run, spawn, spawn_in, suspend, Scope,
-};
+use async_std_api::{coroutines, current, current_scope, delay, run, spawn, spawn_in, Scope};
+use tests::support::{yield_until, yield_until_waiting};
 
 #[test]
 fn r_t1_spawn_and_last_suspend_locations() {
@@ -17,7 +16,7 @@ fn r_t1_spawn_and_last_suspend_locations() {
         .coroutine();
         assert_eq!(c.spawn_location().line(), spawn_line);
         assert_eq!(c.suspend_location(), None, "never suspended yet");
-        suspend().unwrap();
+        yield_until_waiting(&[&c]);
         let at = c.suspend_location().expect("suspended in delay");
         assert_eq!(at.file(), file!());
         assert_eq!(c.awaiting_info().as_deref(), Some("delay 20 ms"));
@@ -33,7 +32,11 @@ fn r_t1_awaiting_info_names_a_join() {
         let target = spawn(|| delay(30).unwrap());
         let tid = target.id();
         let waiter = spawn(move || target.join().unwrap()).coroutine();
-        suspend().unwrap();
+        yield_until(|| {
+            waiter
+                .awaiting_info()
+                .is_some_and(|w| w.starts_with("join"))
+        });
         assert_eq!(
             waiter.awaiting_info(),
             Some(format!("join coroutine {tid}"))
@@ -74,7 +77,7 @@ fn r_co2_the_lifecycle_queries_agree_with_each_other() {
         // Queued, not started.
         assert!(c.is_queued() && !c.is_started() && !c.is_running());
         assert!(!c.is_suspended() && !c.is_finished() && !c.is_cancelled());
-        suspend().unwrap();
+        yield_until_waiting(&[&c]);
         // Suspended in delay.
         assert!(c.is_started() && c.is_suspended() && !c.is_queued());
         c.cancel();

@@ -67,14 +67,27 @@ fn a_panic_is_caught_at_the_coroutine_boundary_and_others_go_on() {
 #[test]
 fn several_waiters_of_a_panicked_coroutine_get_the_same_failure() {
     run(|| {
-        let bad = spawn(|| {
-            suspend().unwrap();
+        // It fails only once both wait for it (in any scheduling order): a
+        // failure nobody awaits would go through the error flow instead.
+        let waiting = Rc::new(Cell::new(0));
+        let w = waiting.clone();
+        let bad = spawn(move || {
+            while w.get() < 2 {
+                suspend().unwrap();
+            }
             panic!("shared failure")
         })
         .coroutine();
         let (b1, b2) = (bad.clone(), bad.clone());
-        let w1 = spawn(move || b1.wait().unwrap_err());
-        let w2 = spawn(move || b2.wait().unwrap_err());
+        let (c1, c2) = (waiting.clone(), waiting.clone());
+        let w1 = spawn(move || {
+            c1.set(c1.get() + 1);
+            b1.wait().unwrap_err()
+        });
+        let w2 = spawn(move || {
+            c2.set(c2.get() + 1);
+            b2.wait().unwrap_err()
+        });
         let e1 = w1.join().unwrap();
         let e2 = w2.join().unwrap();
         let e3 = bad.wait().unwrap_err();

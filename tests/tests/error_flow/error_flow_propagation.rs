@@ -6,10 +6,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use async_std_api::{
-    delay, run, spawn, spawn_in, spawn_try, suspend, timeout, CancelCause, ErrorKind, Failure,
-    JoinError, Scope,
+    delay, run, spawn, spawn_in, spawn_try, timeout, CancelCause, ErrorKind, Failure, JoinError,
+    Scope,
 };
-use tests::support::{capture_logs, Recorder};
+use tests::support::{capture_logs, yield_until_scope_waits, yield_until_waiting, Recorder};
 
 #[test]
 fn ef4_d14_a_failure_cancels_its_scope_and_the_siblings_carry_it() {
@@ -18,7 +18,7 @@ fn ef4_d14_a_failure_cancels_its_scope_and_the_siblings_carry_it() {
         let child = Scope::inherit_from(&scope);
         let sibling = spawn_in(&scope, || delay(60_000)).unwrap();
         let nephew = spawn_in(&child, || delay(60_000)).unwrap();
-        suspend().unwrap();
+        yield_until_scope_waits(&scope);
         spawn_in(&scope, || panic!("boom")).unwrap();
         let err = scope.await_completion(&timeout(5_000)).unwrap_err();
         let f = err.failure().unwrap().clone();
@@ -119,7 +119,7 @@ fn ef5_ref10_an_unhandled_failure_starts_graceful_shutdown_and_run_fails() {
                         .unwrap();
                 }
             });
-            suspend().unwrap();
+            yield_until_waiting(&[&worker.coroutine()]);
             let bad = spawn(|| panic!("boom"));
             b.set(bad.id().as_u64());
             drop(bad); // nobody awaits it
@@ -152,7 +152,7 @@ fn r_c1_an_unhandled_cancellation_is_suppressed() {
             let h = spawn(|| delay(60_000));
             let c = h.coroutine();
             drop(h);
-            suspend().unwrap();
+            yield_until_waiting(&[&c]);
             c.cancel();
             let _ = c.wait();
             assert!(c.is_cancelled());

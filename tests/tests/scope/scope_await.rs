@@ -6,7 +6,7 @@ use std::rc::Rc;
 use async_std_api::{
     delay, run, spawn, spawn_in, suspend, timeout, CancelCause, Failure, Scope, ScopeErrorKind,
 };
-use tests::support::Recorder;
+use tests::support::{yield_until_scope_waits, yield_until_waiting, Recorder};
 
 #[test]
 fn r_s6_await_completion_waits_for_the_scope_and_its_descendants() {
@@ -152,7 +152,7 @@ fn r_s6_a_waiter_cancelled_while_waiting_is_interrupted() {
         spawn_in(&scope, || delay(60_000)).unwrap();
         let s = scope.clone();
         let w = spawn(move || s.await_completion(&timeout(60_000)).unwrap_err());
-        suspend().unwrap();
+        yield_until_waiting(&[&w.coroutine()]);
         w.cancel();
         let err = w.join().unwrap();
         assert_eq!(err.kind(), ScopeErrorKind::Interrupted);
@@ -266,7 +266,7 @@ fn r_s7_requires_a_cancelled_scope_and_hands_each_failure_to_the_handler() {
             })
             .unwrap();
         }
-        suspend().unwrap();
+        yield_until_scope_waits(&scope);
         scope.cancel();
         let seen = RefCell::new(Vec::new());
         let handler = |f: Failure| seen.borrow_mut().push(f.panic_message().unwrap().to_owned());

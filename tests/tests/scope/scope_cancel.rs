@@ -3,7 +3,9 @@
 use async_std_api::{
     current, current_scope, delay, run, spawn, spawn_in, suspend, timeout, CancelCause, Scope,
 };
-use tests::support::{any_order, capture_logs, one, Recorder};
+use tests::support::{
+    any_order, capture_logs, one, yield_until_scope_waits, yield_until_waiting, Recorder,
+};
 
 /// A coroutine in `scope` that records how its wait ended.
 fn sleeper(scope: &Scope, rec: &Recorder, name: &'static str) {
@@ -31,7 +33,7 @@ fn fifo_r_s3_d8_cancel_goes_children_first_bottom_up_and_closes_the_tree() {
         sleeper(&parent, &r, "parent");
         sleeper(&child, &r, "child");
         sleeper(&grandchild, &r, "grandchild");
-        suspend().unwrap();
+        yield_until_scope_waits(&parent);
         parent.cancel();
         for s in [&parent, &child, &grandchild] {
             assert!(s.is_cancelled() && s.is_closed(), "D-8: cancel closes");
@@ -77,7 +79,7 @@ fn r_s3_cancel_never_reaches_parents_or_siblings() {
         })
         .unwrap();
         sleeper(&left, &r, "left");
-        suspend().unwrap();
+        yield_until_scope_waits(&left);
         left.cancel();
         assert!(!parent.is_cancelled() && !right.is_cancelled());
         parent.await_completion(&timeout(5_000)).unwrap();
@@ -104,7 +106,7 @@ fn r_s5_cancel_with_a_reason_on_a_cancelled_scope_is_ignored_with_a_warning() {
         run(|| {
             let scope = Scope::new();
             let h = spawn_in(&scope, || delay(60_000)).unwrap();
-            suspend().unwrap();
+            yield_until_waiting(&[&h.coroutine()]);
             scope.cancel_with("first");
             scope.cancel_with("second");
             scope.cancel(); // no reason: silently nothing
@@ -127,6 +129,7 @@ fn d11_cancelling_its_own_scope_does_not_interrupt_the_caller() {
     run(move || {
         let scope = Scope::new();
         sleeper(&scope, &r, "sibling");
+        yield_until_scope_waits(&scope);
         let r1 = r.clone();
         let me = spawn_in(&scope, move || {
             current_scope().cancel();
@@ -181,7 +184,7 @@ fn d18_cancel_always_cancels_zombies_included() {
         run(|| {
             let scope = Scope::new();
             let h = spawn_in(&scope, || delay(60_000)).unwrap();
-            suspend().unwrap();
+            yield_until_waiting(&[&h.coroutine()]);
             scope.dispose_safely();
             assert!(h.coroutine().is_zombie());
             scope.cancel();

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use async_std_api::{delay, run, spawn, spawn_in, suspend, timeout, Builder, CancelCause, Scope};
-use tests::support::{capture_logs, Recorder};
+use async_std_api::{delay, run, spawn, spawn_in, timeout, Builder, CancelCause, Scope};
+use tests::support::{capture_logs, yield_until_waiting, Recorder};
 
 #[test]
 fn d9_dropping_last_scope_handle_cancels_with_warning() {
@@ -14,7 +14,7 @@ fn d9_dropping_last_scope_handle_cancels_with_warning() {
             let created = scope.created_at();
             let view = async_std_api::ScopeRef::clone(&scope);
             let h = spawn_in(&scope, || delay(60_000)).unwrap();
-            suspend().unwrap();
+            yield_until_waiting(&[&h.coroutine()]);
             let (sid, cid, at) = (scope.id(), h.id(), h.coroutine().spawn_location());
             drop(scope);
             // A non-owning view does not keep it alive: it was disposed.
@@ -63,7 +63,7 @@ fn r_s9_dispose_cancels_with_a_warning_naming_each_coroutine() {
         run(|| {
             let scope = Scope::new();
             let h = spawn_in(&scope, || delay(60_000)).unwrap();
-            suspend().unwrap();
+            yield_until_waiting(&[&h.coroutine()]);
             let line = line!() + 1;
             scope.dispose();
             scope.dispose(); // R-S5: again is fine, and warns no more
@@ -181,7 +181,7 @@ fn r_s6_await_completion_on_a_safely_disposed_scope_does_not_wait_for_zombies() 
     run(|| {
         let scope = Scope::new();
         let h = spawn_in(&scope, || delay(50).is_ok()).unwrap();
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         scope.dispose_safely();
         scope.await_completion(&timeout(0)).unwrap();
         assert!(!h.is_finished());

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use async_std_api::{delay, spawn_in, suspend, Builder, Scope};
-use tests::support::{capture_logs, Recorder};
+use async_std_api::{delay, spawn_in, Builder, Scope};
+use tests::support::{capture_logs, yield_until_scope_waits, yield_until_waiting, Recorder};
 
 fn builder(zombie_ms: u64) -> Builder {
     Builder::new().zombie_timeout(Duration::from_millis(zombie_ms))
@@ -25,7 +25,7 @@ fn r_s10_p18_zombies_are_cancelled_after_the_timeout_once_nothing_else_runs() {
                     Err(c) => r1.push(format!("zombie cancelled: {:?}", c.cause())),
                 })
                 .unwrap();
-                suspend().unwrap();
+                yield_until_scope_waits(&scope);
                 scope.dispose_safely();
                 // main ends here: only the zombie is left.
             })
@@ -55,7 +55,7 @@ fn r_s10_the_timeout_starts_only_when_nothing_active_is_left() {
                 Err(c) => r1.push(format!("zombie cancelled: {:?}", c.cause())),
             })
             .unwrap();
-            suspend().unwrap();
+            yield_until_scope_waits(&scope);
             scope.dispose_safely();
             // main stays active longer than the zombie needs: no timeout.
             delay(120).unwrap();
@@ -90,7 +90,7 @@ fn p18_zombies_that_ignore_their_cancellation_are_unwound() {
                     }
                 })
                 .unwrap();
-                suspend().unwrap();
+                yield_until_scope_waits(&scope);
                 scope.dispose_safely();
             })
             .unwrap();
@@ -109,7 +109,7 @@ fn r_s10_zombies_do_not_count_as_active_for_await_completion() {
         .run(|| {
             let scope = Scope::new();
             let z = spawn_in(&scope, || delay(40).is_ok()).unwrap();
-            suspend().unwrap();
+            yield_until_waiting(&[&z.coroutine()]);
             scope.dispose_safely();
             assert!(z.coroutine().is_zombie());
             assert!(!scope.is_finished(), "it still runs");

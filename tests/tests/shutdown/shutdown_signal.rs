@@ -3,10 +3,10 @@
 //! is process-wide; the watch exists before the raise).
 
 use async_std_api::{
-    delay, graceful_shutdown, run, signal, spawn, spawn_in, spawn_try, suspend, timeout,
-    CancelCause, Scope, ScopeErrorKind,
+    delay, graceful_shutdown, run, signal, spawn, spawn_in, spawn_try, timeout, CancelCause, Scope,
+    ScopeErrorKind,
 };
-use tests::support::Recorder;
+use tests::support::{yield_until_waiting, Recorder};
 
 fn raise(signum: i32) {
     // SAFETY: `raise` only asks the kernel to deliver the signal to this
@@ -22,7 +22,7 @@ fn r_gs1_a_signal_starts_graceful_shutdown() {
     run(move || {
         let watch = signal::any(&[signal::SIGUSR1, signal::SIGUSR2]).unwrap();
         let r1 = r.clone();
-        spawn_try(move || -> std::io::Result<()> {
+        let watcher = spawn_try(move || -> std::io::Result<()> {
             watch.wait()?;
             r1.push(format!("received {:?}", watch.received()));
             graceful_shutdown();
@@ -34,7 +34,7 @@ fn r_gs1_a_signal_starts_graceful_shutdown() {
                 r2.push(format!("server: {:?}", c.cause()));
             }
         });
-        suspend().unwrap(); // both wait now
+        yield_until_waiting(&[&watcher.coroutine(), &server.coroutine()]);
         raise(signal::SIGUSR1);
         let _ = server.join(); // main is cancelled too (interrupted)
     })
@@ -61,7 +61,7 @@ fn a_signal_is_a_cancellation_token_for_await_completion() {
 fn a_signal_wait_is_a_cancellation_point() {
     run(|| {
         let h = spawn(|| signal::wait(signal::SIGUSR2));
-        suspend().unwrap();
+        yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
         let err = h.join().unwrap().unwrap_err();
         let c = async_std_api::io::cancelled(&err).unwrap();

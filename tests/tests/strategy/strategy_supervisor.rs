@@ -1,8 +1,8 @@
 //! The RFC's Supervisor: a failing task stops its own children, not its
 //! siblings.
 
-use async_std_api::{delay, run, spawn, spawn_in, spawn_try_in, suspend, timeout, Supervisor};
-use tests::support::{any_order, Recorder};
+use async_std_api::{delay, run, spawn, spawn_in, spawn_try_in, timeout, Supervisor};
+use tests::support::{any_order, yield_until_waiting, Recorder};
 
 #[test]
 fn the_rfc_supervisor_example_only_task_2_prints() {
@@ -47,11 +47,12 @@ fn a_failing_task_cancels_its_children_and_not_its_siblings() {
         let r2 = r.clone();
         spawn_in(&supervisor, move || {
             let r3 = r2.clone();
-            spawn(move || match delay(60_000) {
+            let child = spawn(move || match delay(60_000) {
                 Ok(()) => r3.push("child slept"),
                 Err(c) => r3.push(format!("child: {:?}", c.cause())),
-            });
-            suspend().unwrap(); // the child waits now
+            })
+            .coroutine();
+            yield_until_waiting(&[&child]);
             panic!("task failed");
         })
         .unwrap();
