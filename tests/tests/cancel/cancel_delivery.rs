@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use async_std_api::{current, delay, run, spawn, suspend, CancelCause};
-use tests::support::Recorder;
+use tests::support::{yield_until, Recorder};
 
 struct DropFlag(Recorder, &'static str);
 
@@ -59,7 +59,7 @@ fn cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
             ));
             "returned normally"
         });
-        suspend().unwrap();
+        yield_until(|| h.coroutine().is_suspended());
         let id = h.id();
         h.coroutine().cancel_with("shutting down");
         r.push("cancel sent");
@@ -88,7 +88,7 @@ fn cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
 fn the_first_cancellation_reason_wins() {
     run(|| {
         let h = spawn(|| delay(60_000).unwrap_err());
-        suspend().unwrap();
+        yield_until(|| h.coroutine().is_suspended());
         let c = h.coroutine();
         c.cancel_with("first");
         c.cancel_with("second");
@@ -133,7 +133,7 @@ fn self_cancel_is_delivered_at_the_next_suspension_point_once() {
 fn cancelling_a_finished_coroutine_does_nothing() {
     run(|| {
         let h = spawn(|| 3);
-        suspend().unwrap();
+        yield_until(|| h.is_finished());
         h.cancel();
         assert!(!h.coroutine().is_cancellation_requested());
         assert_eq!(h.join().unwrap(), 3);
@@ -141,8 +141,10 @@ fn cancelling_a_finished_coroutine_does_nothing() {
     .unwrap();
 }
 
+// The RFC's output needs the one-round hand-off of FIFO (the coroutine must
+// still be at its suspend when the cancel comes): skipped under chaos.
 #[test]
-fn the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
+fn fifo_the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -211,7 +213,7 @@ fn a_cancelled_coroutine_keeps_running_its_cleanup_with_blocking_calls() {
                 }
             }
         });
-        suspend().unwrap();
+        yield_until(|| h.coroutine().is_suspended());
         h.cancel();
         h.join().unwrap();
     })

@@ -1,8 +1,8 @@
 //! Cancellation and joins: the waiter's cancellation is not the awaited
 //! coroutine's (P-04), and it wins over a ready outcome (D-20).
 
-use async_std_api::{current, delay, run, spawn, suspend};
-use tests::support::Recorder;
+use async_std_api::{current, delay, run, spawn};
+use tests::support::{yield_until, Recorder};
 
 #[test]
 fn a_cancelled_waiter_is_interrupted_and_the_awaited_coroutine_goes_on() {
@@ -27,7 +27,7 @@ fn a_cancelled_waiter_is_interrupted_and_the_awaited_coroutine_goes_on() {
                 wc.is_cancellation_requested(),
             )
         });
-        suspend().unwrap();
+        yield_until(|| waiter.coroutine().is_suspended());
         waiter.cancel();
         let (interrupted, cancelled, by, me, requested, worker_requested) =
             waiter.join().unwrap();
@@ -49,7 +49,7 @@ fn a_cancelled_waiter_is_interrupted_and_the_awaited_coroutine_goes_on() {
 fn joining_a_cancelled_coroutine_says_cancelled_not_interrupted() {
     run(|| {
         let victim = spawn(|| delay(60_000).map(|_| "slept"));
-        suspend().unwrap();
+        yield_until(|| victim.coroutine().is_suspended());
         let v = victim.coroutine();
         let watcher = spawn(move || {
             let r = v.wait();
@@ -67,7 +67,7 @@ fn joining_a_cancelled_coroutine_says_cancelled_not_interrupted() {
 fn the_waiters_own_cancellation_wins_over_a_ready_outcome() {
     run(|| {
         let done = spawn(|| 1);
-        suspend().unwrap();
+        yield_until(|| done.is_finished());
         assert!(done.is_finished());
         current().cancel();
         let err = done.coroutine().wait().unwrap_err();
@@ -84,7 +84,7 @@ fn interrupted_join_text_names_both_coroutines() {
         let sleeper = spawn(|| delay(60_000).is_ok());
         let s = sleeper.coroutine();
         let waiter = spawn(move || s.wait().unwrap_err().to_string());
-        suspend().unwrap();
+        yield_until(|| waiter.coroutine().is_suspended() && sleeper.coroutine().is_suspended());
         waiter.coroutine().cancel_with("stop");
         let (wid, sid) = (waiter.id(), sleeper.id());
         let text = waiter.join().unwrap();

@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use async_std_api::{current, delay, run, spawn, suspend, JoinError};
-use tests::support::Recorder;
+use tests::support::{yield_until, Recorder};
 
 #[test]
 fn join_returns_the_coroutines_value() {
@@ -25,7 +25,7 @@ fn join_of_a_finished_coroutine_returns_at_once() {
     let r = rec.clone();
     run(move || {
         let h = spawn(|| 5);
-        suspend().unwrap();
+        yield_until(|| h.is_finished());
         assert!(h.is_finished());
         let r2 = r.clone();
         spawn(move || r2.push("other ran"));

@@ -1,7 +1,7 @@
 //! State queries and introspection (R-CO2, R-T1).
 
-use async_std_api::{current, delay, run, spawn, suspend, Coroutine};
-use tests::support::Recorder;
+use async_std_api::{current, delay, run, spawn, Coroutine};
+use tests::support::{yield_until, Recorder};
 
 #[test]
 fn state_queries_follow_the_lifecycle() {
@@ -22,7 +22,7 @@ fn state_queries_follow_the_lifecycle() {
             c.is_suspended(),
             c.is_finished()
         ));
-        suspend().unwrap();
+        yield_until(|| c.is_suspended());
         r.push(format!(
             "waiting: started={} queued={} suspended={} running={}",
             c.is_started(),

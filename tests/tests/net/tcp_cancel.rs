@@ -5,8 +5,8 @@
 use std::io::{Read, Write};
 
 use async_std_api::net::{TcpListener, TcpStream};
-use async_std_api::{current, io, run, spawn, suspend};
-use tests::support::Recorder;
+use async_std_api::{current, io, run, spawn};
+use tests::support::{yield_until, Recorder};
 
 #[test]
 fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
@@ -30,7 +30,7 @@ fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
             ));
             conn
         });
-        suspend().unwrap(); // the reader blocks in read
+        yield_until(|| reader.coroutine().is_suspended()); // the reader blocks in read
         reader.cancel();
         let mut conn = reader.join().unwrap();
         r.push("peer writes");
@@ -59,7 +59,7 @@ fn a_cancelled_accept_returns_cancelled() {
             let err = listener.accept().unwrap_err();
             io::cancelled(&err).map(|c| c.reason().map(str::to_owned))
         });
-        suspend().unwrap();
+        yield_until(|| acceptor.coroutine().is_suspended());
         acceptor.coroutine().cancel_with("no more clients");
         assert_eq!(
             acceptor.join().unwrap(),
@@ -99,12 +99,12 @@ fn a_main_panic_unwinds_a_coroutine_blocked_in_accept() {
         run(move || {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let r1 = r.clone();
-            spawn(move || {
+            let acceptor = spawn(move || {
                 let _g = Guard(r1.clone());
                 let _ = listener.accept();
                 r1.push("accept returned");
             });
-            suspend().unwrap();
+            yield_until(|| acceptor.coroutine().is_suspended());
             panic!("main gives up");
         })
     }))

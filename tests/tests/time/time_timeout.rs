@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use async_std_api::{delay, run, spawn, suspend, timeout, Awaitable};
-use tests::support::Recorder;
+use async_std_api::{delay, run, spawn, timeout, Awaitable};
+use tests::support::{yield_until, Recorder};
 
 #[test]
 fn a_timeout_expires_after_its_duration() {
@@ -89,7 +89,7 @@ fn join_until_the_coroutine_finishes_first_returns_its_value_and_disarms_the_tim
 fn a_finished_coroutine_beats_an_expired_trigger() {
     run(|| {
         let h = spawn(|| 1);
-        suspend().unwrap();
+        yield_until(|| h.is_finished());
         let t = timeout(0);
         assert!(t.is_expired());
         assert_eq!(h.join_until(&t).unwrap(), 1);
