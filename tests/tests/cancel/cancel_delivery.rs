@@ -42,7 +42,7 @@ fn cancel_before_start_never_runs_the_body_and_drops_its_captures() {
 }
 
 #[test]
-fn cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
+fn r_co4_cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {

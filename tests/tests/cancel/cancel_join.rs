@@ -1,7 +1,10 @@
 //! Cancellation and joins: the waiter's cancellation is not the awaited
 //! coroutine's (P-04), and it wins over a ready outcome (D-20).
 
-use async_std_api::{current, delay, run, spawn};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use async_std_api::{current, delay, run, spawn, suspend};
 use tests::support::{yield_until, Recorder};
 
 #[test]
@@ -64,7 +67,7 @@ fn joining_a_cancelled_coroutine_says_cancelled_not_interrupted() {
 }
 
 #[test]
-fn the_waiters_own_cancellation_wins_over_a_ready_outcome() {
+fn d20_the_waiters_own_cancellation_wins_over_a_ready_outcome() {
     run(|| {
         let done = spawn(|| 1);
         yield_until(|| done.is_finished());
@@ -94,6 +97,35 @@ fn interrupted_join_text_names_both_coroutines() {
         );
         sleeper.cancel();
         assert!(!sleeper.join().unwrap());
+    })
+    .unwrap();
+}
+
+#[test]
+fn d6_own_cancellation_beats_an_until_trigger_that_fires_at_the_same_moment() {
+    // Both the waiter's cancellation and its trigger are settled before the
+    // waiter runs again (under FIFO the trigger completes first, while the
+    // waiter is queued with its cancellation); its own cancellation wins.
+    run(|| {
+        let slow = spawn(|| delay(60_000).is_ok());
+        let fire = Rc::new(Cell::new(false));
+        let f = fire.clone();
+        let trigger = spawn(move || {
+            while !f.get() {
+                suspend().unwrap();
+            }
+        });
+        let (s, t) = (slow.coroutine(), trigger.coroutine());
+        let waiter = spawn(move || s.wait_until(&t).unwrap_err());
+        yield_until(|| waiter.coroutine().is_suspended());
+        waiter.coroutine().cancel_with("mine");
+        fire.set(true);
+        let err = waiter.join().unwrap();
+        assert!(err.is_interrupted() && !err.is_await_cancelled(), "{err}");
+        assert_eq!(err.interrupted_by().and_then(|c| c.reason()), Some("mine"));
+        trigger.join().unwrap();
+        slow.cancel();
+        assert!(!slow.join().unwrap());
     })
     .unwrap();
 }

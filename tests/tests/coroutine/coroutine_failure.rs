@@ -141,7 +141,7 @@ fn r_c1_p01_own_cancellation_through_question_mark_ends_cancelled_not_failed() {
 }
 
 #[test]
-fn d19_p03_an_uncaught_await_cancelled_is_an_ordinary_failure() {
+fn d6_d19_p03_an_uncaught_await_cancelled_is_an_ordinary_failure() {
     run(|| {
         let slow = spawn(|| delay(60_000));
         let slow_c = slow.coroutine();

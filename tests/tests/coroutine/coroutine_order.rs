@@ -46,7 +46,7 @@ fn fifo_suspend_in_the_main_flow_lets_a_spawned_coroutine_start() {
 }
 
 #[test]
-fn spawn_never_runs_the_body_before_the_spawner_suspends() {
+fn r_co1_spawn_never_runs_the_body_before_the_spawner_suspends() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -62,7 +62,7 @@ fn spawn_never_runs_the_body_before_the_spawner_suspends() {
 }
 
 #[test]
-fn suspend_with_one_coroutine_returns_immediately() {
+fn r_co3_suspend_with_one_coroutine_returns_immediately() {
     let n = run(|| {
         for _ in 0..100 {
             suspend().unwrap();

@@ -94,7 +94,7 @@ fn sleep_takes_a_duration() {
 }
 
 #[test]
-fn a_cancelled_delay_disposes_its_timer_so_run_ends_early() {
+fn r_au4_a_cancelled_delay_disposes_its_timer_so_run_ends_early() {
     let t = Instant::now();
     run(|| {
         let h = spawn(|| delay(60_000).is_err());

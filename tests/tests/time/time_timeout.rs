@@ -6,7 +6,7 @@ use async_std_api::{delay, run, spawn, timeout, Awaitable};
 use tests::support::{yield_until, Recorder};
 
 #[test]
-fn a_timeout_expires_after_its_duration() {
+fn r_au4_a_timeout_expires_after_its_duration() {
     run(|| {
         let t = timeout(30);
         assert!(!t.is_expired() && !t.is_completed());
@@ -19,7 +19,7 @@ fn a_timeout_expires_after_its_duration() {
 }
 
 #[test]
-fn join_until_the_trigger_fires_first_is_await_cancelled_and_the_coroutine_goes_on() {
+fn r_au1_r_au3_join_until_the_trigger_fires_first_is_await_cancelled_and_the_coroutine_goes_on() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -70,7 +70,7 @@ fn join_until_consumes_the_handle_but_the_coroutine_finishes_later() {
 }
 
 #[test]
-fn join_until_the_coroutine_finishes_first_returns_its_value_and_disarms_the_timer() {
+fn d5_join_until_the_coroutine_finishes_first_returns_its_value_and_disarms_the_timer() {
     let t = Instant::now();
     let v = run(|| {
         let h = spawn(|| {
@@ -86,7 +86,7 @@ fn join_until_the_coroutine_finishes_first_returns_its_value_and_disarms_the_tim
 }
 
 #[test]
-fn a_finished_coroutine_beats_an_expired_trigger() {
+fn d5_d20_a_finished_coroutine_beats_an_expired_trigger() {
     run(|| {
         let h = spawn(|| 1);
         yield_until(|| h.is_finished());
@@ -98,7 +98,7 @@ fn a_finished_coroutine_beats_an_expired_trigger() {
 }
 
 #[test]
-fn an_expired_trigger_ends_the_wait_without_suspending() {
+fn d5_an_expired_trigger_ends_the_wait_without_suspending() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
