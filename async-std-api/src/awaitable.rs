@@ -13,6 +13,12 @@ pub(crate) mod sealed {
         fn completion(&self) -> &crate::task::state::Completion;
         #[doc(hidden)]
         fn describe(&self) -> String;
+        /// The failure this awaitable completed with, if it failed: a
+        /// waiter whose until-trigger failed reports it as the cause (D-16).
+        #[doc(hidden)]
+        fn failure(&self) -> Option<crate::Failure> {
+            None
+        }
     }
 }
 
@@ -41,6 +47,9 @@ impl<T> sealed::Sealed for crate::JoinHandle<T> {
     fn describe(&self) -> String {
         format!("coroutine {}", self.coroutine_state().id())
     }
+    fn failure(&self) -> Option<crate::Failure> {
+        failure_of(self.coroutine_state())
+    }
 }
 
 impl<T> Awaitable for crate::JoinHandle<T> {}
@@ -53,6 +62,18 @@ impl sealed::Sealed for crate::Coroutine {
     fn describe(&self) -> String {
         format!("coroutine {}", self.state.id())
     }
+    fn failure(&self) -> Option<crate::Failure> {
+        failure_of(&self.state)
+    }
+}
+
+fn failure_of(state: &crate::task::state::CoroState) -> Option<crate::Failure> {
+    state
+        .with_outcome(|o| match o {
+            crate::task::state::Outcome::Failed(f) => Some(f.clone()),
+            _ => None,
+        })
+        .flatten()
 }
 
 impl Awaitable for crate::Coroutine {}

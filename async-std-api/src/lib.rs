@@ -57,7 +57,7 @@
 //! | `await $c` (untyped) | [`Coroutine::wait`] | the RFC's `Coroutine` can be awaited by anyone holding it |
 //! | `await $c until $t` | [`JoinHandle::join_until`], [`JoinHandle::wait_until`], [`Coroutine::wait_until`] | `wait_until` keeps the handle, so the coroutine can be awaited again (R-AU3) |
 //! | "A coroutine cannot await itself" | [`JoinError::is_self_await`] | an error, not a panic (R-CO6) |
-//! | `AwaitCancelledException` | [`JoinError::is_await_cancelled`] | not a kind of cancellation (D-19); uncaught (returned by a `spawn_try` body) it is an ordinary failure (P-03) |
+//! | `AwaitCancelledException` | [`JoinError::is_await_cancelled`] | not a kind of cancellation (D-19); uncaught (returned by a `spawn_try` body) it is an ordinary failure (P-03); a trigger that *failed* is its cause, [`JoinError::trigger_failure`] (D-16, replacing the draft's R-AU2) |
 //! | `Awaitable` | [`Awaitable`] (sealed) | implemented by [`Timeout`](time::Timeout), [`Signal`](signal::Signal), [`JoinHandle`], [`Coroutine`] |
 //! | `suspend` | [`suspend`]`() -> Result<(), `[`Cancelled`]`>` | a yield; a cancellation point (R-CO3) |
 //! | `Coroutine` object | [`Coroutine`] (cloneable, untyped), from [`JoinHandle::coroutine`] or [`current`] | the typed `JoinHandle` is unique, like std's; observing and cancelling need not be |

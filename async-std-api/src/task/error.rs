@@ -186,8 +186,9 @@ enum Repr {
     Failed(Failure),
     /// The awaited coroutine ended because it was cancelled.
     Cancelled(Cancelled),
-    /// The until-trigger completed first.
-    AwaitCancelled,
+    /// The until-trigger completed first; with its failure if it failed
+    /// (D-16).
+    AwaitCancelled(Option<Failure>),
     /// The waiting coroutine was cancelled while it waited.
     Interrupted(Cancelled),
     /// A coroutine tried to await itself.
@@ -250,10 +251,10 @@ impl JoinError {
         }
     }
 
-    pub(crate) fn await_cancelled(id: CoroutineId) -> JoinError {
+    pub(crate) fn await_cancelled(id: CoroutineId, trigger: Option<Failure>) -> JoinError {
         JoinError {
             id,
-            repr: Repr::AwaitCancelled,
+            repr: Repr::AwaitCancelled(trigger),
         }
     }
 
@@ -325,7 +326,34 @@ impl JoinError {
     /// (the RFC's `AwaitCancelledException`). The awaited coroutine was not
     /// cancelled and goes on running (R-AU3). Not a cancellation (D-19).
     pub fn is_await_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::AwaitCancelled)
+        matches!(self.repr, Repr::AwaitCancelled(_))
+    }
+
+    /// The until-trigger's own failure, if the wait ended because the
+    /// trigger (a coroutine) *failed*: the wait still ends
+    /// [`is_await_cancelled`](Self::is_await_cancelled), with this as its
+    /// cause and [`source`](std::error::Error::source), so it is never
+    /// mistaken for a failure of the awaited coroutine (D-16, D-6(3); the
+    /// RFC draft's R-AU2 threw the trigger's exception itself).
+    ///
+    /// ```
+    /// use async_std_api::{delay, run, spawn};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let trigger = spawn(|| -> () { panic!("probe failed") });
+    ///     let err = slow.wait_until(&trigger).unwrap_err();
+    ///     assert!(err.is_await_cancelled() && !err.is_failed());
+    ///     assert_eq!(err.trigger_failure().and_then(|f| f.panic_message()), Some("probe failed"));
+    ///     slow.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn trigger_failure(&self) -> Option<&Failure> {
+        match &self.repr {
+            Repr::AwaitCancelled(f) => f.as_ref(),
+            _ => None,
+        }
     }
 
     /// True if the *waiting* coroutine was cancelled while it waited (P-04):
@@ -401,9 +429,14 @@ impl fmt::Display for JoinError {
         match &self.repr {
             Repr::Failed(failure) => failure.fmt(f),
             Repr::Cancelled(c) => c.fmt(f),
-            Repr::AwaitCancelled => write!(
+            Repr::AwaitCancelled(None) => write!(
                 f,
                 "waiting for coroutine {} ended: the until trigger completed first",
+                self.id
+            ),
+            Repr::AwaitCancelled(Some(cause)) => write!(
+                f,
+                "waiting for coroutine {} ended: the until trigger failed: {cause}",
                 self.id
             ),
             Repr::Interrupted(c) => {
@@ -429,6 +462,7 @@ impl std::error::Error for JoinError {
         match &self.repr {
             Repr::Failed(f) => Some(f),
             Repr::Cancelled(c) | Repr::Interrupted(c) => Some(c),
+            Repr::AwaitCancelled(Some(f)) => Some(f),
             _ => None,
         }
     }

@@ -62,7 +62,10 @@ fn wait_end(
     });
     match end {
         WaitEnd::Done => Ok(()),
-        WaitEnd::Trigger => Err(JoinError::await_cancelled(id)),
+        WaitEnd::Trigger => Err(JoinError::await_cancelled(
+            id,
+            until.and_then(|u| u.failure()),
+        )),
         WaitEnd::Interrupted(c) => Err(JoinError::interrupted(id, c)),
         WaitEnd::SelfAwait => Err(JoinError::self_await(id)),
     }

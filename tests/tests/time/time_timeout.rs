@@ -1,4 +1,4 @@
-//! `timeout` and `await ... until` (R-AU1, R-AU3, D-5, D-20).
+//! `timeout` and `await ... until` (R-AU1..R-AU4, D-5, D-6, D-16, D-20).
 
 use std::time::{Duration, Instant};
 
@@ -122,6 +122,41 @@ fn a_coroutine_can_be_the_until_trigger() {
         let err = slow.wait_until(&trigger).unwrap_err();
         assert!(err.is_await_cancelled());
         assert!(trigger.is_finished());
+        slow.cancel();
+        assert!(!slow.join().unwrap());
+    })
+    .unwrap();
+}
+
+#[test]
+fn r_au2_d16_a_failed_until_trigger_ends_the_wait_with_its_failure_as_the_cause() {
+    run(|| {
+        let slow = spawn(|| delay(60_000).is_ok());
+        let trigger = spawn(|| -> u32 { panic!("probe failed") });
+        let err = slow.wait_until(&trigger).unwrap_err();
+        // Await-cancelled, not the awaited coroutine's failure (D-6(3)).
+        assert!(err.is_await_cancelled() && !err.is_failed() && !err.is_cancelled());
+        let cause = err.trigger_failure().expect("the trigger's failure");
+        assert_eq!(cause.panic_message(), Some("probe failed"));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "waiting for coroutine {} ended: the until trigger failed: {cause}",
+                slow.id()
+            )
+        );
+        let source = std::error::Error::source(&err).expect("a source");
+        assert_eq!(source.to_string(), cause.to_string());
+        // The trigger's awaiters still get the same failure object (R-CO5).
+        let again = trigger.join().unwrap_err();
+        assert!(async_std_api::Failure::ptr_eq(
+            again.failure().unwrap(),
+            cause
+        ));
+        // A trigger that completes normally carries no cause.
+        let ok_trigger = spawn(|| ());
+        let plain = slow.wait_until(&ok_trigger).unwrap_err();
+        assert!(plain.is_await_cancelled() && plain.trigger_failure().is_none());
         slow.cancel();
         assert!(!slow.join().unwrap());
     })
