@@ -125,7 +125,10 @@ fn d6_own_cancellation_beats_an_until_trigger_that_fires_at_the_same_moment() {
         assert_eq!(err.interrupted_by().and_then(|c| c.reason()), Some("mine"));
         trigger.join().unwrap();
         slow.cancel();
-        assert!(!slow.join().unwrap());
+        // Under chaos it may not have started: then it ends cancelled unstarted.
+        assert!(slow
+            .join()
+            .map_or_else(|e| e.is_cancelled(), |slept| !slept));
     })
     .unwrap();
 }
