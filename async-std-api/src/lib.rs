@@ -123,6 +123,7 @@ pub mod signal;
 mod slab;
 mod strategy;
 mod task;
+mod task_group;
 pub mod time;
 
 pub use awaitable::Awaitable;
@@ -138,6 +139,9 @@ pub use task::{
     coroutines, current, on_finally, spawn, spawn_in, spawn_try, spawn_try_in, suspend,
     CancelCause, Cancelled, Coroutine, CoroutineId, Failure, FailureKind, FailureOrigin, JoinError,
     JoinHandle,
+};
+pub use task_group::{
+    FirstResult, GroupAll, Race, TaskGroup, TaskGroupBuilder, TaskGroupError, TaskGroupErrorKind,
 };
 pub use time::{delay, sleep, timeout};
 

@@ -1,0 +1,167 @@
+//! The RFC's TaskGroup examples with an expected output, as recorded
+//! events.
+
+use async_std_api::{delay, run, spawn, suspend, TaskGroup};
+use tests::support::Recorder;
+
+#[test]
+fn rfc_all_ignore_errors_null_on_fail() {
+    // var_dump(await $taskGroup->all(ignoreErrors: true, nullOnFail: true));
+    // array(2) { [0]=> string(8) "result 1" [1]=> NULL }
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let group = TaskGroup::builder().capture_results(true).build();
+        group.spawn(|| "result 1").unwrap();
+        group.spawn_try(|| Err::<&str, _>("Error")).unwrap();
+        for (k, v) in group.all(true, true).join().unwrap() {
+            r.push(format!("[{k}] => {v:?}"));
+        }
+    })
+    .unwrap();
+    rec.assert_events(&["[0] => Some(\"result 1\")", "[1] => None"]);
+}
+
+#[test]
+fn rfc_cancel_with_a_custom_message() {
+    // Expected output: Task was cancelled: Custom cancellation message
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let group = TaskGroup::<()>::new();
+        let t = group
+            .spawn(move || {
+                // `suspend` may return before the cancel; wait until it comes.
+                let c = loop {
+                    if let Err(c) = suspend() {
+                        break c;
+                    }
+                };
+                r.push(format!("Task was cancelled: {}", c.reason().unwrap()));
+            })
+            .unwrap();
+        tests::support::yield_until(|| t.is_started());
+        group.cancel("Custom cancellation message");
+        let _ = group.join();
+    })
+    .unwrap();
+    rec.assert_events(&["Task was cancelled: Custom cancellation message"]);
+}
+
+#[test]
+fn rfc_r_tg6_caught_task_group_was_cancelled() {
+    // Expected output: Caught exception: TaskGroup was cancelled at ...
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let group = TaskGroup::<()>::new();
+        group
+            .spawn(|| {
+                spawn(|| panic!("Error in coroutine"));
+                let _ = delay(1000);
+            })
+            .unwrap();
+        if let Err(e) = group.join() {
+            if e.is_cancelled() {
+                let text = e.to_string();
+                r.push(format!("Caught exception: {}", &text[..24]));
+            }
+        }
+    })
+    .unwrap();
+    rec.assert_events(&["Caught exception: task group was cancelled"]);
+}
+
+#[test]
+fn rfc_race_fetch_first_successful() {
+    // return await $taskGroup->race(ignoreErrors: true);
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let group = TaskGroup::<String>::new();
+        for (host, ms, ok) in [("a", 1, false), ("b", 30, true), ("c", 10, true)] {
+            group
+                .spawn_try(
+                    move || -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+                        delay(ms)?;
+                        if ok {
+                            Ok(format!("response of {host}"))
+                        } else {
+                            Err(format!("Failed to fetch data from {host}").into())
+                        }
+                    },
+                )
+                .unwrap();
+        }
+        r.push(group.race(true).join().unwrap());
+        r.push(format!(
+            "errors: {:?}",
+            group.errors().keys().collect::<Vec<_>>()
+        ));
+    })
+    .unwrap();
+    rec.assert_events(&["response of c", "errors: [0]"]);
+}
+
+#[test]
+fn rfc_process_in_batches_with_dispose_results() {
+    // processInBatches(['file1.txt', ..., 'file4.txt'], limit: 2)
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let files = ["file1.txt", "file2.txt", "file3.txt", "file4.txt"];
+        let group = TaskGroup::builder().capture_results(true).build();
+        let mut all: Vec<String> = Vec::new();
+        let mut count = 0;
+        for f in files {
+            group.spawn(move || format!("contents of {f}")).unwrap();
+            count += 1;
+            if count >= 2 {
+                let batch = group.join().unwrap();
+                r.push(format!(
+                    "batch ordinals {:?}",
+                    batch.keys().collect::<Vec<_>>()
+                ));
+                all.extend(batch.into_values());
+                group.dispose_results();
+                count = 0;
+            }
+        }
+        all.extend(group.join().unwrap().into_values());
+        for line in all {
+            r.push(line);
+        }
+    })
+    .unwrap();
+    rec.assert_events(&[
+        "batch ordinals [0, 1]",
+        "batch ordinals [0, 1]",
+        "contents of file1.txt",
+        "contents of file2.txt",
+        "contents of file3.txt",
+        "contents of file4.txt",
+    ]);
+}
+
+#[test]
+fn rfc_hierarchy_parent_awaits_child_group() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let parent = TaskGroup::<()>::new();
+        let r2 = r.clone();
+        parent
+            .spawn(move || {
+                let child = TaskGroup::<()>::with_scope(&async_std_api::Scope::inherit());
+                let r3 = r2.clone();
+                child.spawn(move || r3.push("child task")).unwrap();
+                child.join().unwrap();
+                r2.push("child group done");
+            })
+            .unwrap();
+        parent.join().unwrap();
+        r.push("parent group done");
+    })
+    .unwrap();
+    rec.assert_events(&["child task", "child group done", "parent group done"]);
+}
