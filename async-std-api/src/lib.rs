@@ -115,6 +115,7 @@
 
 pub mod awaitable;
 mod cancel;
+pub mod combinators;
 pub mod io;
 pub mod net;
 mod runtime;
