@@ -165,3 +165,116 @@ fn rfc_hierarchy_parent_awaits_child_group() {
     .unwrap();
     rec.assert_events(&["child task", "child group done", "parent group done"]);
 }
+
+mod user_profile {
+    //! The RFC's structured-concurrency example (getUserProfile): nested
+    //! task groups and `until timeout(..)`.
+
+    use std::collections::BTreeMap;
+
+    use async_std_api::{delay, run, spawn, timeout, JoinError, Scope, TaskGroup, TaskGroupError};
+    use tests::support::Recorder;
+
+    type Profile = BTreeMap<&'static str, String>;
+
+    fn with_timeout(key: &'static str, ms: u64, f: impl FnOnce() -> String + 'static) -> Profile {
+        let v = match spawn(f).join_until(&timeout(ms)) {
+            Ok(v) => v,
+            Err(e) if e.is_await_cancelled() => "timeout".to_owned(),
+            Err(e) => format!("error: {e}"),
+        };
+        Profile::from([(key, v)])
+    }
+
+    fn merge(results: BTreeMap<usize, Profile>) -> Profile {
+        results.into_values().flatten().collect()
+    }
+
+    fn get_user_profile(user_id: u32, settings_fail: bool) -> Profile {
+        let tasks = TaskGroup::<Profile>::builder()
+            .capture_results(true)
+            .build();
+        let result = (|| -> Result<Profile, TaskGroupError> {
+            tasks.spawn_try(move || {
+                let u = spawn(move || {
+                    delay(20).unwrap();
+                    format!("user {user_id}")
+                })
+                .join()?;
+                Ok::<_, JoinError>(Profile::from([("basic", u)]))
+            })?;
+            tasks.spawn_try(move || {
+                let orders = TaskGroup::<Profile>::builder()
+                    .scope(&Scope::inherit())
+                    .capture_results(true)
+                    .build();
+                orders.spawn(|| {
+                    with_timeout("orders", 2_000, || {
+                        delay(30).unwrap();
+                        "3 orders".to_owned()
+                    })
+                })?;
+                orders.spawn(|| {
+                    with_timeout("orders2", 50, || {
+                        delay(60_000).ok();
+                        "never".to_owned()
+                    })
+                })?;
+                let merged = merge(orders.join()?);
+                orders.scope().cancel();
+                Ok::<_, TaskGroupError>(merged)
+            })?;
+            tasks.spawn_try(move || {
+                let s = spawn(move || {
+                    delay(10).unwrap();
+                    if settings_fail {
+                        panic!("settings service down");
+                    }
+                    "dark mode".to_owned()
+                })
+                .join()?;
+                Ok::<_, JoinError>(Profile::from([("settings", s)]))
+            })?;
+            Ok(merge(tasks.join()?))
+        })();
+        result.unwrap_or_else(|e| Profile::from([("error", e.to_string())]))
+    }
+
+    #[test]
+    fn rfc_user_profile_with_nested_groups_and_timeouts() {
+        let rec = Recorder::new();
+        let r = rec.clone();
+        run(move || {
+            let profile = spawn(|| get_user_profile(123, false)).join().unwrap();
+            for (k, v) in profile {
+                r.push(format!("{k}: {v}"));
+            }
+        })
+        .unwrap();
+        rec.assert_events(&[
+            "basic: user 123",
+            "orders: 3 orders",
+            "orders2: timeout",
+            "settings: dark mode",
+        ]);
+    }
+
+    #[test]
+    fn rfc_user_profile_reports_an_error_as_the_catch_does() {
+        let rec = Recorder::new();
+        let r = rec.clone();
+        run(move || {
+            let profile = spawn(|| get_user_profile(123, true)).join().unwrap();
+            for (k, v) in profile {
+                let v = if v.contains("settings service down") {
+                    "settings service down".into()
+                } else {
+                    v
+                };
+                r.push(format!("{k}: {v}"));
+            }
+        })
+        .unwrap();
+        rec.assert_events(&["error: settings service down"]);
+    }
+}
