@@ -76,6 +76,12 @@ use sealed::{Token, Watch};
 /// reference too, except for `JoinHandle` (its value moves). Sealed: the
 /// methods are the runtime's contract with its waiters, internal and still
 /// moving (like [`Awaitable`](crate::Awaitable)).
+///
+/// Why a second trait and not [`Awaitable`](crate::Awaitable): an
+/// `Awaitable` is an untyped, one-shot `until` trigger (R-CO7: it changes
+/// state once), while a combinator needs each input's typed value or error
+/// and inputs that change state many times (a group, its race); a
+/// [`Timeout`] or [`Coroutine`] is both.
 pub trait Trigger {
     /// The value of a success.
     type Output;

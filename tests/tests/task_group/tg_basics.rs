@@ -60,7 +60,7 @@ impl ScopeRefOf {
 }
 
 #[test]
-fn r_tg2_join_waits_only_for_explicit_tasks_and_can_be_awaited_again() {
+fn r_tg2_r_co7_join_waits_only_for_explicit_tasks_and_can_be_awaited_again() {
     run(|| {
         let group = TaskGroup::builder().capture_results(true).build();
         group

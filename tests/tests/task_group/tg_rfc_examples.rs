@@ -5,6 +5,37 @@ use async_std_api::{delay, run, spawn, suspend, TaskGroup};
 use tests::support::Recorder;
 
 #[test]
+fn rfc_merge_files_results_by_ordinal() {
+    // mergeFiles: array_merge of await $taskGroup, in spawn order whatever
+    // the order the reads finish in.
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let group = TaskGroup::builder().capture_results(true).build();
+        for (i, file) in ["file1.txt", "file2.txt", "file3.txt"]
+            .into_iter()
+            .enumerate()
+        {
+            group
+                .spawn(move || {
+                    delay(30 - 10 * i as u64).unwrap();
+                    format!("contents of {file}")
+                })
+                .unwrap();
+        }
+        for (k, v) in group.join().unwrap() {
+            r.push(format!("{k}: {v}"));
+        }
+    })
+    .unwrap();
+    rec.assert_events(&[
+        "0: contents of file1.txt",
+        "1: contents of file2.txt",
+        "2: contents of file3.txt",
+    ]);
+}
+
+#[test]
 fn rfc_all_ignore_errors_null_on_fail() {
     // var_dump(await $taskGroup->all(ignoreErrors: true, nullOnFail: true));
     // array(2) { [0]=> string(8) "result 1" [1]=> NULL }
