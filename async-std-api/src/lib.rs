@@ -92,6 +92,7 @@
 //! | `await $taskGroup` | [`TaskGroup::join`] `-> Result<BTreeMap<usize, T>, `[`TaskGroupError`]`>` | waits for the explicit tasks only; values by ordinal (cloned; none without `capture_results`); re-awaitable (R-TG2, R-CO7); all task errors by ordinal in one shape (P-12); the awaiter is a responsibility point of the scope, so an implicit failure ends it as "task group was cancelled" with that failure as cause (R-TG6, D-14) |
 //! | `all(ignoreErrors, nullOnFail)`, `getErrors()`, `disposeResults()` | [`TaskGroup::all`] `->` [`GroupAll`], [`TaskGroup::errors`], [`TaskGroup::dispose_results`] | ordinals restart at 0; running tasks are renumbered (R-TG3) |
 //! | `race(ignoreErrors)`, `firstResult(ignoreErrors)` | [`TaskGroup::race`] `->` [`Race`], [`TaskGroup::first_result`] `->` [`FirstResult`] | race moves the next finished value out; first_result clones the first until `dispose_results`; neither cancels the rest (R-TG4, D-7) |
+//! | the reference implementation's `concurrency` (REF-19) | [`TaskGroupBuilder::concurrency`]`(n)`, [`TaskGroup::queue`] | at most `n` started tasks; the rest wait as closures with no coroutine, started in order as slots free up; a cancel drops them unstarted |
 //! | `$taskGroup->cancel($e)`, `dispose()` | [`TaskGroup::cancel`]`(reason)`, [`TaskGroup::dispose`] | no zombie warnings; a scope's `dispose` names no group task either (R-TG5) |
 //! | `all`, `any`, `anyOf`, `captureErrors`, `ignoreErrors` | [`combinators::all`], [`combinators::any`], [`combinators::any_of`], [`combinators::capture_errors`], [`combinators::ignore_errors`]: lazy objects with `join` | over [`combinators::Trigger`]s (sealed: handles, coroutines, timeouts, groups and their triggers); `all` in input order; `any` re-awaitable; never cancel an input (R-CB1, D-7) |
 //! | iterable triggers | [`combinators::concurrent`]`(iter)` | the iterator runs in its own coroutine; `all` waits for it to end; its own error passes through `capture_errors`/`ignore_errors` (D-24) |
@@ -102,8 +103,7 @@
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //!
 //! Not here (another module of this crate, being written): the Context
-//! API; a scope's Context lives in its record's `context` slot. Not offered
-//! yet: a task group with a concurrency limit (REF-19). Not offered:
+//! API; a scope's Context lives in its record's `context` slot. Not offered:
 //! `getTrace`, a watchdog for coroutines stuck in their cancellation
 //! (D-1(c)), UDP and Unix sockets, files, DNS without blocking.
 //!

@@ -23,6 +23,11 @@
 //! - **TG4** `cancelled` is set once, by [`TaskGroup::cancel`] /
 //!   [`TaskGroup::dispose`] or when the group's scope is found cancelled;
 //!   then the group is closed: [`TaskGroup::spawn`] refuses.
+//! - **TG5** With a concurrency limit (REF-19), `queue` holds closures that
+//!   have not started (no coroutine, no scope membership), with their
+//!   ordinals; one starts each time a started task finishes and a slot is
+//!   free (from `task_finished`, in the finishing coroutine); cancelling or
+//!   disposing the group drops them unstarted.
 //!
 //! Everything is touched on the loop thread only (`Rc`, `!Send`).
 //!
@@ -55,11 +60,11 @@
 //! - Combinators and `race` never cancel the other tasks (D-7).
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::Location;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use crate::scope::{Scope, ScopeRef};
 use crate::slab::Slab;
@@ -78,7 +83,7 @@ struct Task {
 }
 
 /// The group's record, shared by the handle, the triggers and the tasks.
-pub(crate) struct GroupCore<T> {
+pub(crate) struct GroupCore<T: 'static> {
     /// The owning handle when the group made its scope or was given a
     /// [`Scope`]; `None` once disposed.
     owner: RefCell<Option<Scope>>,
@@ -101,6 +106,39 @@ pub(crate) struct GroupCore<T> {
     spawning_own: Cell<bool>,
     notify: Notify,
     waiters: Cell<usize>,
+    /// REF-19: at most this many started tasks; the others wait in `queue`.
+    limit: Option<usize>,
+    /// TG5: tasks not started yet, with their ordinals, oldest first.
+    queue: RefCell<VecDeque<Queued<T>>>,
+    /// The ordinal of the queued task being started (TG5).
+    starting: Cell<Option<usize>>,
+    /// The record itself, to start queued tasks from `task_finished`.
+    this: Weak<GroupCore<T>>,
+}
+
+/// How a queued task is started (TG5).
+type StartFn<T> = Box<dyn FnOnce(&Own<T>) -> Result<Coroutine, crate::ScopeError>>;
+
+/// A queued task (TG5): its ordinal and how to start it.
+struct Queued<T: 'static> {
+    ordinal: usize,
+    start: StartFn<T>,
+}
+
+/// The group as the strategy its queued tasks are spawned with (the public
+/// handle's `Drop` disposes the group, so it cannot be made here).
+struct Own<T: 'static>(Rc<GroupCore<T>>);
+
+impl<T: 'static> ScopeProvider for Own<T> {
+    fn provide_scope(&self) -> Option<ScopeRef> {
+        Some(self.0.scope.clone())
+    }
+}
+
+impl<T: 'static> SpawnStrategy for Own<T> {
+    fn before_coroutine_enqueue(&self, coroutine: &Coroutine, _scope: &ScopeRef) {
+        self.0.register(coroutine);
+    }
 }
 
 impl<T: 'static> GroupSink for GroupCore<T> {
@@ -137,14 +175,68 @@ impl<T: 'static> GroupSink for GroupCore<T> {
             None => {}
         }
         self.finished.borrow_mut().push(ordinal);
+        let awaited = self.waiters.get() > 0;
+        self.start_queued();
         self.notify.wake_all();
-        self.waiters.get() > 0
+        awaited
     }
 }
 
 impl<T: 'static> GroupCore<T> {
     fn running(&self) -> usize {
         self.tasks.borrow().len()
+    }
+
+    /// Started and queued tasks not finished.
+    fn unfinished(&self) -> usize {
+        self.tasks.borrow().len() + self.queue.borrow().len()
+    }
+
+    fn has_slot(&self) -> bool {
+        self.limit.is_none_or(|n| self.running() < n)
+    }
+
+    /// TG1: registers a created coroutine as an explicit task.
+    fn register(&self, coroutine: &Coroutine) {
+        let ordinal = match self.starting.take() {
+            Some(o) => o,
+            None => {
+                let o = self.next_ordinal.get();
+                self.next_ordinal.set(o + 1);
+                o
+            }
+        };
+        let state = coroutine.state.clone();
+        let key = self.tasks.borrow_mut().insert(Task {
+            state: state.clone(),
+            ordinal,
+            owns_value: self.spawning_own.get(),
+        });
+        let Some(me) = self.this.upgrade() else {
+            return;
+        };
+        let sink: Rc<dyn GroupSink> = me;
+        state.with_extra(|x| x.group = Some((sink, key)));
+        state.set_flag(IN_GROUP, true);
+    }
+
+    /// TG5: starts queued tasks while there is a free slot; one whose
+    /// scope closed meanwhile never starts.
+    fn start_queued(&self) {
+        let Some(me) = self.this.upgrade() else {
+            return;
+        };
+        let own = Own(me);
+        while self.has_slot() && !self.is_cancelled() {
+            let Some(q) = self.queue.borrow_mut().pop_front() else {
+                break;
+            };
+            self.starting.set(Some(q.ordinal));
+            self.spawning_own.set(true);
+            let _ = (q.start)(&own);
+            self.spawning_own.set(false);
+            self.starting.set(None);
+        }
     }
 
     /// TG4: the group's own cancellation, or its scope's.
@@ -163,6 +255,9 @@ impl<T: 'static> GroupCore<T> {
 
     /// Cancels the running tasks with `reason` (no warnings, R-TG5).
     fn cancel_tasks(&self, reason: Option<String>) {
+        // TG5: queued tasks never start.
+        let queued = std::mem::take(&mut *self.queue.borrow_mut());
+        drop(queued);
         {
             let mut c = self.cancelled.borrow_mut();
             if c.is_none() {
@@ -301,6 +396,7 @@ pub struct TaskGroupBuilder<T> {
     scope: Option<Scope>,
     capture: bool,
     bounded: bool,
+    concurrency: Option<usize>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -326,6 +422,47 @@ impl<T: 'static> TaskGroupBuilder<T> {
         self
     }
 
+    /// At most `n` tasks run at once (REF-19): [`TaskGroup::queue`] holds
+    /// the others as closures that have not started (no coroutine yet)
+    /// until a task finishes. [`TaskGroup::spawn`] always starts at once
+    /// (and counts).
+    ///
+    /// # Panics
+    ///
+    /// If `n` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    /// use async_std_api::{delay, run, TaskGroup};
+    ///
+    /// run(|| {
+    ///     let group = TaskGroup::<()>::builder().concurrency(2).build();
+    ///     let (now, peak) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+    ///     for _ in 0..5 {
+    ///         let (now, peak) = (now.clone(), peak.clone());
+    ///         group.queue(move || {
+    ///             now.set(now.get() + 1);
+    ///             peak.set(peak.get().max(now.get()));
+    ///             delay(2).unwrap();
+    ///             now.set(now.get() - 1);
+    ///         })
+    ///         .unwrap();
+    ///     }
+    ///     assert_eq!((group.running(), group.queued()), (2, 3));
+    ///     group.join().unwrap();
+    ///     assert_eq!(peak.get(), 2);
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn concurrency(mut self, n: usize) -> Self {
+        assert!(n > 0, "a task group's concurrency limit must be at least 1");
+        self.concurrency = Some(n);
+        self
+    }
+
     /// Makes the group.
     ///
     /// # Panics
@@ -335,8 +472,9 @@ impl<T: 'static> TaskGroupBuilder<T> {
     pub fn build(self) -> TaskGroup<T> {
         let owner = self.scope.unwrap_or_else(Scope::new);
         let scope = ScopeRef::clone(&owner);
+        let limit = self.concurrency;
         TaskGroup {
-            core: Rc::new(GroupCore {
+            core: Rc::new_cyclic(|this| GroupCore {
                 owner: RefCell::new(Some(owner)),
                 scope,
                 capture: self.capture,
@@ -352,6 +490,10 @@ impl<T: 'static> TaskGroupBuilder<T> {
                 spawning_own: Cell::new(false),
                 notify: Notify::new(),
                 waiters: Cell::new(0),
+                limit,
+                queue: RefCell::new(VecDeque::new()),
+                starting: Cell::new(None),
+                this: this.clone(),
             }),
         }
     }
@@ -427,6 +569,7 @@ impl<T: 'static> TaskGroup<T> {
             scope: None,
             capture: false,
             bounded: false,
+            concurrency: None,
             _t: PhantomData,
         }
     }
@@ -507,6 +650,39 @@ impl<T: 'static> TaskGroup<T> {
         self.spawn_own(|s| crate::spawn_try_in(s, f).map(|h| h.coroutine()))
     }
 
+    /// Adds `f` as an explicit task that starts when the group has a free
+    /// slot of its [`concurrency`](TaskGroupBuilder::concurrency) limit (at
+    /// once without a limit): REF-19's queued callables. Its ordinal is
+    /// given now. A queued task that has not started when the group is
+    /// cancelled or disposed never starts and leaves no result or error.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](TaskGroup::spawn).
+    #[track_caller]
+    pub fn queue<F>(&self, f: F) -> Result<(), TaskGroupError>
+    where
+        F: FnOnce() -> T + 'static,
+    {
+        let core = &self.core;
+        if core.has_slot() && core.queue.borrow().is_empty() {
+            return self.spawn(f).map(drop);
+        }
+        if core.is_cancelled() || core.scope.is_closed() {
+            return Err(TaskGroupError::new(Kind::Closed));
+        }
+        let ordinal = core.next_ordinal.get();
+        core.next_ordinal.set(ordinal + 1);
+        let at = Location::caller();
+        core.queue.borrow_mut().push_back(Queued {
+            ordinal,
+            start: Box::new(move |own| {
+                crate::task::spawn::spawn_in_at(own, f, at).map(|h| h.coroutine())
+            }),
+        });
+        Ok(())
+    }
+
     #[track_caller]
     fn spawn_own(
         &self,
@@ -575,7 +751,7 @@ impl<T: 'static> TaskGroup<T> {
     {
         let core = &self.core;
         core.wait("join task group", Location::caller(), || {
-            (core.running() == 0).then(|| core.settle())
+            (core.unfinished() == 0).then(|| core.settle())
         })??;
         if !core.capture {
             return Ok(BTreeMap::new());
@@ -659,14 +835,20 @@ impl<T: 'static> TaskGroup<T> {
         self.core.errors.borrow().clone()
     }
 
-    /// How many explicit tasks still run.
+    /// How many explicit tasks have started and not finished.
     pub fn running(&self) -> usize {
         self.core.running()
     }
 
     /// True if no explicit task runs: the RFC's `isFinished()`.
     pub fn is_finished(&self) -> bool {
-        self.core.running() == 0
+        self.core.unfinished() == 0
+    }
+
+    /// How many tasks wait for a free slot of the
+    /// [`concurrency`](TaskGroupBuilder::concurrency) limit (never started).
+    pub fn queued(&self) -> usize {
+        self.core.queue.borrow().len()
     }
 
     /// True once the group was cancelled or disposed, or its scope was
@@ -711,12 +893,18 @@ impl<T: 'static> TaskGroup<T> {
         core.finished.borrow_mut().clear();
         core.race_cursor.set(0);
         let mut tasks = core.tasks.borrow_mut();
-        let mut order: Vec<&mut Task> = tasks.iter_mut().collect();
-        order.sort_by_key(|t| t.ordinal);
-        for (i, t) in order.into_iter().enumerate() {
-            t.ordinal = i;
+        let mut queue = core.queue.borrow_mut();
+        let mut order: Vec<&mut usize> = tasks
+            .iter_mut()
+            .map(|t| &mut t.ordinal)
+            .chain(queue.iter_mut().map(|q| &mut q.ordinal))
+            .collect();
+        order.sort_by_key(|o| **o);
+        let n = order.len();
+        for (i, o) in order.into_iter().enumerate() {
+            *o = i;
         }
-        core.next_ordinal.set(tasks.len());
+        core.next_ordinal.set(n);
     }
 
     /// Cancels the group's running tasks with `reason`, without warnings,
@@ -774,7 +962,7 @@ impl<T: 'static> Drop for TaskGroup<T> {
         if crate::runtime::with_runtime(|_| ()).is_none() {
             return;
         }
-        if self.core.running() > 0 || self.core.owner.borrow().is_some() {
+        if self.core.unfinished() > 0 || self.core.owner.borrow().is_some() {
             self.dispose();
         }
     }
@@ -800,18 +988,7 @@ impl<T: 'static> SpawnStrategy for TaskGroup<T> {
     /// Registers the created coroutine as an explicit task (TG1), before it
     /// is queued.
     fn before_coroutine_enqueue(&self, coroutine: &Coroutine, _scope: &ScopeRef) {
-        let core = &self.core;
-        let ordinal = core.next_ordinal.get();
-        core.next_ordinal.set(ordinal + 1);
-        let state = coroutine.state.clone();
-        let key = core.tasks.borrow_mut().insert(Task {
-            state: state.clone(),
-            ordinal,
-            owns_value: core.spawning_own.get(),
-        });
-        let sink: Rc<dyn GroupSink> = core.clone();
-        state.with_extra(|x| x.group = Some((sink, key)));
-        state.set_flag(IN_GROUP, true);
+        self.core.register(coroutine);
     }
 }
 
@@ -838,7 +1015,7 @@ impl<T: Clone + 'static> GroupAll<T> {
     pub fn join(&self) -> Result<BTreeMap<usize, Option<T>>, TaskGroupError> {
         let core = &self.core;
         core.wait("join task group all", Location::caller(), || {
-            (core.running() == 0).then(|| self.collect())
+            (core.unfinished() == 0).then(|| self.collect())
         })?
     }
 
@@ -897,7 +1074,7 @@ impl<T: 'static> Race<T> {
             let at = core.race_cursor.get();
             let ordinal = core.finished.borrow().get(at).copied();
             let Some(ordinal) = ordinal else {
-                return (core.running() == 0).then(|| Err(TaskGroupError::new(Kind::Empty)));
+                return (core.unfinished() == 0).then(|| Err(TaskGroupError::new(Kind::Empty)));
             };
             core.race_cursor.set(at + 1);
             if let Some(v) = core.results.borrow_mut().remove(&ordinal) {
@@ -946,7 +1123,7 @@ impl<T: Clone + 'static> FirstResult<T> {
                 }
             }
         }
-        (core.running() == 0).then(|| Err(TaskGroupError::new(Kind::Empty)))
+        (core.unfinished() == 0).then(|| Err(TaskGroupError::new(Kind::Empty)))
     }
 }
 
@@ -971,7 +1148,7 @@ debug_trigger!(FirstResult);
 impl<T: Clone + 'static> TaskGroup<T> {
     pub(crate) fn poll_join(&self) -> Option<Result<BTreeMap<usize, T>, TaskGroupError>> {
         let core = &self.core;
-        (core.running() == 0).then(|| {
+        (core.unfinished() == 0).then(|| {
             core.settle()?;
             Ok(if core.capture {
                 core.results.borrow().clone()
@@ -990,7 +1167,7 @@ impl<T: 'static> TaskGroup<T> {
 
 impl<T: Clone + 'static> GroupAll<T> {
     pub(crate) fn poll(&self) -> Option<Result<BTreeMap<usize, Option<T>>, TaskGroupError>> {
-        (self.core.running() == 0).then(|| self.collect())
+        (self.core.unfinished() == 0).then(|| self.collect())
     }
     pub(crate) fn notify(&self) -> &Notify {
         &self.core.notify

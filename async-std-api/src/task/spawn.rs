@@ -204,6 +204,25 @@ where
     })
 }
 
+/// [`spawn_in`] with the spawn location given (a task group's queued task
+/// keeps the location of its `queue` call).
+pub(crate) fn spawn_in_at<S, F, T>(
+    target: &S,
+    f: F,
+    location: &'static Location<'static>,
+) -> Result<JoinHandle<T>, ScopeError>
+where
+    S: SpawnStrategy + ?Sized,
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    let body: Body = Box::new(move || BodyResult::Value(Box::new(f())));
+    spawn_with_strategy(target, body, location).map(|state| JoinHandle {
+        state,
+        _value: PhantomData,
+    })
+}
+
 /// [`spawn_try`] in the scope `target` provides: see [`spawn_in`].
 ///
 /// # Errors

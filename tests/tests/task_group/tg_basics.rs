@@ -348,3 +348,66 @@ fn r_tg4_race_does_not_cancel_the_other_tasks_d7() {
     })
     .unwrap();
 }
+
+#[test]
+fn ref19_a_concurrency_limit_runs_at_most_n_and_queues_the_rest_in_order() {
+    run(|| {
+        let group = TaskGroup::builder()
+            .capture_results(true)
+            .concurrency(2)
+            .build();
+        let now = std::rc::Rc::new(std::cell::Cell::new(0));
+        let peak = std::rc::Rc::new(std::cell::Cell::new(0));
+        for i in 0..6u64 {
+            let (now, peak) = (now.clone(), peak.clone());
+            group
+                .queue(move || {
+                    now.set(now.get() + 1);
+                    peak.set(peak.get().max(now.get()));
+                    delay(1 + (i % 3)).unwrap();
+                    now.set(now.get() - 1);
+                    i
+                })
+                .unwrap();
+        }
+        // Queued closures have no coroutine yet.
+        assert_eq!((group.running(), group.queued()), (2, 4));
+        assert_eq!(group.scope().coroutines().len(), 2);
+        let r = group.join().unwrap();
+        assert_eq!(peak.get(), 2);
+        // Ordinals in queue order, whatever the finishing order.
+        assert_eq!(
+            r.into_iter().collect::<Vec<_>>(),
+            (0..6u64).map(|i| (i as usize, i)).collect::<Vec<_>>()
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn ref19_queued_tasks_never_start_once_the_group_is_cancelled() {
+    run(|| {
+        let started = std::rc::Rc::new(std::cell::Cell::new(0));
+        let group = TaskGroup::<()>::builder().concurrency(1).build();
+        for _ in 0..3 {
+            let s = started.clone();
+            group
+                .queue(move || {
+                    s.set(s.get() + 1);
+                    let _ = delay(60_000);
+                })
+                .unwrap();
+        }
+        yield_until(|| started.get() == 1);
+        group.cancel("enough");
+        assert_eq!(group.queued(), 0);
+        let e = group.join().unwrap_err();
+        assert!(e.is_cancelled());
+        assert_eq!(started.get(), 1, "the queued ones never started");
+        assert_eq!(
+            group.queue(|| ()).unwrap_err().kind(),
+            TaskGroupErrorKind::Closed
+        );
+    })
+    .unwrap();
+}
