@@ -1,16 +1,16 @@
 //! The RFC's structured-concurrency example: a user profile fetched from
-//! several sources in parallel, with nested groups and timeouts.
+//! several sources in parallel, with nested task groups and timeouts.
 //!
 //! ```text
 //! cargo run -p async-std-api --example user_profile
 //! ```
 //!
-//! Note: the RFC writes it with `TaskGroup(captureResults: true)`; the
-//! `TaskGroup` of this crate is being written, so this version uses what it
-//! is built on: a child [`Scope`] per group (`Scope::inherit`), the tasks'
-//! [`JoinHandle`](async_std_api::JoinHandle)s joined in order (capturing
-//! their results), and `join_until(timeout)` for the RFC's
-//! `await ... until timeout(2000)`. Switch to `TaskGroup` once it lands.
+//! As in the RFC: a main [`TaskGroup`] capturing results; one of its tasks
+//! opens a subgroup in a child scope (`Scope::inherit()`) for the two
+//! orders APIs, each awaited `until timeout(..)`
+//! ([`join_until`](async_std_api::JoinHandle::join_until)); the results are
+//! merged from `join` of each group. Rust's typed version of `catch
+//! (AwaitCancelledException)` is [`JoinError::is_await_cancelled`].
 //!
 //! Expected output (the second orders API is slower than its timeout):
 //!
@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use async_std_api::{delay, run, spawn, spawn_in, timeout, JoinError, Scope};
+use async_std_api::{delay, run, spawn, timeout, JoinError, Scope, TaskGroup};
 
 type Profile = BTreeMap<&'static str, String>;
 
@@ -38,7 +38,7 @@ fn fetch_user_orders(_id: u32) -> String {
 }
 
 fn fetch_user_orders_api2(_id: u32) -> String {
-    delay(60_000).ok(); // far slower than its timeout (cancelled at the end)
+    delay(60_000).ok(); // far slower than its timeout (cancelled with its group)
     "never".to_owned()
 }
 
@@ -47,55 +47,57 @@ fn fetch_user_settings(_id: u32) -> String {
     "dark mode".to_owned()
 }
 
+/// `await spawn f() until timeout(ms)`, with the RFC's `catch
+/// (AwaitCancelledException)` turned into a "timeout" status.
+fn with_timeout(key: &'static str, ms: u64, f: impl FnOnce() -> String + 'static) -> Profile {
+    let v = match spawn(f).join_until(&timeout(ms)) {
+        Ok(v) => v,
+        Err(e) if e.is_await_cancelled() => "timeout".to_owned(),
+        Err(e) => format!("error: {e}"),
+    };
+    Profile::from([(key, v)])
+}
+
+fn merge(results: BTreeMap<usize, Profile>) -> Profile {
+    results.into_values().flatten().collect()
+}
+
 fn get_user_profile(user_id: u32) -> Profile {
-    // The main group: a child scope of the caller's.
-    let profile_tasks = Scope::inherit();
-    let result = (|| -> Result<Profile, JoinError> {
-        let basic = spawn_in(&profile_tasks, move || {
+    // Main task group with result capturing.
+    let profile_tasks = TaskGroup::<Profile>::builder()
+        .capture_results(true)
+        .build();
+    let result = (|| -> Result<Profile, Box<dyn std::error::Error>> {
+        // Basic user information.
+        profile_tasks.spawn_try(move || {
             let user_data = spawn(move || fetch_user_data(user_id)).join()?;
             Ok::<_, JoinError>(Profile::from([("basic", user_data)]))
-        })
-        .expect("open");
-        let extended = spawn_in(&profile_tasks, move || {
-            // A subgroup for the orders, a child of this task's scope.
-            let order_tasks = Scope::inherit();
-            let orders = spawn_in(&order_tasks, move || {
-                match spawn(move || fetch_user_orders(user_id)).join_until(&timeout(200)) {
-                    Ok(o) => ("orders", o),
-                    Err(e) if e.is_await_cancelled() => ("orders", "timeout".to_owned()),
-                    Err(e) => ("orders", format!("error: {e}")),
-                }
-            })
-            .expect("open");
-            let orders2 = spawn_in(&order_tasks, move || {
-                match spawn(move || fetch_user_orders_api2(user_id)).join_until(&timeout(200)) {
-                    Ok(o) => ("orders2", o),
-                    Err(e) if e.is_await_cancelled() => ("orders2", "timeout".to_owned()),
-                    Err(e) => ("orders2", format!("error: {e}")),
-                }
-            })
-            .expect("open");
-            let mut merged = Profile::new();
-            for h in [orders, orders2] {
-                let (k, v) = h.join()?;
-                merged.insert(k, v);
-            }
-            // The awaited fetch that timed out still runs (R-AU3): the
-            // group is done with it, so cancel what is left in it.
-            order_tasks.cancel();
-            Ok::<_, JoinError>(merged)
-        })
-        .expect("open");
-        let settings = spawn_in(&profile_tasks, move || {
+        })?;
+        // Extended details in parallel, in a subgroup of a child scope.
+        profile_tasks.spawn_try(move || {
+            let order_tasks = TaskGroup::<Profile>::builder()
+                .scope(&Scope::inherit())
+                .capture_results(true)
+                .build();
+            order_tasks
+                .spawn(move || with_timeout("orders", 200, move || fetch_user_orders(user_id)))?;
+            order_tasks.spawn(move || {
+                with_timeout("orders2", 200, move || fetch_user_orders_api2(user_id))
+            })?;
+            let orders = merge(order_tasks.join()?);
+            // The fetch that timed out still runs in the subgroup's scope
+            // (R-AU3); dropping the group disposes that scope, which would
+            // warn about it: cancel it on purpose first.
+            order_tasks.scope().cancel();
+            Ok::<_, async_std_api::TaskGroupError>(orders)
+        })?;
+        // User settings.
+        profile_tasks.spawn_try(move || {
             let s = spawn(move || fetch_user_settings(user_id)).join()?;
             Ok::<_, JoinError>(Profile::from([("settings", s)]))
-        })
-        .expect("open");
-        let mut profile = Profile::new();
-        for h in [basic, extended, settings] {
-            profile.extend(h.join()??);
-        }
-        Ok(profile)
+        })?;
+        // Merge all results into a single profile.
+        Ok(merge(profile_tasks.join()?))
     })();
     match result {
         Ok(p) => p,

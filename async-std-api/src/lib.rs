@@ -87,18 +87,23 @@
 //! | `ScopeProvider`, `SpawnStrategy` | [`ScopeProvider`], [`SpawnStrategy`] (`spawn_options`, `before_coroutine_enqueue`, `after_coroutine_enqueue`) | the ABI fixes the priority at creation, so `asHiPriority()` is the [`SpawnOptions`] the strategy returns before the coroutine is created |
 //! | `spawn with hiPriority()` | [`spawn_in`]`(&`[`hi_priority`]`(), f)` | `AA_PRIORITY_HIGH`: queued at the head (R-HP1); a hint |
 //! | Supervisor | [`Supervisor`] | the RFC's sketch plus a child-scope handler on its scope, which the RFC's own error flow needs |
+//! | `new TaskGroup(?scope, captureResults, bounded)` | [`TaskGroup::new`], [`TaskGroup::with_scope`], [`TaskGroup::builder`] (`scope`, `capture_results`, `bounded`); `TaskGroup<T>`: `T` is the tasks' value type | without a scope it makes its own; dropping the group disposes it (tasks cancelled without warnings) and its scope if it held the only owning handle or is `bounded` (R-TG1, R-TG5) |
+//! | `spawn with $taskGroup f()` | [`TaskGroup::spawn`], [`TaskGroup::spawn_try`] `-> Coroutine`; also [`spawn_in`]`(&group, f)` (a [`SpawnStrategy`]: the value stays the `JoinHandle`'s) | the task runs in the group's scope and is registered in the group (O(1)); what it spawns goes to the scope only (R-TG1) |
+//! | `await $taskGroup` | [`TaskGroup::join`] `-> Result<BTreeMap<usize, T>, `[`TaskGroupError`]`>` | waits for the explicit tasks only; values by ordinal (cloned; none without `capture_results`); re-awaitable (R-TG2, R-CO7); all task errors by ordinal in one shape (P-12); the awaiter is a responsibility point of the scope, so an implicit failure ends it as "task group was cancelled" with that failure as cause (R-TG6, D-14) |
+//! | `all(ignoreErrors, nullOnFail)`, `getErrors()`, `disposeResults()` | [`TaskGroup::all`] `->` [`GroupAll`], [`TaskGroup::errors`], [`TaskGroup::dispose_results`] | ordinals restart at 0; running tasks are renumbered (R-TG3) |
+//! | `race(ignoreErrors)`, `firstResult(ignoreErrors)` | [`TaskGroup::race`] `->` [`Race`], [`TaskGroup::first_result`] `->` [`FirstResult`] | race moves the next finished value out; first_result clones the first until `dispose_results`; neither cancels the rest (R-TG4, D-7) |
+//! | the reference implementation's `concurrency` (REF-19) | [`TaskGroupBuilder::concurrency`]`(n)`, [`TaskGroup::queue`] | at most `n` started tasks; the rest wait as closures with no coroutine, started in order as slots free up; a cancel drops them unstarted |
+//! | `$taskGroup->cancel($e)`, `dispose()` | [`TaskGroup::cancel`]`(reason)`, [`TaskGroup::dispose`] | no zombie warnings; a scope's `dispose` names no group task either (R-TG5) |
+//! | `all`, `any`, `anyOf`, `captureErrors`, `ignoreErrors` | [`combinators::all`], [`combinators::any`], [`combinators::any_of`], [`combinators::capture_errors`], [`combinators::ignore_errors`]: lazy objects with `join` | over [`combinators::Trigger`]s (sealed: handles, coroutines, timeouts, groups and their triggers); `all` in input order; `any` re-awaitable; never cancel an input (R-CB1, D-7) |
+//! | iterable triggers | [`combinators::concurrent`]`(iter)` | the iterator runs in its own coroutine; `all` waits for it to end; its own error passes through `capture_errors`/`ignore_errors` (D-24) |
 //! | maximum activity interval | [`Builder::max_activity_interval`] | a watchdog thread warns (coroutine id, spawn location); it never interrupts (R-T1, P-19) |
 //! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //!
-//! Not here (other modules of this crate, being written): `TaskGroup`, the
-//! combinators (`all`, `any`, `race`) and the Context API; hooks for them:
-//! a task group is a [`SpawnStrategy`] (register the task in
-//! `after_coroutine_enqueue`, learn its end with [`Coroutine::on_finally`]
-//! or [`Coroutine::wait`], read its [`Failure`] from the [`JoinError`]); a
-//! scope's Context lives in its record's `context` slot. Not offered:
+//! Not here (another module of this crate, being written): the Context
+//! API; a scope's Context lives in its record's `context` slot. Not offered:
 //! `getTrace`, a watchdog for coroutines stuck in their cancellation
 //! (D-1(c)), UDP and Unix sockets, files, DNS without blocking.
 //!
@@ -115,6 +120,7 @@
 
 pub mod awaitable;
 mod cancel;
+pub mod combinators;
 pub mod io;
 pub mod net;
 mod runtime;
@@ -123,6 +129,7 @@ pub mod signal;
 mod slab;
 mod strategy;
 mod task;
+mod task_group;
 pub mod time;
 
 pub use awaitable::Awaitable;
@@ -138,6 +145,9 @@ pub use task::{
     coroutines, current, on_finally, spawn, spawn_in, spawn_try, spawn_try_in, suspend,
     CancelCause, Cancelled, Coroutine, CoroutineId, Failure, FailureKind, FailureOrigin, JoinError,
     JoinHandle,
+};
+pub use task_group::{
+    FirstResult, GroupAll, Race, TaskGroup, TaskGroupBuilder, TaskGroupError, TaskGroupErrorKind,
 };
 pub use time::{delay, sleep, timeout};
 

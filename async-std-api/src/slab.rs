@@ -89,6 +89,14 @@ impl<T> Slab<T> {
         self.len() == 0
     }
 
+    /// The values, mutable, in slot order.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> + '_ {
+        self.entries.iter_mut().filter_map(|e| match e {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        })
+    }
+
     /// The values, in slot order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.entries.iter().filter_map(|e| match e {

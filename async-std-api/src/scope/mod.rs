@@ -301,6 +301,12 @@ impl Scope {
         self.owner.detached.set(true);
         self.owner.scope.clone()
     }
+
+    /// True if this is the only owning handle (the hook for a task group,
+    /// which disposes its scope only when it holds the last owner, R-TG5).
+    pub(crate) fn is_sole_owner(&self) -> bool {
+        Rc::strong_count(&self.owner) == 1 && !self.owner.detached.get()
+    }
 }
 
 impl Deref for Scope {

@@ -53,7 +53,7 @@ use super::{ScopeId, ScopeRef};
 use crate::runtime::{self, TimerEvent};
 use crate::slab::Slab;
 use crate::task::failure::{Failure, FailureOrigin};
-use crate::task::state::{CoroState, Notify, ZOMBIE};
+use crate::task::state::{CoroState, Notify, IN_GROUP, ZOMBIE};
 use crate::task::Coroutine;
 use crate::{CancelCause, Cancelled};
 
@@ -408,7 +408,9 @@ impl ScopeState {
             match walk.mode {
                 Mode::Cancel | Mode::Shutdown => cancel_member(&m, walk.cancel),
                 Mode::Dispose => {
-                    if !m.is_cancellation_requested() {
+                    // R-TG5: a task group's explicit tasks are disposed with
+                    // their group, without a warning.
+                    if !m.is_cancellation_requested() && !m.has_flag(IN_GROUP) {
                         dispose_warnings.push(describe(&m));
                     }
                     cancel_member(&m, walk.cancel);

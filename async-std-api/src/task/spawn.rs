@@ -12,8 +12,9 @@
 //!   cancellation, not a failure, R-C1); `BODY_DONE` is set (I6); its
 //!   `on_finally` handlers run, newest first, each once (D-12, D-23); the
 //!   outcome is stored and joiners are woken, which decides whether a
-//!   failure was awaited (D-3); then the scope's accounting and the error
-//!   flow (`scope::flow`).
+//!   failure was awaited (D-3); an explicit task of a task group then tells
+//!   its group, which counts as an await if the group is awaited (R-TG2);
+//!   then the scope's accounting and the error flow (`scope::flow`).
 
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
@@ -23,7 +24,9 @@ use async_abi::{AaStatus, AA_E_CANCELLED, AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_PRIOR
 use async_abi::{AA_OK, AA_PRIORITY_NORMAL};
 
 use super::failure::{Failure, FailureOrigin};
-use super::state::{Body, BodyResult, CoroState, Outcome, BODY_DONE, HAS_FINALLY, HI_PRIORITY};
+use super::state::{
+    Body, BodyResult, CoroState, Outcome, BODY_DONE, HAS_FINALLY, HI_PRIORITY, IN_GROUP,
+};
 use super::wait::ForcedUnwind;
 use super::{Coroutine, JoinHandle};
 use crate::cancel::find_cancelled;
@@ -194,6 +197,25 @@ where
     T: 'static,
 {
     let location = Location::caller();
+    let body: Body = Box::new(move || BodyResult::Value(Box::new(f())));
+    spawn_with_strategy(target, body, location).map(|state| JoinHandle {
+        state,
+        _value: PhantomData,
+    })
+}
+
+/// [`spawn_in`] with the spawn location given (a task group's queued task
+/// keeps the location of its `queue` call).
+pub(crate) fn spawn_in_at<S, F, T>(
+    target: &S,
+    f: F,
+    location: &'static Location<'static>,
+) -> Result<JoinHandle<T>, ScopeError>
+where
+    S: SpawnStrategy + ?Sized,
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
     let body: Body = Box::new(move || BodyResult::Value(Box::new(f())));
     spawn_with_strategy(target, body, location).map(|state| JoinHandle {
         state,
@@ -401,7 +423,7 @@ pub(crate) fn run_entry(state: &Rc<CoroState>, start: AaStatus) {
     match catch_unwind(AssertUnwindSafe(body)) {
         // The common end: a value, no cancellation pending, no handler.
         Ok(BodyResult::Value(value))
-            if !state.has_pending_cancel() && !state.has_flag(HAS_FINALLY) =>
+            if !state.has_pending_cancel() && !state.has_flag(HAS_FINALLY | IN_GROUP) =>
         {
             state.set_flag(BODY_DONE, true);
             state.finish(Outcome::Value(Some(value)));
@@ -495,7 +517,14 @@ fn finish_unusual(state: &Rc<CoroState>, outcome: Outcome) {
         Outcome::Failed(f) if !state.is_main => Some(f.clone()),
         _ => None,
     };
-    let awaited = state.finish(outcome);
+    let mut awaited = state.finish(outcome);
+    if state.has_flag(IN_GROUP) {
+        // R-TG2: an awaited group consumes its task's failure, as a join
+        // does (D-3); the group may take the value (task_group TG2).
+        if let Some((group, key)) = state.with_extra(|x| x.group.take()) {
+            awaited |= group.task_finished(key, state);
+        }
+    }
     let unawaited = if awaited { None } else { failed };
     crate::scope::flow::coroutine_finished(state, unawaited, finally_failure);
 }

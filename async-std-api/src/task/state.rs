@@ -89,6 +89,20 @@ pub(crate) struct CoroExtra {
     /// value that lives exactly as long as the coroutine runs, dropped at
     /// its finish (R-CX2): see [`CoroState::with_local_context`].
     pub(crate) local: Option<Box<dyn Any>>,
+    /// The task group this coroutine is an explicit task of (R-TG1), and
+    /// its key in the group's task set; set with [`IN_GROUP`] before the
+    /// coroutine is queued, taken at its finish (`task_group` TG2).
+    pub(crate) group: Option<(Rc<dyn GroupSink>, usize)>,
+}
+
+/// What a task group is told when one of its explicit tasks finishes
+/// (the hook `task_group` needs; see TG2 there).
+pub(crate) trait GroupSink {
+    /// The task under `key` finished and its outcome is stored (the sink
+    /// may take the value out of it). Returns true if the group is being
+    /// awaited: a failure is then consumed by that await, as by a `join`
+    /// (D-3, R-TG2).
+    fn task_finished(&self, key: usize, task: &CoroState) -> bool;
 }
 
 /// `flags` bit: the body is done (I6).
@@ -106,6 +120,9 @@ pub(crate) const WATCHED: u8 = 1 << 4;
 /// `flags` bit: forced shutdown (GS3 in `runtime::shutdown`): its
 /// cancellation stays pending, and every suspension point unwinds it.
 pub(crate) const FORCED: u8 = 1 << 5;
+/// `flags` bit: an explicit task of a task group (R-TG1): its finish tells
+/// the group (`CoroExtra::group`), so it takes the uncommon end.
+pub(crate) const IN_GROUP: u8 = 1 << 6;
 
 /// The host's record of one coroutine.
 pub(crate) struct CoroState {
