@@ -47,7 +47,7 @@ use crate::task::state::{
 use crate::task::wait::{checkpoint, suspend_once, with_me, ForcedUnwind};
 use crate::task_group::{FirstResult, GroupAll, Race, TaskGroup, TaskGroupError};
 use crate::time::Timeout;
-use crate::{Cancelled, Coroutine, JoinError, JoinHandle};
+use crate::{Awaitable, Cancelled, Coroutine, JoinError, JoinHandle};
 
 #[allow(private_interfaces, missing_debug_implementations)]
 pub(crate) mod sealed {
@@ -380,6 +380,8 @@ struct Engine<A: Trigger> {
     ready: VecDeque<Outcome1<A>>,
     feed: Option<Rc<Feed<A>>>,
     next_index: usize,
+    /// The RFC's `await <combinator> until <trigger>`.
+    until: Option<Box<dyn Awaitable>>,
 }
 
 /// Held for its `Drop` (W4: it leaves the list).
@@ -411,6 +413,7 @@ impl<A: Trigger> Engine<A> {
             ready: VecDeque::new(),
             feed: inputs.feed,
             next_index: n,
+            until: None,
         }
     }
 
@@ -462,10 +465,22 @@ impl<A: Trigger> Engine<A> {
                 }
                 continue;
             }
+            // D-20: an outcome already there beats the trigger; the
+            // caller's own cancellation (below, at the checkpoint and the
+            // suspension) beats both.
+            if let Some(u) = &self.until {
+                if u.is_completed() && !first {
+                    return Err(CombineError::new(Repr::AwaitCancelled));
+                }
+            }
             // CB3: subscribe to everything pending, then suspend once.
             let interrupted = with_me("combinator join", |rt, me| {
                 if first {
                     checkpoint(me)?;
+                }
+                let until = self.until.as_deref().map(|u| u.completion());
+                if until.is_some_and(Completion::is_done) {
+                    return Ok(()); // decided on the next turn, after the checkpoint
                 }
                 let watches: Vec<Watch<'_>> = self
                     .pending
@@ -483,6 +498,7 @@ impl<A: Trigger> Engine<A> {
                             .as_ref()
                             .map(|f| Sub::Many(NotifySubscription::new(&f.notify, me))),
                     )
+                    .chain(until.map(|c| Sub::Once(Subscription::new(c, me))))
                     .collect();
                 suspend_once(rt, me, b"combinator", at)
             });
@@ -557,6 +573,31 @@ pub fn all<A: Trigger>(inputs: impl IntoInputs<A>) -> All<A> {
 }
 
 impl<A: Trigger> All<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await all(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7).
+    ///
+    /// ```
+    /// use async_std_api::combinators::{all, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = all([slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
     /// Waits for every input (and the iterator of a [`concurrent`] input
     /// to end).
     ///
@@ -657,6 +698,31 @@ pub fn any<A: Trigger>(inputs: impl IntoInputs<A>) -> Any<A> {
 }
 
 impl<A: Trigger> Any<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await any(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7); the trigger stays, so each later `join` ends at once once it completed.
+    ///
+    /// ```
+    /// use async_std_api::combinators::{any, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = any([slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
     /// Waits for the next input to complete and returns its value.
     ///
     /// # Errors
@@ -733,6 +799,31 @@ pub fn any_of<A: Trigger>(n: usize, inputs: impl IntoInputs<A>) -> AnyOf<A> {
 }
 
 impl<A: Trigger> AnyOf<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await any_of(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7).
+    ///
+    /// ```
+    /// use async_std_api::combinators::{any_of, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = any_of(1, [slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
     /// Waits for `n` inputs to complete.
     ///
     /// # Errors
@@ -933,6 +1024,9 @@ pub enum CombineErrorKind {
     /// [`Any`] was awaited again with no input left, or [`AnyOf`] had
     /// fewer than `n`.
     Exhausted,
+    /// The trigger given to `until` completed first (the RFC's
+    /// `AwaitCancelledException`); the inputs go on (R-AU3, D-7).
+    AwaitCancelled,
 }
 
 enum Repr<E> {
@@ -940,6 +1034,7 @@ enum Repr<E> {
     Interrupted(Cancelled),
     Iterator(Failure),
     Exhausted,
+    AwaitCancelled,
 }
 
 /// The error of a combinator: opaque, with a closed [`CombineErrorKind`];
@@ -960,6 +1055,7 @@ impl<E> CombineError<E> {
             Repr::Interrupted(_) => CombineErrorKind::Interrupted,
             Repr::Iterator(_) => CombineErrorKind::Iterator,
             Repr::Exhausted => CombineErrorKind::Exhausted,
+            Repr::AwaitCancelled => CombineErrorKind::AwaitCancelled,
         }
     }
 
@@ -1003,6 +1099,12 @@ impl<E: fmt::Display> fmt::Display for CombineError<E> {
             Repr::Interrupted(c) => write!(f, "waiting for a combinator interrupted: {c}"),
             Repr::Iterator(x) => write!(f, "combinator input iterator failed: {x}"),
             Repr::Exhausted => write!(f, "combinator has no input left to wait for"),
+            Repr::AwaitCancelled => {
+                write!(
+                    f,
+                    "waiting for a combinator ended: the until trigger completed first"
+                )
+            }
         }
     }
 }
@@ -1021,7 +1123,7 @@ impl<E: std::error::Error + 'static> std::error::Error for CombineError<E> {
             Repr::Input(_, e) => Some(e),
             Repr::Interrupted(c) => Some(c),
             Repr::Iterator(f) => Some(f),
-            Repr::Exhausted => None,
+            Repr::Exhausted | Repr::AwaitCancelled => None,
         }
     }
 }

@@ -5,3 +5,4 @@
 
 mod cb_basics;
 mod cb_iter;
+mod cb_until;
