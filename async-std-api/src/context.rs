@@ -31,6 +31,9 @@
 //!   on its own stack, before any coroutine waiting for it runs; its
 //!   values are dropped then, each in its turn; a destructor's panic is
 //!   caught and logged as a warning (it cannot unwind through the finish).
+//!   A destructor that calls `coroutine_context()` then gets a new, empty
+//!   record, which the finish drops too (`scope::flow::coroutine_finished`
+//!   loops until none is left).
 //!
 //! Who touches what: the loop thread only (`Rc`, `!Send`).
 //!
@@ -945,7 +948,8 @@ impl Drop for LocalOwner {
 /// context is emptied: its values are dropped then, on the coroutine's own
 /// stack, after its [`on_finally`](crate::on_finally) handlers (which may
 /// still use it) and before any coroutine waiting for it runs (CX4). A
-/// panic in a value's destructor is caught and logged as a warning.
+/// panic in a value's destructor is caught and logged as a warning; a
+/// value a destructor sets meanwhile is dropped too.
 ///
 /// Currently, but not guaranteed: a handle kept past the finish still
 /// works, and values set through it then live until the last handle is

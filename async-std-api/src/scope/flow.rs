@@ -63,7 +63,9 @@ pub(crate) fn coroutine_finished(
     }
     // The extra record is done with: its handlers ran, its zombie key is
     // gone, and its coroutine-local context dies with the coroutine (R-CX2).
-    if let Some(extra) = state.extra.take() {
+    // A loop: a context value's destructor may make a new record (it calls
+    // `coroutine_context()`); that one dies here too (CX4 in `context`).
+    while let Some(extra) = state.extra.take() {
         drop(extra);
     }
     // I5: the scope reference moves out of the record.

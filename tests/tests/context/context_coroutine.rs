@@ -215,3 +215,27 @@ fn r_cx2_a_panicking_destructor_is_logged_and_does_not_stop_the_others() {
         ["WARN a coroutine context value panicked in its destructor: bomb went off"]
     );
 }
+
+#[test]
+fn r_cx2_a_value_set_by_a_destructor_during_the_finish_is_dropped_too() {
+    struct SetsAnother(Recorder);
+    impl Drop for SetsAnother {
+        fn drop(&mut self) {
+            self.0.push("first dropped");
+            coroutine_context()
+                .set("late", DropEvent(self.0.clone(), "late value"))
+                .unwrap();
+        }
+    }
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        spawn(move || coroutine_context().set("first", SetsAnother(r1)).unwrap())
+            .join()
+            .unwrap();
+        r.push("joined");
+    })
+    .unwrap();
+    rec.assert_events(&["first dropped", "late value dropped", "joined"]);
+}
