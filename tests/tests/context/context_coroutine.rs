@@ -239,3 +239,34 @@ fn r_cx2_a_value_set_by_a_destructor_during_the_finish_is_dropped_too() {
     .unwrap();
     rec.assert_events(&["first dropped", "late value dropped", "joined"]);
 }
+
+#[test]
+fn r_cx2_ten_thousand_live_coroutines_each_free_their_own_context() {
+    use std::cell::Cell;
+    struct Count(Rc<Cell<u32>>);
+    impl Drop for Count {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+    run(|| {
+        let dropped = Rc::new(Cell::new(0u32));
+        let hs: Vec<_> = (0..10_000u32)
+            .map(|i| {
+                let d = dropped.clone();
+                spawn(move || {
+                    coroutine_context().set("n", i).unwrap();
+                    coroutine_context().set("count", Count(d)).unwrap();
+                    delay(1).unwrap(); // all of them live at once
+                    *coroutine_context().get::<u32>("n").unwrap() == i
+                })
+            })
+            .collect();
+        assert_eq!(dropped.get(), 0);
+        for h in hs {
+            assert!(h.join().unwrap(), "each saw its own value");
+        }
+        assert_eq!(dropped.get(), 10_000, "every context freed at its finish");
+    })
+    .unwrap();
+}

@@ -290,3 +290,49 @@ fn rfc_context_api_weak_reference_example_gives_the_original_object() {
     .unwrap();
     rec.assert_events(&["same object: true", "after drop: None"]);
 }
+
+#[test]
+fn rfc_context_overview_user_id_example() {
+    // currentContext()->set('user_id', 123);
+    // spawn { echo "User ID: " . currentContext()->get("user_id"); };
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        current_context().set("user_id", 123).unwrap();
+        let r1 = r.clone();
+        spawn(move || {
+            let user_id = current_context().get::<i32>("user_id").unwrap();
+            r1.push(format!("User ID: {user_id}"));
+        })
+        .join()
+        .unwrap();
+    })
+    .unwrap();
+    rec.assert_events(&["User ID: 123"]);
+}
+
+#[test]
+fn rfc_coroutine_local_context_data_is_not_found_by_a_spawned_coroutine() {
+    // function task() { coroutineContext()->set('data', 'This local data');
+    //   spawn { echo coroutineContext()->find('data'); }; }  // nothing found
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        spawn(move || {
+            coroutine_context().set("data", "This local data").unwrap();
+            let r2 = r1.clone();
+            let inner = spawn(move || {
+                let found = coroutine_context().find::<&str>("data").unwrap();
+                r2.push(format!("inner found: {found:?}"));
+            });
+            inner.join().unwrap();
+            let mine = coroutine_context().find::<&str>("data").unwrap();
+            r1.push(format!("task found: {:?}", mine.as_deref()));
+        })
+        .join()
+        .unwrap();
+    })
+    .unwrap();
+    rec.assert_events(&["inner found: None", "task found: Some(\"This local data\")"]);
+}
