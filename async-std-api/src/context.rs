@@ -31,6 +31,8 @@
 //!   on its own stack, before any coroutine waiting for it runs; its
 //!   values are dropped then, each in its turn; a destructor's panic is
 //!   caught and logged as a warning (it cannot unwind through the finish).
+//!   A scope's record drops its values the same way (it may be dropped
+//!   by the runtime, at its last member's finish).
 //!   A destructor that calls `coroutine_context()` then gets a new, empty
 //!   record, which the finish drops too (`scope::flow::coroutine_finished`
 //!   loops until none is left).
@@ -403,10 +405,18 @@ impl Record {
                         .map(|s| s.to_string())
                         .or_else(|| p.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "a non-string panic".to_string());
-                    tracing::warn!("a coroutine context value panicked in its destructor: {msg}");
+                    tracing::warn!("a context value panicked in its destructor: {msg}");
                 }
             }
         }
+    }
+}
+
+impl Drop for Record {
+    /// CX4: a scope's record may be dropped inside the runtime (its last
+    /// member's finish), where a destructor's panic must not unwind.
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 
@@ -450,7 +460,12 @@ fn typed<T: 'static>(
 /// reader still holds its `Rc`.
 ///
 /// `Clone` gives another handle to the same context. Dropping a handle does
-/// nothing to the values: they live with the scope (or the coroutine).
+/// nothing to the values: they live with the scope (or the coroutine). When
+/// a context is dropped, a panic in a value's destructor is caught and
+/// logged as a warning; one in a value dropped by [`replace`](Context::replace)
+/// or [`unset`](Context::unset) reaches their caller, like any drop.
+///
+/// No method suspends: none is a cancellation point, and none panics.
 ///
 /// # Examples
 ///

@@ -211,8 +211,8 @@ fn r_cx2_a_panicking_destructor_is_logged_and_does_not_stop_the_others() {
     res.unwrap();
     rec.assert_events(&["other dropped", "joined 3"]);
     assert_eq!(
-        logs.matching("coroutine context value"),
-        ["WARN a coroutine context value panicked in its destructor: bomb went off"]
+        logs.matching("context value"),
+        ["WARN a context value panicked in its destructor: bomb went off"]
     );
 }
 

@@ -207,3 +207,29 @@ fn r_cx1_scope_values_are_dropped_with_the_scope() {
     .unwrap();
     rec.assert_events(&["dispose", "scope value dropped", "after drop"]);
 }
+
+#[test]
+fn r_cx1_a_scope_value_whose_destructor_panics_at_the_last_members_finish_is_logged() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("scope bomb");
+        }
+    }
+    let (joined, logs) = tests::support::capture_logs(|| {
+        run(|| {
+            let scope = Scope::new();
+            scope.context().set("bomb", Bomb).unwrap();
+            let h = spawn_in(&scope, || async_std_api::suspend().is_ok()).unwrap();
+            // Only the member keeps the scope's record now: it is dropped
+            // inside the runtime, at the member's finish.
+            drop(scope.detach());
+            h.join().unwrap()
+        })
+    });
+    assert!(joined.unwrap());
+    assert_eq!(
+        logs.matching("context value"),
+        ["WARN a context value panicked in its destructor: scope bomb"]
+    );
+}
