@@ -37,6 +37,22 @@
 //!   record, which the finish drops too (`scope::flow::coroutine_finished`
 //!   loops until none is left).
 //!
+//! Decisions (where the RFC is open or SEMANTICS settles it):
+//! - D-15: `find`, `get` and `has` all walk the chain; `get` is
+//!   `KeyMissing` where `find` is `Ok(None)`; the `*_local` methods read
+//!   this context only (R-CX1's other reading of "local", the coroutine's
+//!   context, is `coroutine_context()`).
+//! - The RFC's `set($key, $value, $replace = false)` is two methods: `set`
+//!   (`KeyExists` if the key has a live value here) and `replace`.
+//! - Values are `Rc<T>`, shared rather than cloned; a read of another type
+//!   is `WrongType`; a value destroyed with its context never unwinds
+//!   into the runtime (CX4).
+//! - The RFC's `WeakReference` slot is `set_weak`; a dead one is as if
+//!   unset (CX2), so the RFC's "`find` gives NULL" holds, and `has` agrees.
+//! - Every scope chain ends at the global context (a `Scope::new` scope's
+//!   parent is the global scope); `root_context()` is the topmost scope
+//!   below it, or the global context itself in the global scope (R-CX2).
+//!
 //! Who touches what: the loop thread only (`Rc`, `!Send`).
 //!
 //! Drop order: a scope's values are dropped when its record is (SC2 in

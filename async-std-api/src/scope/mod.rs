@@ -941,8 +941,12 @@ impl ScopeRef {
     ///
     /// Made with the scope's record on first use and chained to the parent
     /// scope's context (a [`Scope::new`] scope's parent is the global
-    /// scope, so every chain ends at the global context); its values live
-    /// as long as the scope's record. See [`Context`](crate::Context).
+    /// scope, so every chain ends at the global context). Its values live
+    /// as long as the scope's record: until no handle, member coroutine or
+    /// child scope is left (the RFC frees them "once all coroutines owning
+    /// the Scope complete, or the Scope itself is terminated"; a handle
+    /// kept after `dispose` keeps them too, and a [`Context`](crate::Context)
+    /// handle keeps them as well). See [`Context`](crate::Context).
     ///
     /// # Examples
     ///
