@@ -79,7 +79,15 @@
 //! | `awaitAfterCancellation(handler, cancellation)` | [`ScopeRef::await_after_cancellation`] | waits for everything, zombies included; each failure to the handler (R-S7) |
 //! | `setExceptionHandler`, `setChildScopeExceptionHandler` | [`ScopeRef::set_exception_handler`], [`ScopeRef::set_child_scope_exception_handler`] | `Fn(&ScopeRef, &Coroutine, &Failure) -> Result<(), Failure>`: `Ok` absorbs, `Err` goes on to the parent; not on the global scope ([`ScopeErrorKind::GlobalScope`]) |
 //! | `$scope->onFinally(f)` | [`ScopeRef::on_finally`] | once, when the scope is closed and empty |
-//! | `getChildScopes`, `getCoroutines`, `isFinished`, `isClosed`, context | [`ScopeRef::child_scopes`], [`ScopeRef::coroutines`], [`ScopeRef::is_finished`], [`ScopeRef::is_closed`], [`ScopeRef::is_cancelled`] | R-S11; each scope record has a slot for its Context (`scope::state::ScopeState::context`, chained through `parent`) |
+//! | `getChildScopes`, `getCoroutines`, `isFinished`, `isClosed`, context | [`ScopeRef::child_scopes`], [`ScopeRef::coroutines`], [`ScopeRef::is_finished`], [`ScopeRef::is_closed`], [`ScopeRef::is_cancelled`], [`ScopeRef::context`] | R-S11 |
+//! | `Async\Context`: `find`, `get`, `has` | [`Context::find`] `-> Result<Option<Rc<T>>, `[`ContextError`]`>`, [`Context::get`] `-> Result<Rc<T>, _>`, [`Context::has`] | all three walk the chain (this context, its parent scope's, ... the global context); the nearest live slot wins (a child's `set` shadows, REF-23); `get` is `Err` ([`ContextErrorKind::KeyMissing`]) where `find` is `Ok(None)` (R-CX1, D-15) |
+//! | `findLocal`, `getLocal`, `hasLocal` | [`Context::find_local`], [`Context::get_local`], [`Context::has_local`] | this context only, one level (D-15); R-CX1's other reading, "the coroutine-local context", is [`coroutine_context`]`().find(..)` |
+//! | `set($key, $value, $replace)`, `unset($key)` | [`Context::set`] (`Err` [`ContextErrorKind::KeyExists`] if set), [`Context::replace`] (overwrites), [`Context::unset`] | two methods, not a `bool` argument; `?` instead of returning `self` for chaining |
+//! | slot values | any `'static` `T`, stored and read back as `Rc<T>` (shared, not cloned: no `Clone` bound); another type is `Err` ([`ContextErrorKind::WrongType`]), never a panic | values drop when replaced, unset, or with their context (unless a reader keeps the `Rc`) |
+//! | key objects ("only code with the key can read") | [`Key`]`<T>`: `Key::new("db connection")`, a unique identity; a string key is `&str` / `&String` | a `Key<T>` also fixes the value's type: `ctx.get(&KEY)` needs no turbofish |
+//! | a `WeakReference` in a slot, dereferenced by `find` | [`Context::set_weak`]`(key, Rc::downgrade(&v))` | every read upgrades it; once the value is gone the slot is as if unset (`find` `None`, `has` false, `set` may take it) |
+//! | `$scope->context`, `currentContext()`, `rootContext()` | [`ScopeRef::context`], [`current_context`], [`root_context`] | made with the scope's record on first use, chained to the parent scope's (R-CX1); every chain ends at the global context (a `Scope::new` scope's parent is the global scope); the root is the topmost scope below the global one, or the global context in the global scope (R-CX2) |
+//! | `coroutineContext()` | [`coroutine_context`] | private: no parent, not inherited; emptied when the coroutine completes (returned, failed or cancelled), after its `on_finally` handlers, before its joiners resume; a coroutine that never calls it pays nothing (R-CX2) |
 //! | the error flow | awaiters first (consumed if one was registered when it finished, D-3, D-17); else the scope's handler; else cancel the scope (siblings get [`CancelCause::Failure`] with the failure, D-14) and hand it to the responsibility points, or to the parent; at the global scope: graceful shutdown | the RFC's "Error Handling" list; later failures in a failed scope are attached (D-4); see `scope::flow` |
 //! | graceful shutdown, `gracefulShutdown()` | [`graceful_shutdown`], [`graceful_shutdown_with`]; [`run`] returns `Err` of kind [`ErrorKind::Failed`] after an unhandled failure | phase one cancels every coroutine and closes nothing; a second unhandled failure: phase two unwinds every stack (R-GS1) |
 //! | deadlock | waiters get [`Cancelled`] with [`CancelCause::Deadlock`]; [`run`] returns `Err` ([`ErrorKind::Deadlock`]) | the scheduler logs each waiter (id, spawn and wait locations); the runtime is in graceful shutdown from then on (R-DL1) |
@@ -102,10 +110,9 @@
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //!
-//! Not here (another module of this crate, being written): the Context
-//! API; a scope's Context lives in its record's `context` slot. Not offered:
-//! `getTrace`, a watchdog for coroutines stuck in their cancellation
-//! (D-1(c)), UDP and Unix sockets, files, DNS without blocking.
+//! Not offered: `getTrace`, a watchdog for coroutines stuck in their
+//! cancellation (D-1(c)), UDP and Unix sockets, files, DNS without
+//! blocking.
 //!
 //! # Configuration
 //!
@@ -121,6 +128,7 @@
 pub mod awaitable;
 mod cancel;
 pub mod combinators;
+mod context;
 pub mod io;
 pub mod net;
 mod runtime;
@@ -134,6 +142,10 @@ pub mod time;
 
 pub use awaitable::Awaitable;
 pub use cancel::{check_cancelled, protect};
+pub use context::{
+    coroutine_context, current_context, root_context, Context, ContextError, ContextErrorKind,
+    ContextKey, ContextKeyFor, Key,
+};
 pub use runtime::{Builder, Error, ErrorKind};
 pub use scope::{
     current_scope, global_scope, Scope, ScopeError, ScopeErrorKind, ScopeId, ScopeRef,

@@ -42,7 +42,7 @@ use super::state::{Mode, ScopeCancel, ScopeState, Walk};
 use super::ScopeRef;
 use crate::runtime;
 use crate::task::failure::{Failure, FailureOrigin};
-use crate::task::state::{CoroState, WATCHED, ZOMBIE};
+use crate::task::state::{CoroExtra, CoroState, WATCHED, ZOMBIE};
 use crate::task::Coroutine;
 use crate::CancelCause;
 
@@ -64,11 +64,24 @@ pub(crate) fn coroutine_finished(
     // The extra record is done with: its handlers ran, its zombie key is
     // gone, and its coroutine-local context dies with the coroutine (R-CX2).
     if let Some(extra) = state.extra.take() {
-        drop(extra);
+        drop_extra(state, extra);
     }
     // I5: the scope reference moves out of the record.
     if let Some(scope) = state.scope.take() {
         scope.remove_member(state);
+    }
+}
+
+/// Drops a finished coroutine's extra record, then any record made while
+/// it dropped: a coroutine-context value's destructor may call
+/// `coroutine_context()` and make a new one; it dies here too (CX4 in
+/// `context`). Out of line: most coroutines have no extra record.
+#[cold]
+#[inline(never)]
+fn drop_extra(state: &CoroState, extra: Box<CoroExtra>) {
+    drop(extra);
+    while let Some(extra) = state.extra.take() {
+        drop(extra);
     }
 }
 

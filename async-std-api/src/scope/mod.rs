@@ -942,6 +942,35 @@ impl ScopeRef {
     pub fn on_finally(&self, f: impl FnOnce() + 'static) {
         self.state.on_finally(Box::new(f));
     }
+
+    /// The scope's context: the RFC's `$scope->context` (R-CX1, R-S11).
+    ///
+    /// Made with the scope's record on first use and chained to the parent
+    /// scope's context (a [`Scope::new`] scope's parent is the global
+    /// scope, so every chain ends at the global context). Its values live
+    /// as long as the scope's record: until no handle, member coroutine or
+    /// child scope is left (the RFC frees them "once all coroutines owning
+    /// the Scope complete, or the Scope itself is terminated"; a handle
+    /// kept after `dispose` keeps them too, and a [`Context`](crate::Context)
+    /// handle keeps them as well). See [`Context`](crate::Context).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::{current_context, run, Scope};
+    ///
+    /// run(|| {
+    ///     let child = Scope::inherit();
+    ///     child.context().set("k", 1).unwrap();
+    ///     assert!(child.context().ptr_eq(&child.context()));
+    ///     assert!(child.context().parent().unwrap().ptr_eq(&current_context()));
+    ///     assert!(!current_context().has("k"));
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn context(&self) -> crate::Context {
+        crate::context::of_scope(&self.state)
+    }
 }
 
 impl fmt::Debug for ScopeRef {

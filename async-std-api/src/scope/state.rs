@@ -247,7 +247,6 @@ impl ScopeState {
     ///
     /// If two different types are used for the same scope (one context
     /// module owns this slot).
-    #[allow(dead_code)] // the hook for the context module
     pub(crate) fn context<C: 'static>(&self, make: &dyn Fn(Option<Rc<C>>) -> Rc<C>) -> Rc<C> {
         if let Some(c) = self.context.get() {
             return Rc::clone(c)

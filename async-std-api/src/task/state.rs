@@ -264,7 +264,6 @@ impl CoroState {
     /// # Panics
     ///
     /// If two different types are used for the same coroutine.
-    #[allow(dead_code)] // the hook for the context module
     pub(crate) fn with_local_context<C: 'static, R>(
         &self,
         make: impl FnOnce() -> C,
