@@ -127,8 +127,11 @@ fn a_close_request_ends_armed_watches_on_its_descriptor() {
 #[test]
 fn poll_new_refuses_a_bad_descriptor_and_unknown_bits() {
     let mut lp = crate::uring_loop!();
-    let (a, b) = socketpair();
-    close_fd(b);
+    let (a, c) = socketpair();
+    // A number no descriptor can have (every fd is below the soft limit):
+    // a closed socket's number could be reused meanwhile by a test running
+    // on another thread of this process.
+    let b = no_such_fd();
     let mut ev = std::ptr::null_mut();
     // SAFETY: valid pointers; the callback is never called (AA-R8).
     let s = unsafe {
@@ -167,4 +170,15 @@ fn poll_new_refuses_a_bad_descriptor_and_unknown_bits() {
     assert!(ev.is_null());
     lp.finish();
     close_fd(a);
+    close_fd(c);
+}
+
+fn no_such_fd() -> i32 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    i32::try_from(lim.rlim_cur).unwrap_or(i32::MAX)
 }
