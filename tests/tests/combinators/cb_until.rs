@@ -1,7 +1,7 @@
 //! `await <combinator> until <trigger>` (R-AU1, R-AU3, D-7, D-20).
 
 use async_std_api::combinators::{all, any, any_of, capture_errors, CombineErrorKind};
-use async_std_api::{current, delay, run, spawn, timeout};
+use async_std_api::{current, delay, run, spawn, timeout, TaskGroup};
 use tests::support::{yield_until, Recorder};
 
 #[test]
@@ -73,6 +73,24 @@ fn capture_errors_of_all_until_a_coroutine_trigger() {
             assert!(!c.is_finished() && !c.is_cancellation_requested());
             c.cancel();
         }
+    })
+    .unwrap();
+}
+
+#[test]
+fn r_au1_a_task_group_awaited_until_a_timeout_through_its_trigger() {
+    run(|| {
+        let group: TaskGroup<u32> = TaskGroup::new();
+        let slow = group
+            .spawn(|| delay(60_000).map(|_| 1).unwrap_or(0))
+            .unwrap();
+        let err = all([group.all(false, false)])
+            .until(timeout(5))
+            .join()
+            .unwrap_err();
+        assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+        assert!(!slow.is_finished() && !slow.is_cancellation_requested());
+        group.cancel("done waiting");
     })
     .unwrap();
 }
