@@ -320,13 +320,9 @@ fn close_request_completes_pending_requests_first_then_closes() {
     assert_eq!(&log[2], &Rec::Io("close", 0), "{log:?}");
     assert!(log[..2].contains(&Rec::Io("read1", canceled)), "{log:?}");
     assert!(log[..2].contains(&Rec::Io("read2", canceled)), "{log:?}");
-    assert!(!is_open(b));
-    // A closed descriptor is refused at once (AA-R8: no event, no callback).
-    let mut r3 = read_op(b, &mut buf1);
-    assert_eq!(
-        lp.try_submit("read3", &mut r3, None).unwrap_err(),
-        -libc::EBADF
-    );
+    assert!(peer_sees_eof(a), "the close really closed the descriptor");
+    // (A request on a closed number is refused at once: the bad-argument
+    // test shows it on a number that no other test thread can reuse.)
     for ev in [e1, e2, cev] {
         lp.dispose(ev);
     }

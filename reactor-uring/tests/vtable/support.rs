@@ -401,10 +401,11 @@ pub(crate) fn close_fd(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
-/// Whether `fd` is open.
-pub(crate) fn is_open(fd: RawFd) -> bool {
-    // SAFETY: F_GETFD on any number is harmless.
-    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+/// True if `peer` (one end of a [`socketpair`]) reads end of stream: the
+/// other end was really closed. Asking whether the closed number is open
+/// could be fooled by a test on another thread reusing that number.
+pub(crate) fn peer_sees_eof(peer: RawFd) -> bool {
+    recv_now(peer, &mut [0u8; 1]) == Some(0)
 }
 
 /// A blocking-free `send` of `data` (the socket has room).
