@@ -13,6 +13,9 @@
 //! A plugin statically linked into the host uses the same code: the host API
 //! it is given logs into the same subscriber, so nothing changes.
 
+pub mod dns;
+pub mod signal;
+
 use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -24,8 +24,9 @@
 //!
 //! - `ffi`: the descriptor, the vtable and the `extern "C"` shims (the only
 //!   file with `unsafe` besides `sys`);
-//! - `sys`: the syscall layer, with `sys/signal` (the process-wide signal
-//!   handler and its table of reactor ports) and `sys/dns` (`getaddrinfo`);
+//! - `sys`: the syscall layer; the process-wide signal handler with its
+//!   table of reactor ports and `getaddrinfo` come from
+//!   `async_abi::sdk::{signal, dns}`, shared with reactor-uring;
 //! - `reactor`: the owned driver and the loop iteration;
 //! - `registry`: per-descriptor state, one mio registration per fd;
 //! - `timer/`: the deadline heap and timer arming;

@@ -1,5 +1,5 @@
 //! Signal watches (`signal_new`): the loop's half. The handler and the
-//! process-wide table are in `sys/signal.rs`.
+//! process-wide table are in `async_abi::sdk::signal`.
 //!
 //! # What this module owns
 //!
@@ -23,7 +23,7 @@
 //! # Access
 //!
 //! Loop thread only. The port's atomics are shared with the handler
-//! (`sys/signal.rs`, invariants SG1-SG4).
+//! (`async_abi::sdk::signal`, invariants SG1-SG4).
 //!
 //! # Drop order
 //!

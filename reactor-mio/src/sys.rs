@@ -24,8 +24,9 @@
 //! The signal handler and its table are in [`signal`], `getaddrinfo` in
 //! [`dns`]; each states its own obligations.
 
-pub(crate) mod dns;
-pub(crate) mod signal;
+// The signal table and `getaddrinfo` live in the plugin SDK, shared with
+// the other reactor.
+pub(crate) use async_abi::sdk::{dns, signal};
 
 use std::ffi::CStr;
 use std::io;

@@ -41,9 +41,9 @@
 //! - `ops/`: ring operations and their typed lifecycle (`mod`), requests
 //!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
 //!   (`cancel`), pidfd waits (`pidfd`), the inotify read (`inotify`), and
-//!   the few plain system calls (`sys`, with `sys/signal`: the process-wide
-//!   signal handler and its table of reactor ports, and `sys/dns`:
-//!   `getaddrinfo`);
+//!   the few plain system calls (`sys`; the process-wide signal handler
+//!   with its table of reactor ports and `getaddrinfo` come from
+//!   `async_abi::sdk::{signal, dns}`, shared with reactor-mio);
 //! - `registry`: per-descriptor state (socket or not, ops in flight, the
 //!   read and write lanes, the held close);
 //! - `timer/`: the deadline heap and timer arming;

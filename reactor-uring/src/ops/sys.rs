@@ -19,8 +19,9 @@
 //! - **Y3 Ownership.** A descriptor wrapped in an [`OwnedFd`] was just
 //!   returned by the kernel and is owned by nobody else.
 
-pub(crate) mod dns;
-pub(crate) mod signal;
+// The signal table and `getaddrinfo` live in the plugin SDK, shared with
+// the other reactor.
+pub(crate) use async_abi::sdk::{dns, signal};
 
 use std::ffi::CStr;
 use std::io;

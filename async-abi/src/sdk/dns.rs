@@ -1,6 +1,6 @@
 //! `getaddrinfo`, run by a resolver thread (never the loop thread), and the
-//! mapping of its `EAI_*` codes into the ABI. (`reactor-mio` carries an
-//! identical copy of this file.)
+//! mapping of its `EAI_*` codes into the ABI. Shared by the workspace's
+//! reactors through the SDK.
 //!
 //! # Safety
 //!
@@ -13,8 +13,8 @@ use std::ffi::CString;
 use std::mem::size_of;
 use std::ptr;
 
-use async_abi::{AaSockAddr, AaStatus, AA_E_DNS_AGAIN, AA_E_DNS_FAIL, AA_E_DNS_FAMILY};
-use async_abi::{AA_E_DNS_NONAME, AA_E_INTERNAL, AA_E_INVALID, AA_E_NOMEM};
+use crate::{AaSockAddr, AaStatus, AA_E_DNS_AGAIN, AA_E_DNS_FAIL, AA_E_DNS_FAMILY};
+use crate::{AA_E_DNS_NONAME, AA_E_INTERNAL, AA_E_INVALID, AA_E_NOMEM};
 
 /// glibc's `EAI_ADDRFAMILY` (not in every C library, nor in `libc`).
 const EAI_ADDRFAMILY: libc::c_int = -9;
@@ -23,20 +23,20 @@ const EAI_CANCELED: libc::c_int = -101;
 
 /// The `AaAddrHints` fields of one lookup, checked by the caller.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Hints {
+pub struct Hints {
     /// `AF_UNSPEC`, `AF_INET` or `AF_INET6`.
-    pub(crate) family: i32,
+    pub family: i32,
     /// `SOCK_STREAM`, `SOCK_DGRAM` or 0.
-    pub(crate) socktype: i32,
+    pub socktype: i32,
     /// `AI_*` flags.
-    pub(crate) flags: i32,
+    pub flags: i32,
 }
 
 /// Resolves `node`/`service` (either may be `None`, not both): the
 /// addresses in the order the C library gave them, without duplicates (a
 /// lookup without a socket type lists each address once per type), or a
 /// status: an `AA_E_DNS_*` code, `AA_E_NOMEM`, or `-errno`.
-pub(crate) fn getaddrinfo(
+pub fn getaddrinfo(
     node: Option<&CString>,
     service: Option<&CString>,
     hints: Hints,
@@ -98,7 +98,7 @@ pub(crate) fn getaddrinfo(
 }
 
 /// The ABI status of a `getaddrinfo` failure (`errno` for `EAI_SYSTEM`).
-pub(crate) fn status_of(eai: libc::c_int, errno: Option<i32>) -> AaStatus {
+pub fn status_of(eai: libc::c_int, errno: Option<i32>) -> AaStatus {
     match eai {
         libc::EAI_NONAME | libc::EAI_NODATA | EAI_ADDRFAMILY => AA_E_DNS_NONAME,
         libc::EAI_AGAIN => AA_E_DNS_AGAIN,

@@ -1,21 +1,21 @@
 //! The process-wide half of signal watching: one `sigaction` handler per
 //! watched signal, and a fixed table of reactor *ports* it reports into.
-//! (`reactor-mio` carries an identical copy of this file: plugins share
-//! no code but `async-abi`, and each loaded image has its own table.)
+//! Shared by the workspace's reactors through the SDK (plugins share no
+//! code but `async-abi`); each loaded image still has its own table.
 //!
 //! # What this module owns
 //!
-//! - [`TABLE`]: [`SLOTS`] ports. A reactor that watches signals claims one
+//! - `TABLE`: [`SLOTS`] ports. A reactor that watches signals claims one
 //!   ([`Port::claim`]) and gives it a descriptor to wake it (an eventfd the
 //!   loop waits on). A port has the set of signals its reactor watches
 //!   (`watched`) and the set that arrived since the reactor last looked
 //!   (`pending`), one bit per signal number.
-//! - [`DISPOSITIONS`]: per signal, how many ports watch it and the
+//! - `DISPOSITIONS`: per signal, how many ports watch it and the
 //!   disposition found before the handler was installed.
 //!
 //! # Invariants
 //!
-//! - **SG1 Async-signal safety.** The handler ([`on_signal`]) touches only
+//! - **SG1 Async-signal safety.** The handler (`on_signal`) touches only
 //!   atomics in static memory and makes one `write(2)` per port that
 //!   watches the signal (an eventfd increment, non-blocking: a full counter
 //!   already wakes its reader). It saves and restores `errno`. It takes no
@@ -37,7 +37,7 @@
 //! - **SG4 Dispositions.** The handler is installed (`SA_RESTART |
 //!   SA_ONSTACK`) when the first port of this image starts watching a
 //!   signal, and the previous disposition is restored when the last one
-//!   stops, under the [`DISPOSITIONS`] lock. A restore happens only if the
+//!   stops, under the `DISPOSITIONS` lock. A restore happens only if the
 //!   handler is still ours: if someone installed another disposition over
 //!   it meanwhile, that one is left alone.
 //!
@@ -45,7 +45,7 @@
 //!
 //! The handler: any thread, at any time. Everything else: the loop thread
 //! of the reactor that owns the port (claim, watch, unwatch, take, release)
-//! and the [`DISPOSITIONS`] lock for install and restore.
+//! and the `DISPOSITIONS` lock for install and restore.
 //!
 //! # Drop order
 //!
@@ -65,7 +65,7 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Ports in the table: at most this many reactors of one image watch
 /// signals at the same time.
-pub(crate) const SLOTS: usize = 128;
+pub const SLOTS: usize = 128;
 
 /// The highest signal number a port can hold (bits 0..63 of a `u64`).
 const MAX_SIGNAL: i32 = 64;
@@ -161,13 +161,13 @@ extern "C" fn on_signal(signum: libc::c_int) {
     unsafe { *libc::__errno_location() = saved };
 }
 
-/// [`on_signal`] as `sa_sigaction` holds it.
+/// `on_signal` as `sa_sigaction` holds it.
 fn handler_address() -> libc::sighandler_t {
     on_signal as *const () as libc::sighandler_t
 }
 
 /// Why a signal number cannot be watched, or `None` if it can.
-pub(crate) fn refusal(signum: i32) -> Option<&'static str> {
+pub fn refusal(signum: i32) -> Option<&'static str> {
     if !(1..=MAX_SIGNAL.min(libc::SIGRTMAX())).contains(&signum) {
         return Some("is not a signal number");
     }
@@ -195,12 +195,12 @@ fn current(signum: i32) -> io::Result<libc::sigaction> {
     Ok(unsafe { old.assume_init() })
 }
 
-/// Whether `signum`'s handler is this module's [`on_signal`].
-pub(crate) fn is_ours(signum: i32) -> bool {
+/// Whether `signum`'s handler is this module's `on_signal`.
+pub fn is_ours(signum: i32) -> bool {
     current(signum).is_ok_and(|act| act.sa_sigaction == handler_address())
 }
 
-/// Installs [`on_signal`] for `signum`; returns the previous disposition.
+/// Installs `on_signal` for `signum`; returns the previous disposition.
 fn install(signum: i32) -> io::Result<libc::sigaction> {
     let mut act = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     let act_ptr = act.as_mut_ptr();
@@ -226,7 +226,7 @@ fn install(signum: i32) -> io::Result<libc::sigaction> {
 /// (SG4).
 fn restore(signum: i32, previous: &libc::sigaction) {
     if !is_ours(signum) {
-        async_abi::plugin_debug!(
+        crate::plugin_debug!(
             "signal {signum}: another disposition replaced the reactor's handler; left alone"
         );
         return;
@@ -235,7 +235,7 @@ fn restore(signum: i32, previous: &libc::sigaction) {
     // the handler was installed; the old action is not asked for.
     let res = unsafe { libc::sigaction(signum, previous, std::ptr::null_mut()) };
     if res == -1 {
-        async_abi::plugin_warn!(
+        crate::plugin_warn!(
             "signal {signum}: restoring the previous disposition failed: {}",
             io::Error::last_os_error()
         );
@@ -245,7 +245,7 @@ fn restore(signum: i32, previous: &libc::sigaction) {
 /// A claimed slot of the table: one reactor's view of the signals it
 /// watches (see the module doc).
 #[derive(Debug)]
-pub(crate) struct Port {
+pub struct Port {
     index: usize,
 }
 
@@ -254,7 +254,7 @@ impl Port {
     /// waits on). `None` if all [`SLOTS`] are taken.
     ///
     /// The caller keeps `fd` open until the port is dropped (SG3).
-    pub(crate) fn claim(fd: RawFd) -> Option<Port> {
+    pub fn claim(fd: RawFd) -> Option<Port> {
         let index = TABLE.iter().position(|slot| {
             slot.claimed
                 .compare_exchange(false, true, SeqCst, SeqCst)
@@ -274,7 +274,7 @@ impl Port {
     /// Starts reporting `signum` into this port, installing the handler if
     /// no other port of this image watches it (SG4). `signum` passed
     /// [`refusal`].
-    pub(crate) fn watch(&self, signum: i32) -> io::Result<()> {
+    pub fn watch(&self, signum: i32) -> io::Result<()> {
         let mut table = dispositions();
         let entry = &mut table[signum as usize];
         if entry.ports == 0 {
@@ -288,7 +288,7 @@ impl Port {
     /// Stops reporting `signum` into this port; forgets a delivery not yet
     /// taken (SG3) and restores the previous disposition if no other port
     /// of this image watches it (SG4).
-    pub(crate) fn unwatch(&self, signum: i32) {
+    pub fn unwatch(&self, signum: i32) {
         let slot = self.slot();
         if slot.watched.fetch_and(!bit(signum), SeqCst) & bit(signum) == 0 {
             return;
@@ -306,13 +306,13 @@ impl Port {
     }
 
     /// Takes the signals that arrived since the last call, as numbers.
-    pub(crate) fn take_pending(&self) -> impl Iterator<Item = i32> {
+    pub fn take_pending(&self) -> impl Iterator<Item = i32> {
         let bits = self.slot().pending.swap(0, SeqCst);
         (1..=MAX_SIGNAL).filter(move |&signum| bits & bit(signum) != 0)
     }
 
     /// Whether a signal arrived that was not taken yet.
-    pub(crate) fn has_pending(&self) -> bool {
+    pub fn has_pending(&self) -> bool {
         self.slot().pending.load(SeqCst) != 0
     }
 }
