@@ -42,7 +42,7 @@
 //!
 //! The loop thread only, through the run queue (`run_queue.rs`). Each
 //! method borrows a bag for one leaf operation and calls nothing out
-//! (scheduler R-I1).
+//! (scheduler SR1).
 //!
 //! # Cost
 //!

@@ -20,7 +20,7 @@
 //!
 //! # Invariants
 //!
-//! - **D-I1** The waiters are snapshotted before anything is called out
+//! - **DL1** The waiters are snapshotted before anything is called out
 //!   (logging, enqueue), and enqueue never frees a record, so the snapshot
 //!   stays valid (coroutine C-I1).
 //!
@@ -66,7 +66,7 @@ pub(crate) fn resolve(s: &Scheduler) -> Result<(), AaStatus> {
 }
 
 /// The live coroutines that wait: suspended, or created and never enqueued
-/// (D-I1: a snapshot).
+/// (DL1: a snapshot).
 pub(crate) fn waiters(s: &Scheduler) -> Vec<CoroPtr> {
     s.live
         .collect(|c| matches!(c.state.get(), State::Suspended | State::Created))

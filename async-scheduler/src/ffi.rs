@@ -529,7 +529,7 @@ unsafe extern "C" fn iterate(
         let (Some(sch), Some(visit)) = (unsafe { sched(s) }, visit) else {
             return AA_E_INVALID;
         };
-        // The visitor may not suspend (R-I3), so no coroutine finishes and
+        // The visitor may not suspend (SR3), so no coroutine finishes and
         // every record stays live while we walk (C-I1).
         sch.forbid_suspend(|| {
             let mut at = sch.live.first();
@@ -622,7 +622,7 @@ pub(crate) struct Reactor {
 
 impl Reactor {
     /// One loop iteration: -1 blocks, 0 polls. Callbacks run inside and
-    /// re-enter the scheduler (scheduler R-I1).
+    /// re-enter the scheduler (scheduler SR1).
     #[inline]
     pub(crate) fn run_once(&self, timeout_ns: i64) -> AaStatus {
         // SAFETY: the vtable is static and the instance outlives the

@@ -48,7 +48,7 @@
 //! # Who touches what
 //!
 //! The loop thread. The pool's `RefCell`s are borrowed for one push, pop or
-//! release, never across a switch (scheduler R-I1).
+//! release, never across a switch (scheduler SR1).
 //!
 //! # Drop order
 //!

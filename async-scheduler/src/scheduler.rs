@@ -9,20 +9,20 @@
 //!
 //! # Invariants
 //!
-//! - **R-I1** Every field is a `Cell`, a `RefCell` borrowed for one leaf
+//! - **SR1** Every field is a `Cell`, a `RefCell` borrowed for one leaf
 //!   operation, or immutable: the scheduler is only ever reached through a
 //!   shared `&Scheduler`, and no borrow is held across a call into the
 //!   reactor, an entry, a microtask, a handler or a switch. Those calls
 //!   re-enter the scheduler (`enqueue`, `defer`, `coroutine_new`) and must
 //!   find it consistent.
-//! - **R-I2** `current` is the coroutine whose entry is executing and which
+//! - **SR2** `current` is the coroutine whose entry is executing and which
 //!   has not entered its own `suspend` tick; it is `None` in the root context,
 //!   while microtasks drain and while the reactor is polled, so none of those
 //!   can suspend.
-//! - **R-I3** `no_suspend > 0` while switch handlers or an `iterate` visitor
+//! - **SR3** `no_suspend > 0` while switch handlers or an `iterate` visitor
 //!   run: `suspend` fails there with `AA_E_INVALID` instead of switching
 //!   inside a callback that promised not to.
-//! - **R-I4** `in_run` is true exactly while `run` executes on the creating
+//! - **SR4** `in_run` is true exactly while `run` executes on the creating
 //!   thread's stack; the root context exists only then.
 //!
 //! # Who touches what
@@ -83,7 +83,7 @@ pub(crate) struct Scheduler {
     pub(crate) owner: ThreadId,
     /// The next coroutine id (ids start at 1 and only grow).
     pub(crate) next_id: Cell<u64>,
-    /// R-I2.
+    /// SR2.
     pub(crate) current: Cell<Option<CoroPtr>>,
     pub(crate) live: LiveList,
     /// Finished coroutine records kept for reuse (coroutine C-I6).
@@ -98,9 +98,9 @@ pub(crate) struct Scheduler {
     /// (`tick::slow_tick`): `POLL_EVERY` under FIFO, 0 under chaos (every
     /// busy tick, so the chaos pick costs FIFO nothing).
     pub(crate) slow_tick_at: u32,
-    /// R-I3.
+    /// SR3.
     pub(crate) no_suspend: Cell<u32>,
-    /// R-I4.
+    /// SR4.
     pub(crate) in_run: Cell<bool>,
     /// Deadlocks detected during the current `run`.
     pub(crate) deadlocks: Cell<u32>,
@@ -171,7 +171,7 @@ impl Scheduler {
         status
     }
 
-    /// Runs `f` with suspension forbidden (R-I3).
+    /// Runs `f` with suspension forbidden (SR3).
     pub(crate) fn forbid_suspend<T>(&self, f: impl FnOnce() -> T) -> T {
         self.no_suspend.set(self.no_suspend.get() + 1);
         let out = f();
@@ -253,7 +253,7 @@ impl Scheduler {
 
 impl Scheduler {
     /// The `run` slot: runs the root loop on this thread's stack until no
-    /// coroutine is left (R-I4).
+    /// coroutine is left (SR4).
     ///
     /// # Errors
     ///

@@ -38,7 +38,7 @@
 //!   (output buffers) before anything else runs on the thread.
 //! - `current` is NULL while microtasks and reactor callbacks run, so the
 //!   result of `current()` in them does not depend on which stack drains
-//!   them, and none of them can suspend (scheduler R-I2).
+//!   them, and none of them can suspend (scheduler SR2).
 //! - Microtasks drain before every pop, and again after a poll, so a
 //!   coroutine enqueued by a microtask or a callback is in the queue before
 //!   the pick, in the order it was enqueued.
@@ -83,7 +83,7 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
         return AA_E_INVALID;
     };
     if yield_first {
-        // R-I2: `current` is RUNNING.
+        // SR2: `current` is RUNNING.
         let _ = s.enqueue_running(c, AA_OK);
     }
     if s.no_suspend.get() != 0 {

@@ -233,7 +233,7 @@ impl CoroPtr {
     }
 
     /// Runs this coroutine's switch handlers with `kind`, removing those that
-    /// return false (C-I5), with suspension forbidden (scheduler R-I3).
+    /// return false (C-I5), with suspension forbidden (scheduler SR3).
     /// Called on the coroutine's own stack.
     #[inline]
     pub(crate) fn fire_handlers(self, s: &crate::scheduler::Scheduler, kind: u32) {
