@@ -37,7 +37,7 @@
 //!   record, which the finish drops too (`scope::flow::coroutine_finished`
 //!   loops until none is left).
 //!
-//! Decisions (where the RFC is open or SEMANTICS settles it):
+//! Decisions (where the RFC is open or `docs/semantics.md` settles it):
 //! - D-15: `find`, `get` and `has` all walk the chain; `get` is
 //!   `KeyMissing` where `find` is `Ok(None)`; the `*_local` methods read
 //!   this context only (R-CX1's other reading of "local", the coroutine's

@@ -47,7 +47,7 @@
 //!
 //! # Where the RFC's words land in Rust
 //!
-//! | RFC | Rust | Why (rule ids: `/work/shared/SEMANTICS.md`) |
+//! | RFC | Rust | Why (rule ids: `docs/semantics.md`) |
 //! |---|---|---|
 //! | main flow is a coroutine | [`run`]`(f)`: `f` is the main coroutine, in the global scope | the RFC's main script can `suspend` and `await`; so can `f` |
 //! | `spawn f()` | [`spawn`]`(f) -> `[`JoinHandle`]`<T>` | `#[track_caller]` records the spawn location; the body never runs before `spawn` returns (REF-1); it goes to the caller's scope (R-CO1, R-S1) |

@@ -35,7 +35,7 @@
 //! tasks are cancelled without warnings), and its scope too if the group
 //! held the only owning handle of it or was made `bounded` (R-TG5).
 //!
-//! Decisions (`/work/shared/SEMANTICS.md`):
+//! Decisions (ids defined in `docs/semantics.md`):
 //! - The RFC's `captureResults` is [`TaskGroupBuilder::capture_results`];
 //!   without it, `join` and `all` return no values (the RFC's `NULL`) and a
 //!   value is kept only once [`TaskGroup::race`] or
