@@ -10,6 +10,9 @@
 //! - `chaos --seeds N [--start S]`: the suite under the chaos scheduler once
 //!   per seed, and a table of failing seeds with the command that reproduces
 //!   each failure.
+//! - `check-semantics`: rule ids cited are defined in `docs/semantics.md` and
+//!   checked by tests; no path points outside the repository.
+//! - `memcheck`: a representative part of the suite under valgrind.
 
 use std::process::ExitCode;
 
@@ -19,6 +22,8 @@ mod chaos;
 mod cmd;
 mod header;
 mod matrix;
+mod memcheck;
+mod semantics;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -29,6 +34,8 @@ commands:
   check-arch [--bless]                    dependency rule and unsafe-code inventory
   bench [ARGS...]                         benchmarks side by side with peers (release build)
   chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
+  check-semantics                         rule ids defined in docs/semantics.md and tested
+  memcheck                                part of the suite under valgrind: 0 errors, 0 leaks
 ";
 
 fn main() -> ExitCode {
@@ -44,6 +51,8 @@ fn main() -> ExitCode {
         "check-arch" => arch::run(&rest),
         "bench" => bench::run(&rest),
         "chaos" => chaos::run(&rest),
+        "check-semantics" => semantics::run(&rest),
+        "memcheck" => memcheck::run(&rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -87,6 +87,21 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             time: started.elapsed(),
             ok: arch.is_ok(),
         });
+        let started = Instant::now();
+        let sem = crate::semantics::check();
+        if let Err(e) = &sem {
+            eprintln!("xtask: check-semantics: {e}");
+        }
+        rows.push(Row {
+            label: "semantics check (rule ids defined and tested, no outside paths)".into(),
+            counts: Counts {
+                passed: u64::from(sem.is_ok()),
+                failed: u64::from(sem.is_err()),
+                skipped: 0,
+            },
+            time: started.elapsed(),
+            ok: sem.is_ok(),
+        });
     }
 
     // Build the suite once, so cell times measure tests, not compilation.
