@@ -7,9 +7,11 @@
 //!   can run: the scope given (`spawn_in`), else the spawning coroutine's
 //!   scope (R-S1), else the global one. A closed scope refuses (R-S4).
 //! - **SP2** The end of a coroutine, in order: its body's result is turned
-//!   into an outcome (a pending, undelivered cancellation makes it
-//!   `Cancelled`, D-11; a `spawn_try` error holding a cancellation is a
-//!   cancellation, not a failure, R-C1); `BODY_DONE` is set (I6); its
+//!   into an outcome (a value returned after a cancellation was requested,
+//!   delivered or not, makes it `Cancelled` and the value is dropped, D-11,
+//!   D-25, except for the main coroutine once delivered; a `spawn_try` error
+//!   holding a cancellation is a cancellation, not a failure, R-C1; any
+//!   other error or a panic is a failure, even after a cancellation, D-22); `BODY_DONE` is set (I6); its
 //!   `on_finally` handlers run, newest first, each once (D-12, D-23); the
 //!   outcome is stored and joiners are woken, which decides whether a
 //!   failure was awaited (D-3); an explicit task of a task group then tells
@@ -25,7 +27,8 @@ use async_abi::{AA_OK, AA_PRIORITY_NORMAL};
 
 use super::failure::{Failure, FailureOrigin};
 use super::state::{
-    Body, BodyResult, CoroState, Outcome, BODY_DONE, HAS_FINALLY, HI_PRIORITY, IN_GROUP,
+    Body, BodyResult, CoroState, Outcome, BODY_DONE, CANCEL_REQUESTED, HAS_FINALLY, HI_PRIORITY,
+    IN_GROUP,
 };
 use super::wait::ForcedUnwind;
 use super::{Coroutine, JoinHandle};
@@ -421,9 +424,9 @@ pub(crate) fn run_entry(state: &Rc<CoroState>, start: AaStatus) {
     };
     // T2: every panic becomes a failure, a forced unwind a cancellation.
     match catch_unwind(AssertUnwindSafe(body)) {
-        // The common end: a value, no cancellation pending, no handler.
+        // The common end: a value, never cancelled, no handler.
         Ok(BodyResult::Value(value))
-            if !state.has_pending_cancel() && !state.has_flag(HAS_FINALLY | IN_GROUP) =>
+            if !state.has_flag(CANCEL_REQUESTED | HAS_FINALLY | IN_GROUP) =>
         {
             state.set_flag(BODY_DONE, true);
             state.finish(Outcome::Value(Some(value)));
@@ -470,11 +473,27 @@ fn body_outcome(
 ) -> Outcome {
     let id = state.id();
     match result {
-        Ok(BodyResult::Value(value)) => match state.take_pending_cancel() {
-            // D-11: it returned with its cancellation undelivered.
-            Some(c) => Outcome::Cancelled(Box::new(c)),
-            None => Outcome::Value(Some(value)),
-        },
+        Ok(BodyResult::Value(value)) => {
+            // D-11: it returned with its cancellation undelivered; D-25: it
+            // caught a delivered one and returned: either way it ends
+            // cancelled and the value is dropped. The main coroutine's value
+            // is `run`'s result, which nobody else awaits: it keeps it once
+            // the cancellation was delivered.
+            let cancelled = match state.take_pending_cancel() {
+                Some(c) => Some(c),
+                None if state.is_main => None,
+                None => state.cancellation(),
+            };
+            match cancelled {
+                Some(c) => match catch_unwind(AssertUnwindSafe(move || drop(value))) {
+                    Ok(()) => Outcome::Cancelled(Box::new(c)),
+                    // D-22: a real failure (here, the value's destructor
+                    // panicking) wins over the cancellation.
+                    Err(p) => Outcome::Failed(Failure::from_panic(FailureOrigin::Coroutine(id), p)),
+                },
+                None => Outcome::Value(Some(value)),
+            }
+        }
         Ok(BodyResult::Error(e)) => {
             Outcome::Failed(Failure::from_error(FailureOrigin::Coroutine(id), e))
         }

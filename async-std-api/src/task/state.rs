@@ -123,6 +123,10 @@ pub(crate) const FORCED: u8 = 1 << 5;
 /// `flags` bit: an explicit task of a task group (R-TG1): its finish tells
 /// the group (`CoroExtra::group`), so it takes the uncommon end.
 pub(crate) const IN_GROUP: u8 = 1 << 6;
+/// `flags` bit: a cancellation was recorded (I3), delivered or not: the
+/// finish tests this bit, not the `RefCell`, to keep the common end cheap
+/// (D-11, D-25).
+pub(crate) const CANCEL_REQUESTED: u8 = 1 << 7;
 
 /// The host's record of one coroutine.
 pub(crate) struct CoroState {
@@ -321,6 +325,7 @@ impl CoroState {
             return false;
         }
         *self.cancel.borrow_mut() = Some(c);
+        self.set_flag(CANCEL_REQUESTED, true);
         if self.protect_depth.get() > 0 {
             self.cancel_deferred.set(true);
         } else {
@@ -388,7 +393,7 @@ impl CoroState {
         if self.has_flag(BODY_DONE) || self.is_finished() {
             return;
         }
-        self.set_flag(FORCED, true);
+        self.set_flag(FORCED | CANCEL_REQUESTED, true);
         {
             let mut slot = self.cancel.borrow_mut();
             if slot.is_none() {
@@ -415,6 +420,7 @@ impl CoroState {
         runtime::deadlock_seen();
         self.cancel_pending.set(false);
         self.cancel_deferred.set(false);
+        self.set_flag(CANCEL_REQUESTED, true);
         let mut slot = self.cancel.borrow_mut();
         if slot.is_none() {
             *slot = Some(Cancelled::new(self.id(), CancelCause::Deadlock, None));

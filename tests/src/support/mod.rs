@@ -323,3 +323,14 @@ pub fn yield_until_scope_waits(scope: &async_std_api::ScopeRef) {
     }
     yield_until(|| all_wait(scope));
 }
+
+/// Joins `h`, which must have ended cancelled (R-C1, D-11, D-25), and
+/// returns its cancellation; any other end fails the test, naming it.
+#[track_caller]
+pub fn join_cancelled<T: 'static>(h: async_std_api::JoinHandle<T>) -> async_std_api::Cancelled {
+    match h.join() {
+        Err(e) if e.is_cancelled() => e.cancelled().expect("a cancelled join").clone(),
+        Err(e) => panic!("expected the coroutine to end cancelled, got: {e}"),
+        Ok(_) => panic!("expected the coroutine to end cancelled, got a value"),
+    }
+}
