@@ -367,13 +367,9 @@ unsafe extern "C" fn coroutine_new(
             // default is already validated and rounded.
             n if n == sch.opts.stack_size => n,
             n => match options::stack_size(n, page_size()) {
-                Some(n) => n,
-                None => {
-                    let msg = format!(
-                        "invalid coroutine stack size {n}: expected at least {} and at most {}",
-                        options::MIN_STACK_SIZE,
-                        options::MAX_STACK_SIZE
-                    );
+                Ok(n) => n,
+                Err(e) => {
+                    let msg = format!("invalid coroutine stack size {n}: {e}");
                     return sch.fail(AA_E_INVALID, msg);
                 }
             },

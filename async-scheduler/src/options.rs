@@ -3,7 +3,7 @@
 //! | key | values | default |
 //! |---|---|---|
 //! | `engine` | `context`, `corosensei` | `context` (see the README benchmark) |
-//! | `stack_size` | bytes, at least 16384, rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
+//! | `stack_size` | bytes, 16384 to 1073741824 (16k to 1024m), rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
 //! | `pool_max` | idle fibers kept for reuse | 1024 |
 //! | `policy` | `fifo`, `chaos` (a seeded random pick among equals, `chaos.rs`) | `fifo` |
 //! | `seed` | the chaos seed: an unsigned 64-bit integer, or `random` (from the clock, logged at debug level); ignored under `fifo` | 0 |
@@ -81,11 +81,8 @@ impl Options {
     ) -> Result<Options, String> {
         let mut out = Options::default();
         if cfg_stack_size != 0 {
-            out.stack_size = stack_size(cfg_stack_size, page).ok_or_else(|| {
-                format!(
-                    "invalid scheduler config stack_size={cfg_stack_size}: expected a size in \
-                     bytes of at least {MIN_STACK_SIZE}"
-                )
+            out.stack_size = stack_size(cfg_stack_size, page).map_err(|e| {
+                format!("invalid scheduler config stack_size={cfg_stack_size}: {e}")
             })?;
         }
         for option in options {
@@ -110,10 +107,7 @@ impl Options {
                 "stack_size" => {
                     out.stack_size = parse_size(value)
                         .and_then(|n| stack_size(n, page))
-                        .ok_or_else(|| {
-                            let what = format!("a size in bytes of at least {MIN_STACK_SIZE}");
-                            invalid(key, value, &what)
-                        })?
+                        .map_err(|e| format!("invalid scheduler option {key}=\"{value}\": {e}"))?
                 }
                 "pool_max" => {
                     out.pool_max = value
@@ -149,30 +143,70 @@ fn invalid(key: &str, value: &str, expected: &str) -> String {
     format!("invalid scheduler option {key}=\"{value}\": expected {expected}")
 }
 
+/// Why a stack size was refused. Its `Display` is the end of the one-line
+/// error: what is wrong with the value, then the allowed range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SizeError {
+    /// Not a number with an optional `k`/`m` suffix.
+    Malformed,
+    /// Below [`MIN_STACK_SIZE`] (the value in bytes).
+    TooSmall(usize),
+    /// Above [`MAX_STACK_SIZE`] (the value in bytes; `None` when it does not
+    /// even fit in a `usize`).
+    TooLarge(Option<usize>),
+}
+
+impl std::fmt::Display for SizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SizeError::Malformed => {
+                f.write_str("expected a size in bytes (k and m suffixes allowed)")
+            }
+            SizeError::TooSmall(n) => write!(f, "{n} bytes is too small"),
+            SizeError::TooLarge(Some(n)) => write!(f, "{n} bytes is too large"),
+            SizeError::TooLarge(None) => f.write_str("too large"),
+        }?;
+        write!(
+            f,
+            "; a stack holds {MIN_STACK_SIZE} to {MAX_STACK_SIZE} bytes (16k to 1024m)"
+        )
+    }
+}
+
 /// Parses `262144`, `256k`, `256KiB`, `1m`, `1MiB` (binary multiples).
-fn parse_size(text: &str) -> Option<usize> {
+fn parse_size(text: &str) -> Result<usize, SizeError> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, suffix) = text.split_at(digits);
-    let number: usize = number.parse().ok()?;
-    let unit = match suffix.to_ascii_lowercase().as_str() {
+    let unit: usize = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
-        _ => return None,
+        _ => return Err(SizeError::Malformed),
     };
-    number.checked_mul(unit)
+    if number.is_empty() {
+        return Err(SizeError::Malformed);
+    }
+    // Only digits are left, so a parse failure is an overflow.
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or(SizeError::TooLarge(None))
 }
 
-/// A requested usable stack size, checked and rounded up to the page size;
-/// `None` if it is below [`MIN_STACK_SIZE`] or above [`MAX_STACK_SIZE`].
-pub(crate) fn stack_size(requested: usize, page: usize) -> Option<usize> {
-    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&requested) {
-        return None;
+/// A requested usable stack size, checked against [`MIN_STACK_SIZE`] and
+/// [`MAX_STACK_SIZE`] and rounded up to the page size.
+pub(crate) fn stack_size(requested: usize, page: usize) -> Result<usize, SizeError> {
+    if requested < MIN_STACK_SIZE {
+        return Err(SizeError::TooSmall(requested));
     }
-    Some(requested.div_ceil(page) * page)
+    if requested > MAX_STACK_SIZE {
+        return Err(SizeError::TooLarge(Some(requested)));
+    }
+    Ok(requested.div_ceil(page) * page)
 }
 
 #[cfg(test)]
@@ -201,11 +235,51 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_name_the_option_and_what_was_expected() {
+    fn stack_size_errors_name_the_value_and_the_allowed_range() {
         assert_eq!(
             parse(&[("stack_size", "12")]).unwrap_err(),
-            "invalid scheduler option stack_size=\"12\": expected a size in bytes of at least 16384"
+            "invalid scheduler option stack_size=\"12\": 12 bytes is too small; a stack holds \
+             16384 to 1073741824 bytes (16k to 1024m)"
         );
+        assert_eq!(
+            parse(&[("stack_size", "2048m")]).unwrap_err(),
+            "invalid scheduler option stack_size=\"2048m\": 2147483648 bytes is too large; a \
+             stack holds 16384 to 1073741824 bytes (16k to 1024m)"
+        );
+        assert_eq!(
+            parse(&[("stack_size", "99999999999999999999k")]).unwrap_err(),
+            "invalid scheduler option stack_size=\"99999999999999999999k\": too large; a stack \
+             holds 16384 to 1073741824 bytes (16k to 1024m)"
+        );
+        assert_eq!(
+            parse(&[("stack_size", "1g")]).unwrap_err(),
+            "invalid scheduler option stack_size=\"1g\": expected a size in bytes (k and m \
+             suffixes allowed); a stack holds 16384 to 1073741824 bytes (16k to 1024m)"
+        );
+        assert_eq!(
+            Options::parse(100, std::iter::empty(), 4096).unwrap_err(),
+            "invalid scheduler config stack_size=100: 100 bytes is too small; a stack holds 16384 \
+             to 1073741824 bytes (16k to 1024m)"
+        );
+        assert_eq!(
+            Options::parse(MAX_STACK_SIZE + 1, std::iter::empty(), 4096).unwrap_err(),
+            "invalid scheduler config stack_size=1073741825: 1073741825 bytes is too large; a \
+             stack holds 16384 to 1073741824 bytes (16k to 1024m)"
+        );
+        // The range's suffix form is the constants' (MIN/MAX changed: fix the text).
+        assert_eq!((MIN_STACK_SIZE >> 10, MAX_STACK_SIZE >> 20), (16, 1024));
+        assert_eq!(
+            parse(&[("stack_size", "1024m")]).unwrap().stack_size,
+            MAX_STACK_SIZE
+        );
+        assert_eq!(
+            parse(&[("stack_size", "16k")]).unwrap().stack_size,
+            MIN_STACK_SIZE
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_option_and_what_was_expected() {
         assert_eq!(
             parse(&[("pool_max", "-1")]).unwrap_err(),
             "invalid scheduler option pool_max=\"-1\": expected a number of idle fibers"
@@ -217,10 +291,6 @@ mod tests {
         assert_eq!(
             parse(&[("seed", "-3")]).unwrap_err(),
             "invalid scheduler option seed=\"-3\": expected an unsigned integer or random"
-        );
-        assert_eq!(
-            Options::parse(100, std::iter::empty(), 4096).unwrap_err(),
-            "invalid scheduler config stack_size=100: expected a size in bytes of at least 16384"
         );
     }
 

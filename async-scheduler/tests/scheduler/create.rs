@@ -25,7 +25,18 @@ fn create_rejects_bad_options_with_one_line_naming_them() {
     );
     rejected(
         &[("stack_size", "12")],
-        "invalid scheduler option stack_size=\"12\": expected a size in bytes of at least 16384",
+        "invalid scheduler option stack_size=\"12\": 12 bytes is too small; a stack holds 16384 \
+         to 1073741824 bytes (16k to 1024m)",
+    );
+    rejected(
+        &[("stack_size", "2g")],
+        "invalid scheduler option stack_size=\"2g\": expected a size in bytes (k and m suffixes \
+         allowed); a stack holds 16384 to 1073741824 bytes (16k to 1024m)",
+    );
+    rejected(
+        &[("stack_size", "4096m")],
+        "invalid scheduler option stack_size=\"4096m\": 4294967296 bytes is too large; a stack \
+         holds 16384 to 1073741824 bytes (16k to 1024m)",
     );
     rejected(
         &[("pool_max", "lots")],
@@ -71,7 +82,8 @@ fn create_rejects_a_small_config_stack_size() {
             assert_eq!(status, AA_E_INVALID);
             assert_eq!(
                 msg,
-                "invalid scheduler config stack_size=100: expected a size in bytes of at least 16384"
+                "invalid scheduler config stack_size=100: 100 bytes is too small; a stack holds \
+                 16384 to 1073741824 bytes (16k to 1024m)"
             );
         }
         Ok(_) => panic!("accepted"),

@@ -87,6 +87,20 @@ any_order_tests! {
         // SAFETY: as above.
         let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, Some(never), std::ptr::null_mut(), &mut out) };
         assert_eq!(rc, AA_E_INVALID);
+        assert_eq!(
+            h.last_error(),
+            "invalid coroutine stack size 100: 100 bytes is too small; a stack holds 16384 to \
+             1073741824 bytes (16k to 1024m)"
+        );
+        let o = AaSpawnOptions { stack_size: 2 << 30, ..o };
+        // SAFETY: as above.
+        let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, Some(never), std::ptr::null_mut(), &mut out) };
+        assert_eq!(rc, AA_E_INVALID);
+        assert_eq!(
+            h.last_error(),
+            "invalid coroutine stack size 2147483648: 2147483648 bytes is too large; a stack holds \
+             16384 to 1073741824 bytes (16k to 1024m)"
+        );
         // SAFETY: as above.
         let rc = unsafe { h.vt.coroutine_new.unwrap()(h.s, &o, None, std::ptr::null_mut(), &mut out) };
         assert_eq!(rc, AA_E_INVALID);
