@@ -75,7 +75,7 @@
 //! | `$scope->cancel()` | [`ScopeRef::cancel`], [`ScopeRef::cancel_with`] | children first, bottom-up; closes the scope (R-S3, D-8, D-18: always cancels); again with a reason: ignored with a warning (R-S5) |
 //! | `dispose`, `disposeSafely`, `disposeAfterTimeout` | [`ScopeRef::dispose`], [`ScopeRef::dispose_safely`], [`ScopeRef::dispose_after_timeout`] | `dispose_safely` makes zombies (warned); `dispose_after_timeout` = `dispose_safely` now, cancel the zombies after the delay (R-S9, D-10) |
 //! | zombie policy, `async.zombie_coroutine_timeout` | zombies do not count as active; once nothing else runs they get [`Builder::zombie_timeout`] (5 s default, `ASYNC_ZOMBIE_COROUTINE_TIMEOUT`, `[runtime] zombie_coroutine_timeout`), are then cancelled, and unwound if they ignore it | R-S10, P-18 |
-//! | `awaitCompletion($cancellation)` | [`ScopeRef::await_completion`]`(&token) -> Result<(), `[`ScopeError`]`>` | token mandatory; waits for the scope and its descendants (zombies excluded); a responsibility point: receives the scope's failures; at once on a cancelled scope; an error from inside (R-S6, R-S8) |
+//! | `awaitCompletion($cancellation)` | [`ScopeRef::await_completion`]`(&token) -> Result<(), `[`ScopeError`]`>` | token mandatory; waits for the scope and its descendants (zombies excluded); a responsibility point: receives the scope's failures, returned once the scope is idle (D-26); at once on a cancelled scope; an error from inside (R-S6, R-S8) |
 //! | `awaitAfterCancellation(handler, cancellation)` | [`ScopeRef::await_after_cancellation`] | waits for everything, zombies included; each failure to the handler (R-S7) |
 //! | `setExceptionHandler`, `setChildScopeExceptionHandler` | [`ScopeRef::set_exception_handler`], [`ScopeRef::set_child_scope_exception_handler`] | `Fn(&ScopeRef, &Coroutine, &Failure) -> Result<(), Failure>`: `Ok` absorbs, `Err` goes on to the parent; not on the global scope ([`ScopeErrorKind::GlobalScope`]) |
 //! | `$scope->onFinally(f)` | [`ScopeRef::on_finally`] | once, when the scope is closed and empty |
@@ -97,7 +97,7 @@
 //! | Supervisor | [`Supervisor`] | the RFC's sketch plus a child-scope handler on its scope, which the RFC's own error flow needs |
 //! | `new TaskGroup(?scope, captureResults, bounded)` | [`TaskGroup::new`], [`TaskGroup::with_scope`], [`TaskGroup::builder`] (`scope`, `capture_results`, `bounded`); `TaskGroup<T>`: `T` is the tasks' value type | without a scope it makes its own; dropping the group disposes it (tasks cancelled without warnings) and its scope if it held the only owning handle or is `bounded` (R-TG1, R-TG5) |
 //! | `spawn with $taskGroup f()` | [`TaskGroup::spawn`], [`TaskGroup::spawn_try`] `-> Coroutine`; also [`spawn_in`]`(&group, f)` (a [`SpawnStrategy`]: the value stays the `JoinHandle`'s) | the task runs in the group's scope and is registered in the group (O(1)); what it spawns goes to the scope only (R-TG1) |
-//! | `await $taskGroup` | [`TaskGroup::join`] `-> Result<BTreeMap<usize, T>, `[`TaskGroupError`]`>` | waits for the explicit tasks only; values by ordinal (cloned; none without `capture_results`); re-awaitable (R-TG2, R-CO7); all task errors by ordinal in one shape (P-12); the awaiter is a responsibility point of the scope, so an implicit failure ends it as "task group was cancelled" with that failure as cause (R-TG6, D-14) |
+//! | `await $taskGroup` | [`TaskGroup::join`] `-> Result<BTreeMap<usize, T>, `[`TaskGroupError`]`>` | waits for the explicit tasks only; values by ordinal (cloned; none without `capture_results`); re-awaitable (R-TG2, R-CO7); all task errors by ordinal in one shape (P-12); an implicit failure ends it as "task group was cancelled" with that failure as cause (R-TG6, D-14); that cancellation does not consume the failure, which goes on to the scope's parent (D-27) |
 //! | `all(ignoreErrors, nullOnFail)`, `getErrors()`, `disposeResults()` | [`TaskGroup::all`] `->` [`GroupAll`], [`TaskGroup::errors`], [`TaskGroup::dispose_results`] | ordinals restart at 0; running tasks are renumbered (R-TG3) |
 //! | `race(ignoreErrors)`, `firstResult(ignoreErrors)` | [`TaskGroup::race`] `->` [`Race`], [`TaskGroup::first_result`] `->` [`FirstResult`] | race moves the next finished value out; first_result clones the first until `dispose_results`; neither cancels the rest (R-TG4, D-7) |
 //! | the reference implementation's `concurrency` (REF-19) | [`TaskGroupBuilder::concurrency`]`(n)`, [`TaskGroup::queue`] | at most `n` started tasks; the rest wait as closures with no coroutine, started in order as slots free up; a cancel drops them unstarted |
@@ -193,7 +193,7 @@ pub use time::{delay, sleep, timeout};
 ///     graceful_shutdown();
 ///     // main is cancelled too: its next suspension point says so, once.
 ///     assert_eq!(suspend().unwrap_err().cause(), CancelCause::Shutdown);
-///     let c = worker.join().unwrap().unwrap_err();
+///     let c = worker.join().unwrap_err().cancelled().unwrap().clone();
 ///     assert_eq!(c.cause(), CancelCause::Shutdown);
 ///     "clean exit"
 /// });

@@ -48,11 +48,13 @@
 //!   number (P-12); or, if no task failed but the group or its scope was
 //!   cancelled, kind `Cancelled` ("task group was cancelled") carrying the
 //!   failure that cancelled the scope (R-TG6, D-14).
-//! - While a coroutine awaits the group it is a responsibility point of the
-//!   group's scope (like [`ScopeRef::await_completion`]): a failure of an
-//!   implicit coroutine stops there and becomes the cause of the
-//!   cancellation the await reports, instead of going on to the parent
-//!   scope (the RFC's R-TG6 example prints the cancellation and goes on).
+//! - A coroutine awaiting the group is *not* a responsibility point of the
+//!   group's scope (D-27): a failure of an implicit coroutine cancels the
+//!   scope, and the await reports "task group was cancelled" with that
+//!   failure as its cause (R-TG6, D-14); but a cancellation that merely
+//!   carries the failure does not consume it, so the failure itself goes on
+//!   through the error flow to the scope's parent (its exception handler,
+//!   and finally graceful shutdown).
 //! - A task spawned through [`spawn_in`](crate::spawn_in)`(&group, f)` (the
 //!   group as a [`SpawnStrategy`]) is an explicit task, but its value
 //!   belongs to its [`JoinHandle`](crate::JoinHandle): the group records
@@ -291,7 +293,7 @@ impl<T: 'static> GroupCore<T> {
 
     /// A waiter's loop over the group (W1-W4 of `task::wait`): `ready`
     /// is asked after every wake-up; the waiter is counted as an await of
-    /// the group (TG2) and as a responsibility point of its scope.
+    /// the group (TG2), not as a responsibility point of its scope (D-27).
     fn wait<R>(
         &self,
         what: &str,
@@ -314,8 +316,6 @@ impl<T: 'static> GroupCore<T> {
                     return Err(TaskGroupError::new(Kind::OwnTask));
                 }
             }
-            let scope = self.scope.state.clone();
-            let _resp = RespPoint::enter(&scope);
             self.waiters.set(self.waiters.get() + 1);
             let _count = WaiterCount(&self.waiters);
             let _sub = NotifySubscription::new(&self.notify, me);
@@ -352,22 +352,6 @@ struct WaiterCount<'a>(&'a Cell<usize>);
 impl Drop for WaiterCount<'_> {
     fn drop(&mut self) {
         self.0.set(self.0.get() - 1);
-    }
-}
-
-/// A responsibility point of the group's scope while a waiter waits.
-struct RespPoint<'a>(&'a crate::scope::state::ScopeState);
-
-impl<'a> RespPoint<'a> {
-    fn enter(s: &'a crate::scope::state::ScopeState) -> Self {
-        s.resp_enter();
-        RespPoint(s)
-    }
-}
-
-impl Drop for RespPoint<'_> {
-    fn drop(&mut self) {
-        self.0.resp_leave();
     }
 }
 
@@ -1240,12 +1224,14 @@ enum Kind {
 ///
 /// The RFC's R-TG6 example: an implicit coroutine fails, the scope cancels
 /// everything, and the await gets a cancellation whose cause is that
-/// failure (D-14).
+/// failure (D-14). The cancellation does not consume the failure (D-27): it
+/// goes on to the group scope's parent, here the global scope, where
+/// nothing handles it, so `run` reports it.
 ///
 /// ```
-/// use async_std_api::{delay, run, spawn, TaskGroup};
+/// use async_std_api::{delay, run, spawn, ErrorKind, TaskGroup};
 ///
-/// run(|| {
+/// let r = run(|| {
 ///     let group = TaskGroup::<()>::new();
 ///     group.spawn(|| {
 ///         spawn(|| panic!("Error in coroutine")); // in the scope, not the group
@@ -1256,8 +1242,8 @@ enum Kind {
 ///     assert!(e.is_cancelled());
 ///     assert!(e.to_string().starts_with("task group was cancelled: coroutine "));
 ///     assert_eq!(e.cause().unwrap().panic_message(), Some("Error in coroutine"));
-/// })
-/// .unwrap();
+/// });
+/// assert_eq!(r.unwrap_err().kind(), ErrorKind::Failed);
 /// ```
 #[derive(Clone)]
 pub struct TaskGroupError {

@@ -32,6 +32,9 @@ pub enum ScopeErrorKind {
     NotCancelled,
     /// An exception handler cannot be set on the global scope.
     GlobalScope,
+    /// `dispose_after_timeout` was given a timeout outside the RFC's bounds
+    /// (more than 0 and less than 10 minutes, R-S9).
+    InvalidTimeout,
 }
 
 #[derive(Clone)]
@@ -45,7 +48,13 @@ enum Repr {
         failure: Option<Failure>,
     },
     Failed(Failure),
-    Interrupted(Cancelled),
+    /// The waiter's own cancellation, and the failure the wait had already
+    /// received (D-26).
+    Interrupted(Cancelled, Option<Failure>),
+    /// The token completed first, after the wait had received this failure
+    /// (D-26), if any.
+    AwaitCancelled(Option<Failure>),
+    InvalidTimeout(u64),
 }
 
 /// Why a scope operation did not succeed.
@@ -123,8 +132,34 @@ impl ScopeError {
         ScopeError {
             scope,
             kind: ScopeErrorKind::Interrupted,
-            repr: Repr::Interrupted(by),
+            repr: Repr::Interrupted(by, None),
         }
+    }
+
+    pub(crate) fn await_cancelled(scope: ScopeId) -> Self {
+        ScopeError {
+            scope,
+            kind: ScopeErrorKind::AwaitCancelled,
+            repr: Repr::AwaitCancelled(None),
+        }
+    }
+
+    pub(crate) fn invalid_timeout(scope: ScopeId, ms: u64) -> Self {
+        ScopeError {
+            scope,
+            kind: ScopeErrorKind::InvalidTimeout,
+            repr: Repr::InvalidTimeout(ms),
+        }
+    }
+
+    /// The failure a wait had received when it was interrupted or its token
+    /// completed (D-26): kept on the error, so it is not lost.
+    pub(crate) fn with_failure(mut self, f: Option<Failure>) -> Self {
+        match &mut self.repr {
+            Repr::Interrupted(_, slot) | Repr::AwaitCancelled(slot) => *slot = f,
+            _ => {}
+        }
+        self
     }
 
     pub(crate) fn plain(scope: ScopeId, kind: ScopeErrorKind) -> Self {
@@ -146,13 +181,17 @@ impl ScopeError {
     }
 
     /// The failure: the one a responsibility point received
-    /// ([`ScopeErrorKind::Failed`]), or the one that cancelled the scope
+    /// ([`ScopeErrorKind::Failed`]), the one that cancelled the scope
     /// ([`ScopeErrorKind::Cancelled`] with cause
-    /// [`CancelCause::Failure`]).
+    /// [`CancelCause::Failure`]), or the one an `await_completion` had
+    /// received when its caller was cancelled or its token completed before
+    /// the scope was idle ([`ScopeErrorKind::Interrupted`],
+    /// [`ScopeErrorKind::AwaitCancelled`], D-26).
     pub fn failure(&self) -> Option<&Failure> {
         match &self.repr {
             Repr::Failed(f) => Some(f),
             Repr::Cancelled { failure, .. } => failure.as_ref(),
+            Repr::Interrupted(_, f) | Repr::AwaitCancelled(f) => f.as_ref(),
             _ => None,
         }
     }
@@ -176,7 +215,7 @@ impl ScopeError {
     /// The waiter's own cancellation, if [`ScopeErrorKind::Interrupted`].
     pub fn interrupted_by(&self) -> Option<&Cancelled> {
         match &self.repr {
-            Repr::Interrupted(c) => Some(c),
+            Repr::Interrupted(c, _) => Some(c),
             _ => None,
         }
     }
@@ -204,12 +243,26 @@ impl fmt::Display for ScopeError {
             } => write!(f, "scope {id} cancelled: {fail}"),
             Repr::Cancelled { .. } => write!(f, "scope {id} cancelled"),
             Repr::Failed(fail) => write!(f, "scope {id} failed: {fail}"),
-            Repr::Interrupted(c) => write!(f, "waiting for scope {id} interrupted: {c}"),
+            Repr::Interrupted(c, None) => write!(f, "waiting for scope {id} interrupted: {c}"),
+            Repr::Interrupted(c, Some(fail)) => write!(
+                f,
+                "waiting for scope {id} interrupted: {c} (the scope had failed: {fail})"
+            ),
+            Repr::AwaitCancelled(None) => write!(
+                f,
+                "waiting for scope {id} ended: the cancellation token completed first"
+            ),
+            Repr::AwaitCancelled(Some(fail)) => write!(
+                f,
+                "waiting for scope {id} ended: the cancellation token completed before the \
+                 scope was idle (the scope had failed: {fail})"
+            ),
+            Repr::InvalidTimeout(ms) => write!(
+                f,
+                "cannot dispose scope {id} after {ms} ms: the timeout must be more than 0 and \
+                 less than 600000 ms (10 minutes)"
+            ),
             Repr::Plain => match self.kind {
-                ScopeErrorKind::AwaitCancelled => write!(
-                    f,
-                    "waiting for scope {id} ended: the cancellation token completed first"
-                ),
                 ScopeErrorKind::NotCancelled => write!(
                     f,
                     "cannot await scope {id} after cancellation: it was not cancelled (call \
@@ -237,7 +290,7 @@ impl std::error::Error for ScopeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.repr {
             Repr::Failed(f) => Some(f),
-            Repr::Interrupted(c) => Some(c),
+            Repr::Interrupted(c, _) => Some(c),
             _ => None,
         }
     }

@@ -511,7 +511,7 @@ impl ScopeRef {
     ///     suspend().unwrap();
     ///     scope.cancel();
     ///     assert!(scope.is_cancelled() && scope.is_closed());
-    ///     let c = h.join().unwrap().unwrap_err();
+    ///     let c = h.join().unwrap_err().cancelled().unwrap().clone();
     ///     assert_eq!(c.cause(), CancelCause::Scope);
     ///     assert_eq!(c.scope(), Some(scope.id()));
     /// })
@@ -535,7 +535,7 @@ impl ScopeRef {
     ///     let h = spawn_in(&scope, || delay(60_000)).unwrap();
     ///     suspend().unwrap();
     ///     scope.cancel_with("server shutdown");
-    ///     let c = h.join().unwrap().unwrap_err();
+    ///     let c = h.join().unwrap_err().cancelled().unwrap().clone();
     ///     assert_eq!(c.to_string(), format!("coroutine {} cancelled: server shutdown", c.id()));
     /// })
     /// .unwrap();
@@ -595,7 +595,7 @@ impl ScopeRef {
     ///     let h = spawn_in(&scope, || delay(60_000)).unwrap();
     ///     suspend().unwrap();
     ///     scope.dispose(); // logs: scope N disposed at ...: cancelling coroutine M ...
-    ///     assert!(h.join().unwrap().is_err());
+    ///     assert!(h.join().unwrap_err().is_cancelled());
     ///     assert!(scope.is_closed());
     /// })
     /// .unwrap();
@@ -678,34 +678,36 @@ impl ScopeRef {
     /// soon as the scope is empty. The global zombie timeout may cancel the
     /// zombies earlier, once nothing else runs.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If `ms` is 0 or 10 minutes or more (the RFC's bounds), naming the
-    /// value.
+    /// [`ScopeErrorKind::InvalidTimeout`] if `ms` is 0 or 10 minutes or more
+    /// (the RFC's bounds, R-S9); nothing was done to the scope.
     ///
     /// # Examples
     ///
     /// ```
-    /// use async_std_api::{delay, run, spawn_in, suspend, CancelCause, Scope};
+    /// use async_std_api::{delay, run, spawn_in, suspend, CancelCause, Scope, ScopeErrorKind};
     ///
     /// run(|| {
     ///     let scope = Scope::new();
     ///     let h = spawn_in(&scope, || delay(60_000)).unwrap();
     ///     suspend().unwrap();
-    ///     scope.dispose_after_timeout(10);
-    ///     let c = h.join().unwrap().unwrap_err();
-    ///     assert_eq!(c.cause(), CancelCause::ZombieTimeout);
+    ///     let err = scope.dispose_after_timeout(0).unwrap_err();
+    ///     assert_eq!(err.kind(), ScopeErrorKind::InvalidTimeout);
+    ///     scope.dispose_after_timeout(10).unwrap();
+    ///     let c = h.join().unwrap_err();
+    ///     assert_eq!(c.cancelled().unwrap().cause(), CancelCause::ZombieTimeout);
     /// })
     /// .unwrap();
     /// ```
     #[track_caller]
-    pub fn dispose_after_timeout(&self, ms: u64) {
-        assert!(
-            (1..600_000).contains(&ms),
-            "dispose_after_timeout: the timeout must be more than 0 and less than 10 minutes, got {ms} ms"
-        );
+    pub fn dispose_after_timeout(&self, ms: u64) -> Result<(), ScopeError> {
+        if !(1..600_000).contains(&ms) {
+            return Err(ScopeError::invalid_timeout(self.state.id, ms));
+        }
         self.dispose_safely();
         self.state.arm_dispose_timer(Duration::from_millis(ms));
+        Ok(())
     }
 
     /// Waits until every coroutine of the scope and its descendants has
@@ -715,12 +717,16 @@ impl ScopeRef {
     /// The token is mandatory, so the wait cannot last forever by accident.
     /// While it waits, the caller is a *responsibility point*: a failure of
     /// a coroutine in the scope that no handler took is delivered to every
-    /// waiting point (the same [`Failure`]).
+    /// waiting point (the same [`Failure`]). The failure cancels the scope,
+    /// and the wait returns it only once the scope is idle again, after the
+    /// cancelled coroutines finished their cleanup (D-26, Trio's nursery
+    /// rule), with the failures that arrived meanwhile
+    /// [`attached`](Failure::attached) to it.
     ///
     /// # Errors
     ///
     /// - [`ScopeErrorKind::Failed`]: a coroutine of the scope or of a child
-    ///   scope failed (the scope has been cancelled);
+    ///   scope failed (the scope has been cancelled, and is idle now);
     /// - [`ScopeErrorKind::Cancelled`]: the scope is or got cancelled (at
     ///   once if it already was, R-S6); use
     ///   [`await_after_cancellation`](ScopeRef::await_after_cancellation)
@@ -729,6 +735,10 @@ impl ScopeRef {
     ///   scope or one of its descendants (R-S8);
     /// - [`ScopeErrorKind::AwaitCancelled`]: `cancellation` completed first;
     /// - [`ScopeErrorKind::Interrupted`]: the caller itself was cancelled.
+    ///
+    /// The last two end the wait at once, even while a received failure
+    /// waits for the scope to become idle; the error then carries that
+    /// failure ([`ScopeError::failure`]), so it is not lost.
     ///
     /// # Panics
     ///

@@ -9,6 +9,14 @@
 //! Precedence when several things are ready at once (D-20): the waiter's own
 //! cancellation, then a delivered failure, then the scope's cancellation,
 //! then the scope's completion, then the token.
+//!
+//! A delivered failure does not end `await_completion` at once (D-26): the
+//! scope was cancelled by it, and the wait goes on until the scope and its
+//! descendants are idle, so the caller never runs on while the siblings'
+//! cleanup still does, and the failures that arrive meanwhile are attached
+//! to the first by then (EF3). The waiter's own cancellation and the token
+//! still end the wait at once; they then carry the failure
+//! ([`ScopeError::failure`]), which this point consumed.
 
 use std::panic::Location;
 use std::rc::Rc;
@@ -59,7 +67,7 @@ pub(super) fn await_completion(
         }
         let token = until.completion();
         if token.is_done() {
-            return Err(ScopeError::plain(s.id, ScopeErrorKind::AwaitCancelled));
+            return Err(ScopeError::await_cancelled(s.id));
         }
         let cursor = s.resp_enter();
         let _resp = RespGuard(s);
@@ -70,11 +78,27 @@ pub(super) fn await_completion(
             s.id,
             until.describe()
         );
+        // D-26: the first failure delivered here, returned once the scope
+        // is idle.
+        let mut failed: Option<Failure> = None;
         loop {
-            suspend_once(rt, me, what.as_bytes(), at)
-                .map_err(|c| ScopeError::interrupted(s.id, c))?;
-            if let Some(f) = s.resp_failure_at(cursor) {
-                return Err(ScopeError::failed(s.id, f));
+            let resumed = suspend_once(rt, me, what.as_bytes(), at);
+            // Read before anything can end the wait: a failure delivered
+            // here is consumed by this point, so it must leave with it.
+            if failed.is_none() {
+                failed = s.resp_failure_at(cursor);
+            }
+            if let Err(c) = resumed {
+                return Err(ScopeError::interrupted(s.id, c).with_failure(failed));
+            }
+            if let Some(f) = &failed {
+                if s.is_idle() {
+                    return Err(ScopeError::failed(s.id, f.clone()));
+                }
+                if token.is_done() {
+                    return Err(ScopeError::await_cancelled(s.id).with_failure(failed));
+                }
+                continue;
             }
             if let Some(c) = s.cancel_record() {
                 return Err(cancelled(s, c));
@@ -83,7 +107,7 @@ pub(super) fn await_completion(
                 return Ok(());
             }
             if token.is_done() {
-                return Err(ScopeError::plain(s.id, ScopeErrorKind::AwaitCancelled));
+                return Err(ScopeError::await_cancelled(s.id));
             }
         }
     })
@@ -127,7 +151,7 @@ pub(super) fn await_after_cancellation(
                 return Ok(());
             }
             if token.is_some_and(|t| t.is_done()) {
-                return Err(ScopeError::plain(s.id, ScopeErrorKind::AwaitCancelled));
+                return Err(ScopeError::await_cancelled(s.id));
             }
             suspend_once(rt, me, what.as_bytes(), at)
                 .map_err(|c| ScopeError::interrupted(s.id, c))?;

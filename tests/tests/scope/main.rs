@@ -2,6 +2,7 @@
 //! disposal and zombies, introspection, O(1) membership.
 
 mod scope_await;
+mod scope_await_idle;
 mod scope_cancel;
 mod scope_dispose;
 mod scope_membership;

@@ -5,4 +5,5 @@
 
 mod tg_basics;
 mod tg_cancel;
+mod tg_failure_flow;
 mod tg_rfc_examples;

@@ -121,8 +121,19 @@ fn r_tg5_disposing_the_scope_disposes_its_groups_without_zombie_warnings() {
 
 #[test]
 fn r_tg6_d14_an_implicit_failure_cancels_the_group_await_with_it_as_cause() {
-    let r = run(|| {
-        let group = TaskGroup::<()>::new();
+    let handled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let h = handled.clone();
+    let r = run(move || {
+        // The failure is not consumed by the await (D-27): a parent with a
+        // handler takes it, so nothing reaches the global scope.
+        let parent = Scope::new();
+        parent
+            .set_exception_handler(move |_, _, f| {
+                h.borrow_mut().push(f.clone());
+                Ok(())
+            })
+            .unwrap();
+        let group = TaskGroup::<()>::with_scope(&Scope::inherit_from(&parent));
         group
             .spawn_try(|| {
                 spawn(|| panic!("Error in coroutine"));
@@ -134,14 +145,14 @@ fn r_tg6_d14_an_implicit_failure_cancels_the_group_await_with_it_as_cause() {
         let cause = e.cause().unwrap();
         assert_eq!(cause.panic_message(), Some("Error in coroutine"));
         // The same object the scope failed with (D-13), as the task's own
-        // cancellation carries.
+        // cancellation carries, and as the parent's handler received.
         let task_err = &group.errors()[&0];
         let carried: &Failure = task_err.cancelled().unwrap().failure().unwrap();
         assert!(Failure::ptr_eq(cause, carried));
+        assert!(Failure::ptr_eq(cause, &handled.borrow()[0]));
         assert_eq!(e.to_string(), format!("task group was cancelled: {cause}"));
         "went on"
     });
-    // The await was the responsibility point: no shutdown.
     assert_eq!(r.unwrap(), "went on");
 }
 
