@@ -5,7 +5,7 @@
 //! inner error is the [`Cancelled`] (never `Interrupted`, which `read_exact`
 //! and `write_all` would silently retry).
 
-use crate::Cancelled;
+use crate::core::error::Cancelled;
 
 /// The cancellation inside an I/O error, if that is what it is.
 ///

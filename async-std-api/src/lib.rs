@@ -125,165 +125,40 @@
 //! One runtime per thread; every handle is `!Send` (`Rc` inside).
 #![deny(unsafe_code)]
 
-pub mod awaitable;
-mod cancel;
-pub mod combinators;
-mod context;
+// The layers, bottom up (ARCHITECTURE.md, "The host's layers"): each
+// imports only from those below it; this file only re-exports.
+mod core;
+mod structured;
+
 pub mod io;
 pub mod net;
-mod runtime;
-mod scope;
 pub mod signal;
-mod slab;
-mod strategy;
-mod task;
-mod task_group;
 pub mod time;
 
-pub use awaitable::Awaitable;
-pub use cancel::{check_cancelled, protect};
-pub use context::{
+pub use crate::core::awaitable::{self, Awaitable};
+pub use crate::core::cancel::{check_cancelled, protect};
+pub use crate::core::coroutine::Coroutine;
+pub use crate::core::error::{CancelCause, Cancelled, JoinError};
+pub use crate::core::failure::{Failure, FailureKind, FailureOrigin};
+pub use crate::core::id::{CoroutineId, ScopeId};
+pub use crate::core::join::JoinHandle;
+pub use crate::core::runtime::{Builder, Error, ErrorKind};
+pub use crate::core::task::{coroutines, current, on_finally, suspend};
+pub use crate::structured::combinators;
+pub use crate::structured::context::{
     coroutine_context, current_context, root_context, Context, ContextError, ContextErrorKind,
     ContextKey, ContextKeyFor, Key,
 };
-pub use runtime::{Builder, Error, ErrorKind};
-pub use scope::{
-    current_scope, global_scope, Scope, ScopeError, ScopeErrorKind, ScopeId, ScopeRef,
+pub use crate::structured::run::run;
+pub use crate::structured::scope::{
+    current_scope, global_scope, Scope, ScopeError, ScopeErrorKind, ScopeRef,
 };
-pub use strategy::{
+pub use crate::structured::shutdown::{graceful_shutdown, graceful_shutdown_with};
+pub use crate::structured::spawn::{spawn, spawn_in, spawn_try, spawn_try_in};
+pub use crate::structured::strategy::{
     hi_priority, hi_priority_in, HiPriority, ScopeProvider, SpawnOptions, SpawnStrategy, Supervisor,
 };
-pub use task::{
-    coroutines, current, on_finally, spawn, spawn_in, spawn_try, spawn_try_in, suspend,
-    CancelCause, Cancelled, Coroutine, CoroutineId, Failure, FailureKind, FailureOrigin, JoinError,
-    JoinHandle,
-};
-pub use task_group::{
+pub use crate::structured::task_group::{
     FirstResult, GroupAll, Race, TaskGroup, TaskGroupBuilder, TaskGroupError, TaskGroupErrorKind,
 };
-pub use time::{delay, sleep, timeout};
-
-/// Starts graceful shutdown from anywhere: the RFC's
-/// `Async\gracefulShutdown()` (R-GS1, phase one).
-///
-/// Every coroutine of every scope is cancelled (cause
-/// [`CancelCause::Shutdown`]); no scope is closed, so cleanup code may still
-/// spawn; the program then ends naturally, and [`run`] returns the main
-/// coroutine's value (or [`ErrorKind::Cancelled`] if main ended cancelled).
-/// A failure nothing handles during the shutdown starts its second phase:
-/// every coroutine's stack is unwound. Calling it again does nothing.
-///
-/// # Panics
-///
-/// Outside a runtime.
-///
-/// # Cancellation
-///
-/// Not a suspension point; the caller itself is cancelled too and receives
-/// it at its next suspension point (D-11).
-///
-/// # Examples
-///
-/// ```
-/// use async_std_api::{delay, graceful_shutdown, run, spawn, suspend, CancelCause};
-///
-/// let r = run(|| {
-///     let worker = spawn(|| delay(60_000));
-///     suspend().unwrap();
-///     graceful_shutdown();
-///     // main is cancelled too: its next suspension point says so, once.
-///     assert_eq!(suspend().unwrap_err().cause(), CancelCause::Shutdown);
-///     let c = worker.join().unwrap_err().cancelled().unwrap().clone();
-///     assert_eq!(c.cause(), CancelCause::Shutdown);
-///     "clean exit"
-/// });
-/// assert_eq!(r.unwrap(), "clean exit");
-/// ```
-#[track_caller]
-pub fn graceful_shutdown() {
-    if runtime::with_runtime(|_| ()).is_none() {
-        panic!("graceful_shutdown called outside a coroutine runtime: run the program inside async_std_api::run");
-    }
-    runtime::shutdown::graceful(None, None);
-}
-
-/// [`graceful_shutdown`] with a reason every cancelled coroutine's
-/// [`Cancelled::reason`] carries.
-///
-/// # Panics
-///
-/// Outside a runtime.
-///
-/// # Examples
-///
-/// ```
-/// use async_std_api::{check_cancelled, graceful_shutdown_with, run};
-///
-/// run(|| {
-///     graceful_shutdown_with("SIGTERM");
-///     assert_eq!(check_cancelled().unwrap_err().reason(), Some("SIGTERM"));
-/// })
-/// .unwrap();
-/// ```
-#[track_caller]
-pub fn graceful_shutdown_with(reason: impl Into<String>) {
-    if runtime::with_runtime(|_| ()).is_none() {
-        panic!("graceful_shutdown called outside a coroutine runtime: run the program inside async_std_api::run");
-    }
-    runtime::shutdown::graceful(Some(reason.into()), None);
-}
-
-/// Runs `f` as the main coroutine of a new runtime on this thread and
-/// returns its value once every coroutine has finished.
-///
-/// The configuration comes from the environment (`ASYNC_SCHEDULER`,
-/// `ASYNC_REACTOR`, ...), a config file (`ASYNC_CONFIG`), or the embedded
-/// defaults; use [`Builder`] to set it in code. Coroutines still running
-/// when `f` returns run to completion before `run` returns (REF-3); zombies
-/// get the zombie timeout, then are cancelled (R-S10). `f` runs in the
-/// global scope: a plain [`spawn`] from it puts coroutines there.
-///
-/// # Errors
-///
-/// - [`ErrorKind::Config`], [`ErrorKind::Load`], [`ErrorKind::Plugin`]: the
-///   configuration is invalid, a plugin cannot be loaded, or refuses to
-///   start; returned before `f` runs, as one line naming the value and the
-///   reason;
-/// - [`ErrorKind::Deadlock`]: coroutines waited with nothing left to wake
-///   them (the scheduler logged each of them); they were resumed with
-///   [`Cancelled`] (cause [`CancelCause::Deadlock`]);
-/// - [`ErrorKind::AlreadyRunning`]: a runtime is already running on this
-///   thread ("a runtime is already running on this thread");
-/// - [`ErrorKind::Failed`]: a coroutine failed and nothing handled it (the
-///   failure reached the global scope and started graceful shutdown):
-///   `unhandled failure: coroutine 3 panicked: boom`, with `(and N more
-///   failures)` if more happened during the shutdown;
-/// - [`ErrorKind::Cancelled`]: the main coroutine ended cancelled, without
-///   a value (after [`graceful_shutdown`], or its own cancellation still
-///   undelivered when it returned).
-///
-/// # Panics
-///
-/// If `f` panics, the other coroutines are unwound (their locals are
-/// dropped), the runtime is torn down, and the panic resumes here.
-///
-/// # Examples
-///
-/// ```
-/// use async_std_api::{run, spawn};
-///
-/// let sum = run(|| {
-///     let handles: Vec<_> = (1..=3).map(|i| spawn(move || i * 10)).collect();
-///     handles.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
-/// })
-/// .unwrap();
-/// assert_eq!(sum, 60);
-/// ```
-#[track_caller]
-pub fn run<F, T>(f: F) -> Result<T, Error>
-where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
-{
-    Builder::new().run(f)
-}
+pub use crate::time::{delay, sleep, timeout};

@@ -37,11 +37,11 @@ use std::io;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::awaitable::sealed::Sealed as _;
-use crate::awaitable::{sealed, Awaitable};
-use crate::runtime::{self, SignalEvent};
-use crate::task::state::{Completion, Subscription};
-use crate::task::wait::{checkpoint, suspend_once, with_me};
+use crate::core::awaitable::sealed::Sealed as _;
+use crate::core::awaitable::{sealed, Awaitable};
+use crate::core::runtime::{self, SignalEvent};
+use crate::core::wait::{checkpoint, suspend_once, with_me};
+use crate::core::waiters::{Completion, Subscription};
 
 /// `SIGINT` (interrupt from the keyboard, Ctrl-C) on Linux.
 pub const SIGINT: i32 = 2;

@@ -10,12 +10,16 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::awaitable::{sealed, Awaitable};
-use crate::runtime::{self, TimerEvent};
-use crate::task::state::Completion;
-use crate::task::state::CoroState;
-use crate::task::wait::{checkpoint, suspend_once, with_me, yield_once};
-use crate::Cancelled;
+use std::convert::Infallible;
+
+use crate::core::awaitable::{sealed, sealed::Sealed, Awaitable};
+use crate::core::error::Cancelled;
+use crate::core::runtime::{self, TimerEvent};
+use crate::core::state::CoroState;
+use crate::core::wait::{checkpoint, suspend_once, with_me, yield_once};
+use crate::core::waiters::Completion;
+use crate::structured::combinators::sealed::{Token, Watch};
+use crate::structured::combinators::Trigger;
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -227,3 +231,30 @@ impl sealed::Sealed for Timeout {
 }
 
 impl Awaitable for Timeout {}
+
+// A timeout is a combinator input (unit once it expires). The trait
+// belongs to the structured layer, which imports nothing from the
+// surfaces, so the impl lives here.
+impl Trigger for Timeout {
+    type Output = ();
+    type Error = Infallible;
+    fn poll_trigger(&self, _: Token) -> Option<Result<(), Infallible>> {
+        self.is_expired().then_some(Ok(()))
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Once(Sealed::completion(self))
+    }
+}
+
+impl Trigger for &Timeout {
+    type Output = ();
+    type Error = Infallible;
+    fn poll_trigger(&self, t: Token) -> Option<Result<(), Infallible>> {
+        (**self).poll_trigger(t)
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, t: Token) -> Watch<'_> {
+        (**self).watch_trigger(t)
+    }
+}

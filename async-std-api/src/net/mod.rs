@@ -21,8 +21,8 @@ use std::panic::Location;
 
 use async_abi::AaSockAddr;
 
-use crate::runtime::io::{self as rio, Interrupt, IoReq};
-use crate::task::wait::{checkpoint, forced_unwind, with_me};
+use crate::core::runtime::io::{self as rio, Interrupt, IoReq};
+use crate::core::wait::{checkpoint, forced_unwind, with_me};
 
 /// `AF_INET` / `AF_INET6` on Linux.
 const AF_INET: u16 = 2;
@@ -42,8 +42,8 @@ pub(crate) fn submit(
 }
 
 fn submit_as(
-    rt: &crate::runtime::Runtime,
-    me: &std::rc::Rc<crate::task::state::CoroState>,
+    rt: &crate::core::runtime::Runtime,
+    me: &std::rc::Rc<crate::core::state::CoroState>,
     fd: &impl AsRawFd,
     req: IoReq<'_>,
     what: impl FnOnce() -> String,
@@ -59,7 +59,11 @@ fn submit_as(
         // unwind.
         Some(Interrupt::Shutdown) if std::thread::panicking() => {
             Err(io::Error::from(me.cancellation().unwrap_or_else(|| {
-                crate::Cancelled::new(me.id(), crate::CancelCause::Shutdown, None)
+                crate::core::error::Cancelled::new(
+                    me.id(),
+                    crate::core::error::CancelCause::Shutdown,
+                    None,
+                )
             })))
         }
         Some(Interrupt::Shutdown) => forced_unwind(),
@@ -87,7 +91,7 @@ fn os_error(result: i64) -> io::Error {
 /// Closes a descriptor through the reactor if a runtime runs, else directly.
 pub(crate) fn close(fd: OwnedFd) {
     let mut fd = Some(fd);
-    crate::runtime::with_runtime(|rt| {
+    crate::core::runtime::with_runtime(|rt| {
         if let Some(fd) = fd.take() {
             rio::close(&rt.reactor, fd);
         }

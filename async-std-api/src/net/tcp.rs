@@ -11,7 +11,7 @@ use std::rc::Rc;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::{close, from_aa, submit, to_aa};
-use crate::runtime::io::{accepted_fd, IoReq};
+use crate::core::runtime::io::{accepted_fd, IoReq};
 
 /// A socket owned by the host; dropped through the reactor's close (so a
 /// reused descriptor number is never mistaken for this one).

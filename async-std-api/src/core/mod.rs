@@ -1,0 +1,35 @@
+//! The core: coroutines and how they wait, and the runtime's wiring to the
+//! plugins. It knows nothing of scopes, groups, contexts or I/O types:
+//! everything here imports only from the core itself (`cargo xtask
+//! check-arch` enforces it).
+//!
+//! - `id`, `failure`, `error`: what a coroutine is called and how it ends
+//!   ([`Failure`](failure::Failure), [`Cancelled`](error::Cancelled),
+//!   [`JoinError`](error::JoinError)).
+//! - `state`, `waiters`: the host's record of a coroutine and the waiter
+//!   lists every wait uses.
+//! - `wait`, `cancel`, `awaitable`: suspension points, the cancellation
+//!   policy, `protect`, and the untyped `until` trigger.
+//! - `entry`: what every coroutine runs, from its body to its finish; the
+//!   scope it belongs to is told through [`Membership`](state::Membership),
+//!   a task group through [`GroupSink`](state::GroupSink): the two seams the
+//!   layer above plugs into.
+//! - `coroutine`, `join`, `task`: the handles and the questions a coroutine
+//!   asks about itself.
+//! - `runtime`: configuration, plugin loading, the thread's runtime, the
+//!   FFI wrappers, the shutdown phase, the activity watchdog.
+
+pub mod awaitable;
+pub(crate) mod cancel;
+pub(crate) mod coroutine;
+pub(crate) mod entry;
+pub(crate) mod error;
+pub(crate) mod failure;
+pub(crate) mod id;
+pub(crate) mod join;
+pub(crate) mod runtime;
+pub(crate) mod slab;
+pub(crate) mod state;
+pub(crate) mod task;
+pub(crate) mod wait;
+pub(crate) mod waiters;

@@ -1,0 +1,152 @@
+//! [`Builder`]: explicit configuration, the highest-precedence source.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::config::Explicit;
+
+/// Configures and runs a runtime: the explicit, highest-precedence source of
+/// configuration (builder, then environment, then config file, then the
+/// embedded default).
+///
+/// The analogue of `std::thread::Builder` (or tokio's runtime builder):
+/// set what differs from the defaults, then [`run`](Builder::run). A
+/// `Builder` holds only settings; dropping it does nothing.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{spawn, Builder};
+///
+/// let answer = Builder::new()
+///     .scheduler("embedded")
+///     .reactor("embedded")
+///     .stack_size(256 * 1024)
+///     .run(|| spawn(|| 6 * 7).join().unwrap())
+///     .unwrap();
+/// assert_eq!(answer, 42);
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Builder {
+    /// Read by `run` (`structured::run`).
+    pub(crate) explicit: Explicit,
+}
+
+impl Builder {
+    /// A builder with nothing set: every setting falls through to the
+    /// environment, the config file and the defaults.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// The scheduler: `embedded` (the default), `fifo`, `context`,
+    /// `corosensei`, or a path to a shared library (anything containing `/`
+    /// or ending in `.so`). Overrides `ASYNC_SCHEDULER`.
+    pub fn scheduler(mut self, name_or_path: impl Into<String>) -> Builder {
+        self.explicit.scheduler = Some(name_or_path.into());
+        self
+    }
+
+    /// The reactor: `embedded` (the default), `mio`, `uring`, `auto`, or a
+    /// path to a shared library. Overrides `ASYNC_REACTOR`.
+    pub fn reactor(mut self, name_or_path: impl Into<String>) -> Builder {
+        self.explicit.reactor = Some(name_or_path.into());
+        self
+    }
+
+    /// One scheduler option (`"engine"`, `"context"`), passed to the plugin's
+    /// `create`. Overrides the same key from `ASYNC_SCHEDULER_OPTIONS` and the
+    /// config file.
+    pub fn scheduler_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Builder {
+        set(
+            &mut self.explicit.scheduler_options,
+            key.into(),
+            value.into(),
+        );
+        self
+    }
+
+    /// One reactor option (`"uring.sq_entries"`, `"256"`). Overrides the same
+    /// key from `ASYNC_REACTOR_OPTIONS` and the config file.
+    pub fn reactor_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Builder {
+        set(&mut self.explicit.reactor_options, key.into(), value.into());
+        self
+    }
+
+    /// Reads this TOML config file instead of `ASYNC_CONFIG`'s.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Builder {
+        self.explicit.config_file = Some(path.into());
+        self
+    }
+
+    /// The default usable stack size of each coroutine, in bytes (0: the
+    /// scheduler's own default).
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.explicit.stack_size = Some(bytes);
+        self
+    }
+
+    /// How long zombie coroutines may run once nothing else does, before
+    /// they are cancelled (R-S10; the RFC's `async.zombie_coroutine_timeout`,
+    /// 5 s by default). Overrides `ASYNC_ZOMBIE_COROUTINE_TIMEOUT` and the
+    /// config file's `[runtime] zombie_coroutine_timeout` (both in ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use async_std_api::{delay, spawn_in, suspend, Builder, Scope};
+    ///
+    /// let started = Instant::now();
+    /// Builder::new()
+    ///     .zombie_timeout(Duration::from_millis(20))
+    ///     .run(|| {
+    ///         let scope = Scope::new();
+    ///         spawn_in(&scope, || delay(60_000)).unwrap();
+    ///         suspend().unwrap();
+    ///         scope.dispose_safely(); // a zombie sleeping for a minute
+    ///     })
+    ///     .unwrap();
+    /// // Cancelled 20 ms after main ended, not a minute later.
+    /// assert!(started.elapsed() < Duration::from_secs(30));
+    /// ```
+    pub fn zombie_timeout(mut self, timeout: Duration) -> Builder {
+        self.explicit.zombie_timeout = Some(timeout);
+        self
+    }
+
+    /// Turns on the maximum-activity-interval watchdog (R-T1): a warning
+    /// naming the coroutine and where it was spawned when one runs longer
+    /// than `interval` without yielding. Off by default; `Duration::ZERO`
+    /// turns it off. Overrides `ASYNC_MAX_ACTIVITY_INTERVAL` and the config
+    /// file's `[runtime] max_activity_interval` (both in ms). It only warns:
+    /// the coroutine is never interrupted.
+    ///
+    /// With it on, every switch does one relaxed atomic store, and each
+    /// spawn and finish one `Mutex`-protected map operation (the spawn
+    /// locations the watchdog thread names); off, a switch tests a null
+    /// pointer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use async_std_api::{spawn, Builder};
+    ///
+    /// Builder::new()
+    ///     .max_activity_interval(Duration::from_secs(3))
+    ///     .run(|| spawn(|| 1 + 1).join().unwrap())
+    ///     .unwrap();
+    /// ```
+    pub fn max_activity_interval(mut self, interval: Duration) -> Builder {
+        self.explicit.max_activity_interval = Some(interval);
+        self
+    }
+}
+
+fn set(list: &mut Vec<(String, String)>, key: String, value: String) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => list.push((key, value)),
+    }
+}

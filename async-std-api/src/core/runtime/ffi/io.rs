@@ -1,0 +1,258 @@
+//! I/O requests: submit, wait for the completion, and never give the
+//! buffer back before the reactor is done with it.
+//!
+//! Invariants:
+//! - **IO1** (AA-R5, P-21) [`perform`] returns only after the request
+//!   completed inline (`AA_DONE`), failed to submit (nothing created,
+//!   AA-R8), or its callback ran. Until then the caller's buffer stays
+//!   borrowed by this call, so the reactor or kernel never writes into
+//!   released memory. Cancelling only shortens the wait for the kernel; it
+//!   never skips it.
+//! - **IO2** The request's state (done flag, result, address) lives in a
+//!   heap record owned by the event's `ud`, never only on the suspended
+//!   stack; it is freed after the event is disposed (F5).
+//! - **IO3** Each request has its own completion; a wake-up is re-checked
+//!   against the record's done flag (P-22).
+//!
+//! # Safety
+//!
+//! See the parent module. IO1 is what makes handing raw buffer pointers to
+//! `io_submit` sound: the pointers come from borrows that outlive this call.
+#![allow(unsafe_code)]
+
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::ptr::{self, NonNull};
+use std::rc::Rc;
+
+use async_abi::{
+    AaEvent, AaIoOp, AaSockAddr, AA_DONE, AA_E_CANCELLED, AA_E_DEADLOCK, AA_E_SHUTDOWN,
+    AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_READ, AA_IO_TRY_INLINE, AA_IO_WRITE, AA_OK,
+};
+
+use super::{Reactor, Scheduler};
+use crate::core::runtime::{status_text, wake, with_runtime};
+use crate::core::state::CoroState;
+
+/// `ECANCELED` on Linux.
+pub(crate) const ECANCELED: i32 = 125;
+
+/// One request and the memory it borrows.
+pub(crate) enum IoReq<'a> {
+    /// `recv` into the buffer.
+    Read(&'a mut [u8]),
+    /// `send` from the buffer.
+    Write(&'a [u8]),
+    /// `accept`; the peer address is written into the slot.
+    Accept(&'a mut AaSockAddr),
+    /// `connect` to the address.
+    Connect(&'a AaSockAddr),
+}
+
+/// What interrupted the wait for a request (the request itself was
+/// cancelled in the reactor and then waited for, IO1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    /// The waiting coroutine's pending cancellation was taken.
+    Cancelled,
+    /// The scheduler is shutting down.
+    Shutdown,
+    /// The scheduler reported a deadlock.
+    Deadlock,
+}
+
+/// How a request ended.
+#[derive(Debug)]
+pub(crate) struct IoOutcome {
+    /// Bytes, a descriptor, 0, or `-errno`.
+    pub(crate) result: i64,
+    /// Set if the wait was interrupted.
+    pub(crate) interrupt: Option<Interrupt>,
+}
+
+struct IoRec {
+    done: Cell<bool>,
+    result: Cell<i64>,
+    waiter: Rc<CoroState>,
+    addr: UnsafeCell<AaSockAddr>,
+}
+
+unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
+    // SAFETY: IO2/F5: `ud` is the record's strong count owned by the event,
+    // released only after the event is disposed; this is its one callback.
+    let rec = unsafe { &*ud.cast::<IoRec>() };
+    rec.result.set(result);
+    rec.done.set(true);
+    let _ = catch_unwind(AssertUnwindSafe(|| wake(&rec.waiter)));
+}
+
+/// Submits `req` on `fd` and waits for its completion (IO1), suspending the
+/// current coroutine `me` with the wait description `what`.
+///
+/// A pending cancellation of `me` (or a shutdown or deadlock) cancels the
+/// request in the reactor with `-ECANCELED`; the wait then goes on,
+/// ignoring further wake-up reasons, until the request's callback ran.
+pub(crate) fn perform(
+    reactor: &Reactor,
+    sched: &Scheduler,
+    me: &Rc<CoroState>,
+    fd: RawFd,
+    req: IoReq<'_>,
+    what: &str,
+    at: &'static Location<'static>,
+) -> IoOutcome {
+    let r = reactor.raw();
+    if r.is_null() {
+        return IoOutcome {
+            result: -i64::from(ECANCELED),
+            interrupt: None,
+        };
+    }
+    let rec = Rc::new(IoRec {
+        done: Cell::new(false),
+        result: Cell::new(0),
+        waiter: me.clone(),
+        addr: UnsafeCell::new(AaSockAddr::EMPTY),
+    });
+    let (opcode, buf, len, accept_out) = match req {
+        IoReq::Read(b) => (AA_IO_READ, b.as_mut_ptr(), b.len(), None),
+        IoReq::Write(b) => (AA_IO_WRITE, b.as_ptr().cast_mut(), b.len(), None),
+        IoReq::Accept(slot) => (AA_IO_ACCEPT, ptr::null_mut(), 0, Some(slot)),
+        IoReq::Connect(addr) => {
+            // SAFETY: the record is fresh and not shared with the reactor yet.
+            unsafe { *rec.addr.get() = *addr };
+            (AA_IO_CONNECT, ptr::null_mut(), 0, None)
+        }
+    };
+    let mut op = AaIoOp::new(opcode, i64::from(fd));
+    op.buf = buf;
+    op.len = len;
+    if opcode == AA_IO_ACCEPT || opcode == AA_IO_CONNECT {
+        op.addr = rec.addr.get();
+    }
+    let ud = Rc::into_raw(rec.clone()) as *mut c_void;
+    let io_submit = reactor.vtable().io_submit.expect("F1");
+    let mut ev: *mut AaEvent = ptr::null_mut();
+    // SAFETY: `r` is live (F2); `op` is valid for the call (AA-R2); `buf`
+    // is borrowed by this function's caller and `addr` is in the record, both
+    // until the callback ran (IO1, IO2); `io_cb` matches `AaIoCb`.
+    let status = unsafe { io_submit(r, &mut op, AA_IO_TRY_INLINE, Some(io_cb), ud, &mut ev) };
+    let copy_addr = |slot: Option<&mut AaSockAddr>| {
+        if let Some(slot) = slot {
+            // SAFETY: the reactor is done with the record (inline completion,
+            // or its callback ran), so nothing else accesses `addr`.
+            *slot = unsafe { *rec.addr.get() };
+        }
+    };
+    let ev = match NonNull::new(ev) {
+        Some(ev) if status == AA_OK => ev,
+        _ => {
+            // SAFETY: AA_DONE or a failure created no event and runs no
+            // callback (AA-R8), so the `ud` count is ours again.
+            drop(unsafe { Rc::from_raw(ud as *const IoRec) });
+            let result = if status == AA_DONE {
+                op.result
+            } else if status < 0 {
+                i64::from(status)
+            } else {
+                -i64::from(ECANCELED)
+            };
+            copy_addr(accept_out);
+            return IoOutcome {
+                result,
+                interrupt: None,
+            };
+        }
+    };
+    let mut interrupt = None;
+    while !rec.done.get() {
+        let st = sched.suspend(me, what.as_bytes(), at);
+        if rec.done.get() || interrupt.is_some() {
+            continue;
+        }
+        let cause = match st {
+            AA_E_CANCELLED if me.take_pending_cancel().is_some() => Some(Interrupt::Cancelled),
+            AA_E_SHUTDOWN => Some(Interrupt::Shutdown),
+            AA_E_DEADLOCK => Some(Interrupt::Deadlock),
+            s if s < 0 && s != AA_E_CANCELLED => {
+                // suspend itself failed: nothing can be waited for, yet the
+                // reactor may still write into the buffer (IO1).
+                tracing::error!(
+                    "suspend failed while an I/O request was pending ({}): aborting",
+                    status_text(s)
+                );
+                std::process::abort();
+            }
+            _ => None,
+        };
+        if let Some(c) = cause {
+            interrupt = Some(c);
+            let _ = reactor.cancel(ev, -ECANCELED);
+        }
+    }
+    reactor.dispose(ev);
+    // SAFETY: the callback ran and the event is disposed (F5): the `ud`
+    // count is ours again.
+    drop(unsafe { Rc::from_raw(ud as *const IoRec) });
+    copy_addr(accept_out);
+    IoOutcome {
+        result: rec.result.get(),
+        interrupt,
+    }
+}
+
+unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {
+    // The close's one callback: the event is ours to dispose (F5).
+    let _ = catch_unwind(|| {
+        if let Some(ev) = NonNull::new(ev) {
+            with_runtime(|rt| rt.reactor.dispose(ev));
+        }
+    });
+}
+
+/// Closes `fd` through the reactor (`AA_IO_CLOSE`), fire and forget: the
+/// caller does not wait. A close that does not complete inline is disposed
+/// by its own callback, after it completed (disposing it earlier would be
+/// allowed by the ABI, but a reactor that drops a not-yet-submitted close
+/// would leak the descriptor and never send the peer its EOF).
+pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
+    use std::os::fd::IntoRawFd;
+    let r = reactor.raw();
+    if r.is_null() {
+        drop(fd);
+        return;
+    }
+    let raw = fd.into_raw_fd();
+    let mut op = AaIoOp::new(AA_IO_CLOSE, i64::from(raw));
+    let io_submit = reactor.vtable().io_submit.expect("F1");
+    let mut ev: *mut AaEvent = ptr::null_mut();
+    // SAFETY: `r` is live (F2); `op` is valid for the call; the close
+    // borrows no memory; `close_cb` does nothing with its null `ud`.
+    let status = unsafe {
+        io_submit(
+            r,
+            &mut op,
+            AA_IO_TRY_INLINE,
+            Some(close_cb),
+            ptr::null_mut(),
+            &mut ev,
+        )
+    };
+    if status < 0 {
+        // The reactor refused: close it ourselves.
+        // SAFETY: `raw` came from `into_raw_fd` above and was not handed to
+        // the reactor (AA-R8), so we still own it.
+        drop(unsafe { OwnedFd::from_raw_fd(raw) });
+    }
+}
+
+/// Takes ownership of a descriptor an accept request returned (ABI: "the
+/// new descriptor ... owned by the host").
+pub(crate) fn accepted_fd(result: i64) -> Option<OwnedFd> {
+    let fd = RawFd::try_from(result).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a successful `AA_IO_ACCEPT` result is a fresh descriptor that
+    // the reactor hands to the host and never touches again.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}

@@ -1,0 +1,792 @@
+//! Safe wrappers over the scheduler and reactor vtables: the only place the
+//! host calls plugin functions after loading.
+//!
+//! Owns: the scheduler and reactor instances ([`Scheduler`], [`Reactor`]),
+//! the coroutine entry trampoline, timer events ([`TimerEvent`]) and, in
+//! [`io`], I/O requests.
+//!
+//! Invariants:
+//! - **F1** A vtable here was validated by the loader: every required slot
+//!   is `Some` (so the `expect`s below never fire).
+//! - **F2** An instance pointer (`AaScheduler`, `AaReactor`) is non-null
+//!   from a successful `create` until a successful `destroy`; a wrapper
+//!   method on a null instance does nothing and reports `AA_E_CLOSED`.
+//! - **F3** Every coroutine of our scheduler is created by
+//!   [`Scheduler::spawn`], with `arg` = `Rc::into_raw(Rc<CoroState>)`; that
+//!   strong count belongs to the coroutine and is released by the trampoline
+//!   after the entry body (so `coroutine_arg` of a live coroutine is a live
+//!   `CoroState`).
+//! - **F4** A `CoroState::raw` is passed to the scheduler only while it is
+//!   non-null (I1 in `task::state`): the coroutine is alive.
+//! - **F5** An event's `ud` is owned by its wrapper and freed only after
+//!   `dispose` (after which no callback runs) or after its final callback.
+//! - **F6** The hot slots (`coroutine_new`, `coroutine_id`, `enqueue`,
+//!   `suspend`) are copied out of the validated vtable once, at `create`
+//!   (F1), so a call is one indirect call with no `Option` check.
+//!
+//! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
+//!
+//! # Safety
+//!
+//! Every `unsafe` block calls a plugin function through a validated vtable
+//! (F1) on a live instance (F2) with arguments that satisfy the slot's
+//! documented contract; each block names the contract it relies on.
+#![allow(unsafe_code)]
+
+pub(crate) mod current;
+pub(crate) mod io;
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::ptr::{self, NonNull};
+use std::rc::Rc;
+
+use async_abi::{
+    AaCoroutine, AaCoroutineEntry, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig,
+    AaReactorVTable, AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus,
+    AaStr, AaWaitInfo, AA_CAP_SIGNAL, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED, AA_OK,
+    AA_SCHED_CAP_WAIT_YIELD, AA_WAIT_YIELD,
+};
+
+use super::loader::Loaded;
+use crate::core::entry::run_entry;
+use crate::core::state::{Body, CoroState};
+
+/// Owned `AaKv` views over Rust strings, valid while `self` lives.
+struct KvList<'a> {
+    kvs: Vec<AaKv>,
+    _src: std::marker::PhantomData<&'a [(String, String)]>,
+}
+
+impl<'a> KvList<'a> {
+    fn new(options: &'a [(String, String)]) -> Self {
+        KvList {
+            kvs: options
+                .iter()
+                .map(|(k, v)| AaKv {
+                    key: AaStr::from_str(k),
+                    value: AaStr::from_str(v),
+                })
+                .collect(),
+            _src: std::marker::PhantomData,
+        }
+    }
+}
+
+fn err_text(buf: &[u8], status: AaStatus) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let msg = String::from_utf8_lossy(&buf[..end])
+        .trim()
+        .replace('\n', " ");
+    if msg.is_empty() {
+        super::status_text(status)
+    } else {
+        msg
+    }
+}
+
+/// A reactor instance and its plugin.
+pub(crate) struct Reactor {
+    plugin: Loaded<AaReactorVTable>,
+    r: std::cell::Cell<*mut AaReactor>,
+    /// The vtable the scheduler gets while the watchdog is on: the plugin's,
+    /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
+    /// as long as the reactor, longer than the scheduler (R2).
+    watched: std::cell::OnceCell<Box<AaReactorVTable>>,
+}
+
+impl Reactor {
+    /// Creates a reactor; the error is the plugin's one-line message.
+    pub(crate) fn create(
+        plugin: Loaded<AaReactorVTable>,
+        options: &[(String, String)],
+    ) -> Result<Reactor, (Loaded<AaReactorVTable>, String)> {
+        let kv = KvList::new(options);
+        let mut err = [0u8; 512];
+        let cfg = AaReactorConfig {
+            struct_size: std::mem::size_of::<AaReactorConfig>() as u32,
+            flags: 0,
+            options: kv.kvs.as_ptr(),
+            n_options: kv.kvs.len(),
+            err_buf: err.as_mut_ptr(),
+            err_cap: err.len(),
+        };
+        let create = plugin.vt.create.expect("F1");
+        let mut out: *mut AaReactor = ptr::null_mut();
+        // SAFETY: `ctx` is the plugin's live context; `cfg`, its options
+        // and `err` are valid for the call (AA-R2); `out` is a valid out
+        // pointer.
+        let status = unsafe { create(plugin.ctx, &cfg, &mut out) };
+        if status < 0 || out.is_null() {
+            let msg = err_text(&err, status);
+            return Err((plugin, msg));
+        }
+        Ok(Reactor {
+            plugin,
+            r: std::cell::Cell::new(out),
+            watched: std::cell::OnceCell::new(),
+        })
+    }
+
+    pub(crate) fn vtable(&self) -> &AaReactorVTable {
+        &self.plugin.vt
+    }
+
+    /// The vtable for the scheduler: the plugin's, or, with the watchdog,
+    /// a copy whose `run_once` first marks the loop idle (WD2).
+    pub(crate) fn vtable_for_scheduler(&self, watched: bool) -> &AaReactorVTable {
+        if !watched {
+            return &self.plugin.vt;
+        }
+        self.watched.get_or_init(|| {
+            let mut vt: AaReactorVTable = *self.plugin.vt;
+            vt.run_once = Some(watched_run_once);
+            Box::new(vt)
+        })
+    }
+
+    pub(crate) fn raw(&self) -> *mut AaReactor {
+        self.r.get()
+    }
+
+    pub(crate) fn caps(&self) -> u64 {
+        self.plugin.vt.caps
+    }
+
+    /// Destroys the reactor. On `AA_E_BUSY`, runs it with `run_once(0)` up
+    /// to `attempts` times while disposed requests drain; if it stays busy,
+    /// the instance is leaked (returns false).
+    pub(crate) fn destroy(&self, attempts: usize) -> bool {
+        let r = self.r.get();
+        if r.is_null() {
+            return true;
+        }
+        let destroy = self.plugin.vt.destroy.expect("F1");
+        for _ in 0..=attempts {
+            // SAFETY: `r` is live (F2); destroy may be retried after BUSY.
+            let status = unsafe { destroy(r) };
+            if status >= 0 {
+                self.r.set(ptr::null_mut());
+                self.plugin.deinit();
+                return true;
+            }
+            if status != async_abi::AA_E_BUSY {
+                tracing::warn!(
+                    "reactor destroy failed ({}): leaking it",
+                    super::status_text(status)
+                );
+                return false;
+            }
+            self.run_once(0);
+        }
+        false
+    }
+
+    /// One loop iteration.
+    pub(crate) fn run_once(&self, timeout_ns: i64) -> AaStatus {
+        let r = self.r.get();
+        if r.is_null() {
+            return AA_E_CLOSED;
+        }
+        let run_once = self.plugin.vt.run_once.expect("F1");
+        // SAFETY: `r` is live (F2) and we are on its loop thread (the
+        // runtime is thread-local).
+        unsafe { run_once(r, timeout_ns) }
+    }
+
+    /// Creates a one-shot timer that calls `on_fire` from inside `run_once`.
+    pub(crate) fn timer(
+        self: &Rc<Self>,
+        after_ns: u64,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
+        self.timer_with_flags(after_ns, 0, on_fire)
+    }
+
+    /// [`Reactor::timer`] with `AA_EVF_*` flags (`AA_EVF_HIDDEN`: it never
+    /// keeps the loop alive).
+    pub(crate) fn timer_with_flags(
+        self: &Rc<Self>,
+        after_ns: u64,
+        flags: u32,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_fire));
+        let timer_new = self.plugin.vt.timer_new.expect("F1");
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `timer_cb` matches `AaTimerCb`; `ud`
+        // stays valid until the event is disposed (F5).
+        let status = unsafe {
+            timer_new(
+                r,
+                after_ns,
+                0,
+                flags,
+                Some(timer_cb),
+                ud.cast::<c_void>(),
+                &mut ev,
+            )
+        };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(TimerEvent {
+                reactor: self.clone(),
+                ev,
+                ud,
+            }),
+            _ => {
+                // SAFETY: AA-R8: a failed constructor created nothing and
+                // never calls back, so `ud` is ours again.
+                drop(unsafe { Box::from_raw(ud) });
+                Err(if status < 0 { status } else { AA_E_INVALID })
+            }
+        }
+    }
+
+    /// Watches `signum`: `on_signal` runs from inside `run_once` for each
+    /// delivery (status 0) or once with a negative status. `AA_E_UNSUPPORTED`
+    /// if the reactor lacks `AA_CAP_SIGNAL`.
+    pub(crate) fn signal(
+        self: &Rc<Self>,
+        signum: i32,
+        on_signal: Box<dyn Fn(AaStatus)>,
+    ) -> Result<SignalEvent, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let Some(signal_new) = self.plugin.vt.signal_new else {
+            return Err(AA_E_UNSUPPORTED);
+        };
+        if self.plugin.vt.caps & AA_CAP_SIGNAL == 0 {
+            return Err(AA_E_UNSUPPORTED);
+        }
+        let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_signal));
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `signal_cb` matches `AaSignalCb`; `ud`
+        // stays valid until the event is disposed (F5).
+        let status = unsafe { signal_new(r, signum, 0, Some(signal_cb), ud.cast(), &mut ev) };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(SignalEvent {
+                reactor: self.clone(),
+                ev,
+                ud,
+            }),
+            _ => {
+                // SAFETY: AA-R8: a failed constructor created nothing and
+                // never calls back, so `ud` is ours again.
+                drop(unsafe { Box::from_raw(ud) });
+                Err(if status < 0 { status } else { AA_E_INVALID })
+            }
+        }
+    }
+
+    fn dispose(&self, ev: NonNull<AaEvent>) {
+        if self.r.get().is_null() {
+            return;
+        }
+        let dispose = self.plugin.vt.dispose.expect("F1");
+        // SAFETY: `ev` was created by this live reactor (F2) and is
+        // disposed exactly once (its wrapper's drop or the I/O path).
+        unsafe { dispose(ev.as_ptr()) }
+    }
+
+    fn cancel(&self, ev: NonNull<AaEvent>, reason: AaStatus) -> AaStatus {
+        if self.r.get().is_null() {
+            return AA_E_CLOSED;
+        }
+        let cancel = self.plugin.vt.cancel.expect("F1");
+        // SAFETY: `ev` is a live event of this reactor, not yet disposed.
+        unsafe { cancel(ev.as_ptr(), reason) }
+    }
+}
+
+/// WD2: the reactor's `run_once`, after marking the loop idle.
+unsafe extern "C" fn watched_run_once(r: *mut AaReactor, timeout_ns: i64) -> AaStatus {
+    let run = catch_unwind(|| {
+        current::mark_idle();
+        super::with_runtime(|rt| rt.reactor.plugin.vt.run_once).flatten()
+    });
+    match run {
+        // SAFETY: the scheduler calls us exactly as it would call the
+        // plugin's `run_once` (same `r`, same thread), and we forward the
+        // call to it unchanged (F1: validated slot).
+        Ok(Some(run_once)) => unsafe { run_once(r, timeout_ns) },
+        _ => AA_E_CLOSED,
+    }
+}
+
+unsafe extern "C" fn timer_cb(_ev: *mut AaEvent, status: AaStatus, ud: *mut c_void) {
+    // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::timer`, alive until
+    // the event is disposed (F5), and callbacks never run after dispose.
+    let f = unsafe { &*ud.cast::<Box<dyn Fn(AaStatus)>>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
+}
+
+unsafe extern "C" fn signal_cb(_ev: *mut AaEvent, status: AaStatus, _signum: i32, ud: *mut c_void) {
+    // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::signal`, alive
+    // until the event is disposed (F5), and callbacks never run after
+    // dispose.
+    let f = unsafe { &*ud.cast::<Box<dyn Fn(AaStatus)>>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
+}
+
+/// A signal watch; dropping it disposes the event (no callback after).
+pub(crate) struct SignalEvent {
+    reactor: Rc<Reactor>,
+    ev: NonNull<AaEvent>,
+    ud: *mut Box<dyn Fn(AaStatus)>,
+}
+
+impl Drop for SignalEvent {
+    fn drop(&mut self) {
+        if self.reactor.r.get().is_null() {
+            return; // as for `TimerEvent`
+        }
+        self.reactor.dispose(self.ev);
+        // SAFETY: disposed above: no callback runs any more (F5).
+        drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
+/// A one-shot timer; dropping it disposes the event (no callback after).
+pub(crate) struct TimerEvent {
+    reactor: Rc<Reactor>,
+    ev: NonNull<AaEvent>,
+    ud: *mut Box<dyn Fn(AaStatus)>,
+}
+
+impl Drop for TimerEvent {
+    fn drop(&mut self) {
+        if self.reactor.r.get().is_null() {
+            // The reactor is gone and freed its events; the closure must not
+            // be freed while a leaked reactor might still call it.
+            return;
+        }
+        self.reactor.dispose(self.ev);
+        // SAFETY: disposed above: no callback runs any more (F5), so the
+        // closure box is ours.
+        drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
+type CoroutineNewFn = unsafe extern "C" fn(
+    *mut AaScheduler,
+    *const AaSpawnOptions,
+    AaCoroutineEntry,
+    *mut c_void,
+    *mut *mut AaCoroutine,
+) -> AaStatus;
+type CoroutineIdFn = unsafe extern "C" fn(*const AaCoroutine) -> u64;
+type EnqueueFn = unsafe extern "C" fn(*mut AaScheduler, *mut AaCoroutine, AaStatus) -> AaStatus;
+type SuspendFn = unsafe extern "C" fn(*mut AaScheduler, *const AaWaitInfo) -> AaStatus;
+type CoroutineArgFn = unsafe extern "C" fn(*const AaCoroutine) -> *mut c_void;
+
+/// Copies an `AaStr` into a `String` (lossy UTF-8).
+///
+/// # Safety
+///
+/// `s` must point to `s.len` readable bytes (or be empty).
+unsafe fn aa_str_to_string(s: AaStr) -> String {
+    if s.ptr.is_null() || s.len == 0 {
+        return String::new();
+    }
+    // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The slots every spawn, wake-up and suspension calls (F6).
+struct HotSlots {
+    coroutine_new: CoroutineNewFn,
+    coroutine_id: CoroutineIdFn,
+    enqueue: EnqueueFn,
+    suspend: SuspendFn,
+    /// `AA_SCHED_CAP_WAIT_YIELD`: a yield is one `suspend` call.
+    wait_yield: bool,
+}
+
+/// A scheduler instance and its plugin.
+pub(crate) struct Scheduler {
+    plugin: Loaded<AaSchedulerVTable>,
+    s: std::cell::Cell<*mut AaScheduler>,
+    hot: HotSlots,
+}
+
+impl Scheduler {
+    /// Creates a scheduler ticking `reactor`; the error is the plugin's
+    /// one-line message.
+    pub(crate) fn create(
+        plugin: Loaded<AaSchedulerVTable>,
+        reactor: &Reactor,
+        watched: bool,
+        stack_size: usize,
+        options: &[(String, String)],
+    ) -> Result<Scheduler, (Loaded<AaSchedulerVTable>, String)> {
+        let kv = KvList::new(options);
+        let mut err = [0u8; 512];
+        let cfg = AaSchedulerConfig {
+            struct_size: std::mem::size_of::<AaSchedulerConfig>() as u32,
+            flags: 0,
+            reactor: reactor.vtable_for_scheduler(watched),
+            reactor_instance: reactor.raw(),
+            stack_size,
+            options: kv.kvs.as_ptr(),
+            n_options: kv.kvs.len(),
+            err_buf: err.as_mut_ptr(),
+            err_cap: err.len(),
+        };
+        let create = plugin.vt.create.expect("F1");
+        let mut out: *mut AaScheduler = ptr::null_mut();
+        // SAFETY: `ctx` is the plugin's live context; the reactor vtable is
+        // boxed inside `reactor` and the instance is live, both outliving the
+        // scheduler (the runtime destroys the scheduler first); options and
+        // `err` are valid for the call (AA-R2).
+        let status = unsafe { create(plugin.ctx, &cfg, &mut out) };
+        if status < 0 || out.is_null() {
+            let msg = err_text(&err, status);
+            return Err((plugin, msg));
+        }
+        let vt = &plugin.vt;
+        let hot = HotSlots {
+            coroutine_new: vt.coroutine_new.expect("F1"),
+            coroutine_id: vt.coroutine_id.expect("F1"),
+            enqueue: vt.enqueue.expect("F1"),
+            suspend: vt.suspend.expect("F1"),
+            wait_yield: vt.caps & AA_SCHED_CAP_WAIT_YIELD != 0,
+        };
+        Ok(Scheduler {
+            plugin,
+            s: std::cell::Cell::new(out),
+            hot,
+        })
+    }
+
+    fn vt(&self) -> &AaSchedulerVTable {
+        &self.plugin.vt
+    }
+
+    pub(crate) fn caps(&self) -> u64 {
+        self.plugin.vt.caps
+    }
+
+    /// Runs the loop until no coroutine is left.
+    pub(crate) fn run(&self) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let run = self.vt().run.expect("F1");
+        // SAFETY: `s` is live (F2); `run` is called on the loop thread,
+        // outside any coroutine (the runtime calls it from `run` itself).
+        unsafe { run(s) }
+    }
+
+    /// Destroys the scheduler and deinitialises its plugin.
+    pub(crate) fn destroy(&self) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_OK;
+        }
+        let destroy = self.vt().destroy.expect("F1");
+        // SAFETY: `s` is live (F2) and not running (its `run` returned).
+        let status = unsafe { destroy(s) };
+        if status >= 0 {
+            self.s.set(ptr::null_mut());
+            self.plugin.deinit();
+        }
+        status
+    }
+
+    /// Creates a coroutine for `state` and enqueues it for its first start.
+    #[inline]
+    pub(crate) fn spawn(
+        &self,
+        state: &Rc<CoroState>,
+        stack_size: usize,
+        location: &'static Location<'static>,
+        priority: u32,
+    ) -> Result<(), AaStatus> {
+        self.create_coroutine(state, stack_size, location, priority)?;
+        let status = self.enqueue(state, AA_OK);
+        if status < 0 {
+            return Err(status);
+        }
+        Ok(())
+    }
+
+    /// Creates a coroutine for `state` (state CREATED: not queued yet; the
+    /// caller enqueues it).
+    #[inline]
+    pub(crate) fn create_coroutine(
+        &self,
+        state: &Rc<CoroState>,
+        stack_size: usize,
+        location: &'static Location<'static>,
+        priority: u32,
+    ) -> Result<(), AaStatus> {
+        let s = self.s.get();
+        if s.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let opts = AaSpawnOptions {
+            struct_size: std::mem::size_of::<AaSpawnOptions>() as u32,
+            priority,
+            stack_size,
+            spawn_file: AaStr::from_str(location.file()),
+            spawn_line: location.line(),
+            spawn_column: location.column(),
+        };
+        let arg = Rc::into_raw(state.clone()) as *mut c_void;
+        let mut out: *mut AaCoroutine = ptr::null_mut();
+        // SAFETY: `s` is live (F2); `opts.spawn_file` is `'static`, as the
+        // slot requires; `coroutine_entry` matches `AaCoroutineEntry`;
+        // `arg` carries one strong count for the coroutine (F3).
+        let status =
+            unsafe { (self.hot.coroutine_new)(s, &opts, Some(coroutine_entry), arg, &mut out) };
+        if status < 0 || out.is_null() {
+            // SAFETY: AA-R8: nothing was created, so the count is ours again.
+            drop(unsafe { Rc::from_raw(arg as *const CoroState) });
+            return Err(if status < 0 { status } else { AA_E_INVALID });
+        }
+        // SAFETY: `out` is the coroutine just created, alive (not started).
+        state.id.set(unsafe { (self.hot.coroutine_id)(out) });
+        state.raw.set(out);
+        Ok(())
+    }
+
+    /// Enqueues a live coroutine with `status` (F4); `AA_E_INVALID` if it
+    /// has finished.
+    #[inline]
+    pub(crate) fn enqueue(&self, state: &CoroState, status: AaStatus) -> AaStatus {
+        self.enqueue_raw(state.raw.get(), status)
+    }
+
+    /// [`Scheduler::enqueue`] by handle: `raw` is a `CoroState::raw` read
+    /// just before (F4: null once the coroutine finished).
+    #[inline]
+    pub(crate) fn enqueue_raw(&self, raw: *mut AaCoroutine, status: AaStatus) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        if raw.is_null() {
+            return AA_E_INVALID;
+        }
+        // SAFETY: `s` is live (F2) and `raw` is a live coroutine of it (F4).
+        unsafe { (self.hot.enqueue)(s, raw, status) }
+    }
+
+    /// Suspends `me`, the running coroutine; returns the status it is
+    /// resumed with. `what` and `at` describe the wait (deadlock reports).
+    #[inline]
+    pub(crate) fn suspend(
+        &self,
+        me: &Rc<CoroState>,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
+        self.suspend_with(me, 0, what, at)
+    }
+
+    /// Yields: enqueues `me`, the running coroutine, with status 0 and
+    /// suspends it; one `suspend` call with `AA_WAIT_YIELD` when the
+    /// scheduler has `AA_SCHED_CAP_WAIT_YIELD`, else `enqueue` + `suspend`.
+    #[inline(always)]
+    pub(crate) fn yield_now(
+        &self,
+        me: &Rc<CoroState>,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
+        if self.hot.wait_yield {
+            return self.suspend_with(me, AA_WAIT_YIELD, what, at);
+        }
+        let _ = self.enqueue(me, AA_OK);
+        self.suspend_with(me, 0, what, at)
+    }
+
+    #[inline(always)]
+    fn suspend_with(
+        &self,
+        me: &Rc<CoroState>,
+        flags: u32,
+        what: &[u8],
+        at: &'static Location<'static>,
+    ) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let info = AaWaitInfo {
+            struct_size: std::mem::size_of::<AaWaitInfo>() as u32,
+            flags,
+            // UTF-8: every `what` is a `&str`'s bytes or ASCII (task::wait).
+            what: AaStr {
+                ptr: what.as_ptr(),
+                len: what.len(),
+            },
+            file: AaStr::from_str(at.file()),
+            line: at.line(),
+            column: at.column(),
+        };
+        me.last_suspend.set(Some(at));
+        current::leave();
+        // SAFETY: `s` is live (F2); `info` and `what` live on this stack
+        // until `suspend` returns, which is what `AaWaitInfo` requires.
+        let status = unsafe { (self.hot.suspend)(s, &info) };
+        // K2: control is back on `me`'s stack.
+        current::enter(me);
+        status
+    }
+
+    /// The scheduler's view of a live coroutine (`AA_CORO_*` state).
+    pub(crate) fn coroutine_state(&self, state: &CoroState) -> Option<u32> {
+        self.info_with(state, |info| info.state)
+    }
+
+    /// What a live coroutine waits for (`wait_what`), if it is suspended
+    /// with a description.
+    pub(crate) fn awaiting_info(&self, state: &CoroState) -> Option<String> {
+        self.info_with(state, |info| {
+            // SAFETY: the strings of an `AaCoroutineInfo` are valid until the
+            // coroutine next runs; we copy them before returning, and nothing
+            // runs in between (we are on the loop thread, not switching).
+            let what = unsafe { aa_str_to_string(info.wait_what) };
+            (!what.is_empty()).then_some(what)
+        })
+        .flatten()
+    }
+
+    fn info_with<R>(&self, state: &CoroState, f: impl FnOnce(&AaCoroutineInfo) -> R) -> Option<R> {
+        let s = self.s.get();
+        let raw = state.raw.get();
+        if s.is_null() || raw.is_null() {
+            return None;
+        }
+        let mut info = AaCoroutineInfo {
+            struct_size: std::mem::size_of::<AaCoroutineInfo>() as u32,
+            state: 0,
+            id: 0,
+            arg: ptr::null_mut(),
+            priority: 0,
+            spawn_line: 0,
+            spawn_file: AaStr::EMPTY,
+            spawn_column: 0,
+            wait_line: 0,
+            wait_file: AaStr::EMPTY,
+            wait_what: AaStr::EMPTY,
+            switches: 0,
+        };
+        let coroutine_info = self.vt().coroutine_info.expect("F1");
+        // SAFETY: `s` is live (F2), `raw` is a live coroutine (F4), `info`
+        // is a valid out struct with its size set.
+        let status = unsafe { coroutine_info(s, raw, &mut info) };
+        (status >= 0).then(|| f(&info))
+    }
+
+    /// Every live coroutine of this scheduler, in creation order (the
+    /// scheduler's `iterate`).
+    pub(crate) fn live_coroutines(&self) -> Vec<Rc<CoroState>> {
+        let s = self.s.get();
+        let mut out: Vec<Rc<CoroState>> = Vec::new();
+        let Some(iterate) = self.vt().iterate else {
+            return out;
+        };
+        if s.is_null() {
+            return out;
+        }
+        let coroutine_arg = self.vt().coroutine_arg.expect("F1");
+        let mut args: Vec<*mut c_void> = Vec::new();
+        unsafe extern "C" fn visit(coro: *mut AaCoroutine, ud: *mut c_void) -> bool {
+            // SAFETY: `ud` is the `(fn, Vec)` pair below, alive for the
+            // whole `iterate` call that calls us.
+            let (arg_of, args) =
+                unsafe { &mut *ud.cast::<(CoroutineArgFn, &mut Vec<*mut c_void>)>() };
+            // SAFETY: `coro` is a live coroutine handed to us by `iterate`.
+            args.push(unsafe { arg_of(coro) });
+            true
+        }
+        let mut pair: (CoroutineArgFn, &mut Vec<*mut c_void>) = (coroutine_arg, &mut args);
+        // SAFETY: `s` is live (F2); `visit` matches `AaCoroutineVisitFn` and
+        // only records arguments (it creates, enqueues or finishes nothing,
+        // as the slot requires); `pair` outlives the call.
+        let status = unsafe { iterate(s, Some(visit), (&raw mut pair).cast()) };
+        if status < 0 {
+            return out;
+        }
+        for arg in args {
+            if arg.is_null() {
+                continue;
+            }
+            let arg = arg as *const CoroState;
+            // SAFETY: F3: the `arg` of a live coroutine of ours is a strong
+            // count of its `CoroState` (held by the coroutine until its entry
+            // returns); nothing ran since `iterate` listed it, so it is still
+            // live, and we take a new count of our own.
+            let state = unsafe {
+                Rc::increment_strong_count(arg);
+                Rc::from_raw(arg)
+            };
+            out.push(state);
+        }
+        out
+    }
+
+    /// Starts shutdown: every other live coroutine is resumed with `reason`.
+    pub(crate) fn shutdown(&self, reason: AaStatus) -> AaStatus {
+        let s = self.s.get();
+        if s.is_null() {
+            return AA_E_CLOSED;
+        }
+        let shutdown = self.vt().shutdown.expect("F1");
+        // SAFETY: `s` is live (F2); shutdown is callable inside `run`.
+        unsafe { shutdown(s, reason) }
+    }
+}
+
+/// A new coroutine state, written straight into its reference-counted
+/// allocation (no copy of the large record through the stack: every spawn
+/// makes one).
+#[inline]
+pub(crate) fn new_state(
+    body: Body,
+    location: &'static Location<'static>,
+    is_main: bool,
+) -> Rc<CoroState> {
+    let mut rc = Rc::<CoroState>::new_uninit();
+    match Rc::get_mut(&mut rc) {
+        Some(slot) => {
+            slot.write(CoroState::new(body, location, is_main));
+        }
+        None => unreachable!("a new Rc is unique"),
+    }
+    // SAFETY: the value was written just above.
+    unsafe { rc.assume_init() }
+}
+
+/// The entry of every coroutine (rules C1-C3): runs the host's entry logic
+/// and never unwinds.
+unsafe extern "C" fn coroutine_entry(arg: *mut c_void, start_status: AaStatus) {
+    // SAFETY: F3: `arg` is the coroutine's own strong count, made by
+    // `Rc::into_raw` in `Scheduler::spawn`; we take it back here, once.
+    let state: Rc<CoroState> = unsafe { Rc::from_raw(arg as *const CoroState) };
+    // K2: this coroutine runs host code now.
+    current::enter(&state);
+    let r = catch_unwind(AssertUnwindSafe(|| run_entry(&state, start_status)));
+    if let Err(payload) = r {
+        // `run_entry` catches the body's panics; this is a panic while
+        // storing the outcome. Dropping its payload could panic again.
+        std::mem::forget(payload);
+    }
+    // K2/K3: cleared before our strong count can go.
+    current::leave();
+    // I1: the coroutine is finished; the scheduler frees it after we return.
+    state.raw.set(ptr::null_mut());
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(state))) {
+        std::mem::forget(payload);
+    }
+}

@@ -1,0 +1,507 @@
+//! The runtime: configuration, plugin loading, wiring, and the pieces of
+//! the run loop that know nothing of scopes.
+//!
+//! Owns: the thread's one [`Runtime`] (scheduler, reactor, settings, the
+//! shutdown phase), the thread-local that coroutines reach it through, and
+//! the start-up and teardown sequences. What the layer above keeps per
+//! runtime (the global scope, the zombie set) hangs off [`Runtime::upper`];
+//! `structured::run` builds a runtime, spawns the main coroutine into the
+//! global scope and reads the result.
+//!
+//! Invariants:
+//! - **R1** A thread runs at most one runtime; the thread-local is set
+//!   after both plugins are created and cleared before `run` returns, on
+//!   every path.
+//! - **R2** Order of life: reactor created, then scheduler (holding the
+//!   reactor); the scheduler is destroyed first, then the reactor, then the
+//!   plugin contexts (`deinit`), each only if its instance was destroyed.
+//! - **R3** Nothing from the user runs before both plugins were loaded and
+//!   created: every configuration or load error is returned by
+//!   [`Runtime::start`], before the main coroutine is spawned.
+//! - **R4** A joined coroutine's state that nothing else refers to is kept
+//!   for reuse (at most [`SPARE_STATES`]), emptied first, so everything it
+//!   held is dropped exactly when it would have been; `spawn` rewrites a
+//!   spare in place instead of allocating. Spares are dropped with the
+//!   runtime.
+//! - **R5** The layer above's record ([`Runtime::upper`]) is set once,
+//!   right after `start`, and lives as long as the runtime; its timers are
+//!   dropped before the reactor is destroyed (the layer above clears them
+//!   before [`Runtime::teardown`]).
+//!
+//! Shutdown order: main finishes, the other coroutines run to completion
+//! (REF-3), `run` of the scheduler returns; or main panics, the scheduler is
+//! shut down with `AA_E_SHUTDOWN` (the others unwind), and the panic is
+//! resumed on the caller's thread after teardown.
+
+mod builder;
+mod config;
+mod ffi;
+mod host_log;
+pub(crate) mod lifecycle;
+mod loader;
+pub(crate) mod watchdog;
+
+use std::any::Any;
+use std::cell::{OnceCell, RefCell};
+use std::fmt;
+use std::panic::Location;
+use std::rc::Rc;
+
+use async_abi::{AaStatus, AA_E_SHUTDOWN};
+
+pub use builder::Builder;
+pub(crate) use config::Explicit;
+pub(crate) use ffi::current::{installed, running, with_current, with_running, with_runtime};
+pub(crate) use ffi::io;
+pub(crate) use ffi::{new_state, Reactor, Scheduler, SignalEvent, TimerEvent};
+pub(crate) use lifecycle::deadlock_seen;
+
+use super::failure::Failure;
+use super::state::{Body, CoroState, WATCHED};
+use config::{Choice, Resolved};
+use loader::Role;
+
+/// What kind of failure a [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The configuration is invalid: an unknown name, a malformed option
+    /// variable, an unreadable or invalid config file.
+    Config,
+    /// A plugin could not be found or loaded: missing file, not a shared
+    /// library, no entry symbol, ABI mismatch, table too small.
+    Load,
+    /// A plugin refused to start (its `create` failed) or failed while
+    /// running.
+    Plugin,
+    /// The scheduler found a deadlock: coroutines waited with nothing left
+    /// to wake them.
+    Deadlock,
+    /// A runtime is already running on this thread.
+    AlreadyRunning,
+    /// A coroutine failed and nothing handled it: the failure reached the
+    /// global scope and started graceful shutdown (R-GS1). The message
+    /// names the failure (and how many more happened during the shutdown).
+    Failed,
+    /// The main coroutine ended cancelled, without a value (graceful
+    /// shutdown, or its own cancellation undelivered when it returned).
+    Cancelled,
+}
+
+/// Why [`run`](crate::run) failed.
+///
+/// An opaque error with a [`kind`](Error::kind) and a one-line message
+/// naming the value at fault and the reason. `Debug` prints the same line
+/// as `Display`, so `fn main() -> Result<(), async_std_api::Error>` ends
+/// with `Error: <one line>` and exit status 1.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{Builder, ErrorKind};
+///
+/// let err = Builder::new().reactor("foo").run(|| ()).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Config);
+/// assert_eq!(
+///     err.to_string(),
+///     "unknown reactor \"foo\": expected embedded, mio, uring, auto or a path to a shared library"
+/// );
+/// ```
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    failure: Option<Failure>,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+            failure: None,
+        }
+    }
+
+    /// An [`ErrorKind::Failed`] error carrying the unhandled failure.
+    pub(crate) fn failed(f: Failure) -> Error {
+        Error {
+            kind: ErrorKind::Failed,
+            message: format!("unhandled failure: {f}"),
+            failure: Some(f),
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The failure nothing handled, for [`ErrorKind::Failed`]: the first
+    /// one, with those that happened during the shutdown
+    /// [`attached`](Failure::attached) (the same object every handler and
+    /// awaiter saw). `None` for the other kinds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::{run, spawn, ErrorKind};
+    ///
+    /// let err = run(|| {
+    ///     spawn(|| panic!("boom"));
+    /// })
+    /// .unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Failed);
+    /// assert_eq!(err.failure().unwrap().panic_message(), Some("boom"));
+    /// ```
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.failure.as_ref().map(|f| f as _)
+    }
+}
+
+/// A status code as text: the ABI name, or the OS error.
+pub(crate) fn status_text(status: AaStatus) -> String {
+    match async_abi::status_info(status) {
+        Some(info) => format!("{} ({})", info.message, info.name),
+        None if status < 0 => std::io::Error::from_raw_os_error(-status)
+            .to_string()
+            .to_lowercase(),
+        None => format!("status {status}"),
+    }
+}
+
+/// The thread's runtime.
+pub(crate) struct Runtime {
+    pub(crate) sched: Scheduler,
+    pub(crate) reactor: Rc<Reactor>,
+    pub(crate) stack_size: usize,
+    /// The zombie timeout, for the layer above (`structured::zombie`).
+    pub(crate) zombie_timeout: std::time::Duration,
+    /// The shutdown phase and what ended the run (`lifecycle`).
+    pub(crate) lifecycle: lifecycle::Lifecycle,
+    /// The maximum-activity-interval watchdog, if on (`watchdog`).
+    pub(crate) watchdog: Option<watchdog::Watchdog>,
+    /// The layer above's record (R5): the global scope and what hangs off
+    /// it. Set once, right after `start`.
+    upper: OnceCell<Box<dyn Any>>,
+    /// The payload of a panic of the main coroutine, resumed after teardown.
+    main_panic: RefCell<Option<Box<dyn Any + Send>>>,
+    /// R4.
+    spare_states: RefCell<Vec<Rc<CoroState>>>,
+    /// The scheduler's label, for messages.
+    pub(crate) scheduler_label: String,
+}
+
+/// How many joined coroutine states a runtime keeps for reuse (R4).
+pub(crate) const SPARE_STATES: usize = 64;
+
+impl Runtime {
+    /// WD4: records a new coroutine's spawn location for the watchdog.
+    #[inline]
+    pub(crate) fn watch_spawn(&self, state: &CoroState) {
+        if let Some(w) = &self.watchdog {
+            w.register(state.id.get(), state.location);
+            state.set_flag(WATCHED, true);
+        }
+    }
+
+    /// The layer above's record, of its type `U` (R5).
+    ///
+    /// # Panics
+    ///
+    /// If none was set, or another type was: a bug of the layer above.
+    pub(crate) fn upper<U: 'static>(&self) -> &U {
+        self.upper
+            .get()
+            .and_then(|u| u.downcast_ref::<U>())
+            .unwrap_or_else(|| panic!("R5: the runtime's upper record is set once, by run"))
+    }
+
+    /// Sets the layer above's record (R5); a second call is ignored.
+    pub(crate) fn set_upper(&self, upper: Box<dyn Any>) {
+        let _ = self.upper.set(upper);
+    }
+
+    /// The state of a new coroutine: a spare one rewritten in place (R4), or
+    /// a new one.
+    #[inline]
+    pub(crate) fn new_state(
+        &self,
+        body: Body,
+        location: &'static Location<'static>,
+    ) -> Rc<CoroState> {
+        let spare = self.spare_states.borrow_mut().pop();
+        if let Some(mut state) = spare {
+            if let Some(slot) = Rc::get_mut(&mut state) {
+                slot.reuse(body, location);
+                return state;
+            }
+        }
+        new_state(body, location, false)
+    }
+}
+
+/// Keeps a joined coroutine's state for reuse if nothing else refers to it
+/// (R4); otherwise, or outside a runtime, just drops this reference.
+#[inline]
+pub(crate) fn recycle_state(mut state: Rc<CoroState>) {
+    let Some(slot) = Rc::get_mut(&mut state) else {
+        return;
+    };
+    slot.empty();
+    with_runtime(move |rt| {
+        let mut spare = rt.spare_states.borrow_mut();
+        if spare.len() < SPARE_STATES {
+            spare.push(state);
+        }
+    });
+}
+
+/// Enqueues a waiting coroutine with status 0 (a hint: it re-checks, P-22).
+#[inline]
+pub(crate) fn wake(state: &CoroState) {
+    wake_raw(state.raw.get());
+}
+
+/// [`wake`] by the coroutine's handle (`CoroState::raw`, read by the
+/// caller: null once it finished).
+#[inline]
+pub(crate) fn wake_raw(raw: *mut async_abi::AaCoroutine) {
+    with_runtime(|rt| rt.sched.enqueue_raw(raw, async_abi::AA_OK));
+}
+
+impl Runtime {
+    /// Called by the main coroutine's entry when its body panicked: keep the
+    /// payload and shut the others down (they unwind).
+    pub(crate) fn main_panicked(&self, payload: Box<dyn Any + Send>) {
+        *self.main_panic.borrow_mut() = Some(payload);
+        self.lifecycle.phase.set(lifecycle::Phase::Forced);
+        lifecycle::force_all(self);
+    }
+}
+
+fn load_image(
+    role: Role,
+    choice: &Choice,
+    dirs: &[std::path::PathBuf],
+) -> Result<(String, loader::Image, String), Error> {
+    match choice {
+        Choice::Embedded => {
+            let image = loader::embedded(role).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok(("embedded".to_owned(), image, "statically linked".to_owned()))
+        }
+        Choice::Named(name) => {
+            let path = config::find_library(role, name, dirs)
+                .map_err(|m| Error::new(ErrorKind::Load, m))?;
+            let image = loader::open(role, &path).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok((name.clone(), image, path.display().to_string()))
+        }
+        Choice::Path(path) => {
+            let image = loader::open(role, path).map_err(|m| Error::new(ErrorKind::Load, m))?;
+            Ok((
+                path.display().to_string(),
+                image,
+                path.display().to_string(),
+            ))
+        }
+        Choice::Auto => unreachable!("auto is resolved by the caller"),
+    }
+}
+
+fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64, origin: &str) {
+    let (name, version) = loader::describe(desc);
+    tracing::info!(
+        target: "async_std_api::runtime",
+        "loaded {} \"{label}\": {name} {version} (ABI 1.{}, caps {caps:#x}) from {origin}",
+        role.name(),
+        desc.abi_minor,
+    );
+}
+
+fn start_reactor(
+    label: &str,
+    image: &loader::Image,
+    origin: &str,
+    options: &[(String, String)],
+) -> Result<Reactor, Error> {
+    let loaded = loader::reactor(label, image).map_err(|m| Error::new(ErrorKind::Load, m))?;
+    let desc = loaded.desc;
+    let reactor = Reactor::create(loaded, options).map_err(|(loaded, msg)| {
+        loaded.deinit();
+        Error::new(
+            ErrorKind::Plugin,
+            format!("cannot start reactor \"{label}\": {msg}"),
+        )
+    })?;
+    log_loaded(Role::Reactor, label, &desc, reactor.caps(), origin);
+    Ok(reactor)
+}
+
+fn create_reactor(cfg: &Resolved) -> Result<Reactor, Error> {
+    if cfg.reactor != Choice::Auto {
+        let (label, image, origin) = load_image(Role::Reactor, &cfg.reactor, &cfg.search_dirs)?;
+        return start_reactor(&label, &image, &origin, &cfg.reactor_options);
+    }
+    let uring = Choice::Named("uring".to_owned());
+    match load_image(Role::Reactor, &uring, &cfg.search_dirs)
+        .and_then(|(l, i, o)| start_reactor(&l, &i, &o, &cfg.reactor_options))
+    {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            tracing::info!(
+                target: "async_std_api::runtime",
+                "reactor auto: uring unavailable ({e}); using mio"
+            );
+            let mio = Choice::Named("mio".to_owned());
+            let (label, image, origin) = match load_image(Role::Reactor, &mio, &cfg.search_dirs) {
+                Ok(found) => found,
+                Err(_) => load_image(Role::Reactor, &Choice::Embedded, &cfg.search_dirs)?,
+            };
+            start_reactor(&label, &image, &origin, &cfg.reactor_options)
+        }
+    }
+}
+
+impl Runtime {
+    /// Resolves the configuration, loads both plugins and creates a reactor
+    /// and a scheduler (R2, R3). Every error is one line, returned before
+    /// any user code runs.
+    pub(crate) fn start(explicit: &Explicit) -> Result<Runtime, Error> {
+        if ffi::current::is_installed() {
+            return Err(Error::new(
+                ErrorKind::AlreadyRunning,
+                "a runtime is already running on this thread",
+            ));
+        }
+        let cfg = config::resolve(explicit, &|k| std::env::var(k).ok())
+            .map_err(|m| Error::new(ErrorKind::Config, m))?;
+
+        // Load both images first, so a bad scheduler is reported before any
+        // reactor is created (R3).
+        let (s_label, s_image, s_origin) =
+            load_image(Role::Scheduler, &cfg.scheduler, &cfg.search_dirs)?;
+        let s_loaded =
+            loader::scheduler(&s_label, &s_image).map_err(|m| Error::new(ErrorKind::Load, m))?;
+        let reactor = match create_reactor(&cfg) {
+            Ok(r) => Rc::new(r),
+            Err(e) => {
+                s_loaded.deinit();
+                return Err(e);
+            }
+        };
+        let s_desc = s_loaded.desc;
+        let watched = cfg.max_activity_interval.is_some();
+        let sched = match Scheduler::create(
+            s_loaded,
+            &reactor,
+            watched,
+            cfg.stack_size,
+            &cfg.scheduler_options,
+        ) {
+            Ok(s) => s,
+            Err((loaded, msg)) => {
+                loaded.deinit();
+                reactor.destroy(64);
+                return Err(Error::new(
+                    ErrorKind::Plugin,
+                    format!("cannot start scheduler \"{s_label}\": {msg}"),
+                ));
+            }
+        };
+        log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
+        Ok(Runtime {
+            sched,
+            reactor,
+            stack_size: cfg.stack_size,
+            zombie_timeout: cfg.zombie_timeout,
+            lifecycle: lifecycle::Lifecycle::new(),
+            watchdog: cfg.max_activity_interval.map(watchdog::Watchdog::start),
+            upper: OnceCell::new(),
+            main_panic: RefCell::new(None),
+            spare_states: RefCell::new(Vec::new()),
+            scheduler_label: s_label,
+        })
+    }
+
+    /// Spawns the main coroutine (`is_main`: its panic shuts the runtime
+    /// down) and returns its state; the caller places it in a scope.
+    pub(crate) fn spawn_main(
+        &self,
+        body: Body,
+        location: &'static Location<'static>,
+    ) -> Result<Rc<CoroState>, Error> {
+        let main = new_state(body, location, true);
+        match self.sched.spawn(
+            &main,
+            self.stack_size,
+            main.location,
+            async_abi::AA_PRIORITY_NORMAL,
+        ) {
+            Ok(()) => {
+                self.watch_spawn(&main);
+                Ok(main)
+            }
+            Err(status) => Err(Error::new(
+                ErrorKind::Plugin,
+                format!(
+                    "scheduler \"{}\" cannot start the main coroutine: {}",
+                    self.scheduler_label,
+                    status_text(status)
+                ),
+            )),
+        }
+    }
+
+    /// Destroys the scheduler, then the reactor (R2). A scheduler that still
+    /// holds coroutines (it should not, after `run`) is shut down and run
+    /// once more so they unwind. Called inside [`installed`], after the
+    /// layer above dropped its timers (R5).
+    pub(crate) fn teardown(&self) {
+        let mut destroyed = self.sched.destroy();
+        if destroyed == async_abi::AA_E_BUSY {
+            let _ = self.sched.shutdown(AA_E_SHUTDOWN);
+            let _ = self.sched.run();
+            destroyed = self.sched.destroy();
+        }
+        if destroyed < 0 {
+            tracing::warn!(
+                target: "async_std_api::runtime",
+                "scheduler destroy failed ({}): leaking it and the reactor",
+                status_text(destroyed)
+            );
+        } else if !self.reactor.destroy(64) {
+            tracing::warn!(
+                target: "async_std_api::runtime",
+                "reactor still busy after draining: leaking it"
+            );
+        }
+    }
+
+    /// After the run: stops the watchdog and resumes a panic of the main
+    /// coroutine on the caller's thread.
+    pub(crate) fn finish(&mut self) {
+        if let Some(w) = self.watchdog.as_mut() {
+            w.stop();
+        }
+        if let Some(payload) = self.main_panic.borrow_mut().take() {
+            std::panic::resume_unwind(payload);
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The waiter lists every wait uses: [`Completion`] (a one-shot "done" flag
+//! with waiters), [`Notify`] (a re-armable wake-up list) and the
+//! [`WaitList`] both are built on.
+//!
+//! Invariants:
+//! - **WL1** A waiter is listed only while it runs the wait loop that put it
+//!   there (I4 in `core::state`), so a listed handle is a live coroutine's
+//!   (I1) and can be enqueued without a reference count.
+//! - **WL2** Wake order is FIFO: the oldest waiter first.
+//!
+//! Everything here is touched only on the loop thread (`!Send`).
+
+use std::cell::{Cell, RefCell};
+use std::ptr;
+
+use async_abi::AaCoroutine;
+
+use super::runtime;
+use super::state::CoroState;
+
+/// A one-shot completion with a list of waiting coroutines.
+pub(crate) struct Completion {
+    done: Cell<bool>,
+    /// The oldest waiter, kept out of the list while the list is empty (the
+    /// usual single `join`), so subscribing it borrows and allocates
+    /// nothing; null when empty. Every listed waiter is newer than it.
+    solo: Cell<*mut AaCoroutine>,
+    waiters: RefCell<WaitList>,
+}
+
+/// The key of the waiter in a completion's `solo` slot.
+const SOLO: WaitKey = WaitKey(usize::MAX - 1);
+
+impl Completion {
+    pub(crate) fn new() -> Self {
+        Completion {
+            done: Cell::new(false),
+            solo: Cell::new(ptr::null_mut()),
+            waiters: RefCell::new(WaitList::new()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.get()
+    }
+
+    /// True if a waiter is subscribed.
+    #[inline]
+    pub(crate) fn has_waiters(&self) -> bool {
+        !self.solo.get().is_null() || self.waiters.borrow().head != NIL
+    }
+
+    /// Not done, no waiter: as new (the record it is in is reused).
+    pub(super) fn reuse(&mut self) {
+        *self.done.get_mut() = false;
+        *self.solo.get_mut() = ptr::null_mut();
+        *self.waiters.get_mut() = WaitList::new();
+    }
+
+    /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
+    #[inline]
+    pub(crate) fn subscribe(&self, who: &CoroState) -> WaitKey {
+        let raw = who.raw.get();
+        if self.solo.get().is_null() && self.waiters.borrow().head == NIL {
+            self.solo.set(raw);
+            return SOLO;
+        }
+        self.waiters.borrow_mut().push(raw)
+    }
+
+    /// Removes a waiter (O(1)).
+    #[inline]
+    pub(crate) fn unsubscribe(&self, key: WaitKey) {
+        if key == SOLO {
+            self.solo.set(ptr::null_mut());
+        } else {
+            self.waiters.borrow_mut().remove(key);
+        }
+    }
+
+    /// Marks it done and enqueues every waiter, oldest first (the solo one,
+    /// then the list). A wake-up is only a hint: each waiter re-checks its
+    /// own condition (P-22).
+    ///
+    /// A completion is one-shot: nobody subscribes once it is done, so the
+    /// waiters are taken out first (a waiter's later `unsubscribe` finds its
+    /// slot empty) and no borrow is held while the scheduler is called.
+    pub(crate) fn complete(&self) {
+        self.done.set(true);
+        let solo = self.solo.replace(ptr::null_mut());
+        if !solo.is_null() {
+            runtime::wake_raw(solo);
+        }
+        if self.waiters.borrow().head == NIL {
+            return;
+        }
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        for raw in waiters.iter() {
+            runtime::wake_raw(raw);
+        }
+    }
+}
+
+/// A re-armable wake-up list: waiters subscribe while they wait and are all
+/// enqueued by [`Notify::wake_all`] each time something they may care about
+/// changes (a scope's state). Unlike a [`Completion`] it is never "done":
+/// each waiter re-checks its own condition (P-22).
+#[derive(Default)]
+pub(crate) struct Notify {
+    waiters: RefCell<WaitList>,
+}
+
+impl Notify {
+    pub(crate) fn new() -> Self {
+        Notify {
+            waiters: RefCell::new(WaitList::new()),
+        }
+    }
+
+    /// Enqueues every subscribed waiter (a hint, P-22). The scheduler's
+    /// `enqueue` calls no host code, so the list stays borrowed meanwhile.
+    pub(crate) fn wake_all(&self) {
+        let waiters = self.waiters.borrow();
+        for raw in waiters.iter() {
+            runtime::wake_raw(raw);
+        }
+    }
+}
+
+/// Removes a waiter from a [`Notify`] when dropped (I4).
+pub(crate) struct NotifySubscription<'a> {
+    notify: &'a Notify,
+    key: WaitKey,
+}
+
+impl<'a> NotifySubscription<'a> {
+    pub(crate) fn new(notify: &'a Notify, who: &CoroState) -> Self {
+        let key = notify.waiters.borrow_mut().push(who.raw.get());
+        NotifySubscription { notify, key }
+    }
+}
+
+impl Drop for NotifySubscription<'_> {
+    fn drop(&mut self) {
+        self.notify.waiters.borrow_mut().remove(self.key);
+    }
+}
+
+/// A position in a [`WaitList`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WaitKey(usize);
+
+const NIL: usize = usize::MAX;
+
+struct Node {
+    /// The waiter's handle (`CoroState::raw`: non-null, the waiter is alive
+    /// while it is listed, I4); null in a free slot.
+    who: *mut AaCoroutine,
+    prev: usize,
+    /// The next waiter; in a free slot, the next free slot.
+    next: usize,
+}
+
+const EMPTY_NODE: Node = Node {
+    who: ptr::null_mut(),
+    prev: NIL,
+    next: NIL,
+};
+
+/// An insertion-ordered set of waiters: a doubly linked list threaded
+/// through a slab, so add and remove are O(1) and wake order is FIFO.
+/// Slot 0 is inline, so the usual single waiter (a `join`) allocates
+/// nothing; free slots are linked through `next`.
+pub(crate) struct WaitList {
+    first: Node,
+    /// Slots 1.. .
+    rest: Vec<Node>,
+    /// Slots ever used: `0..slots` are either in the list or free.
+    slots: usize,
+    head: usize,
+    tail: usize,
+    free: usize,
+}
+
+impl Default for WaitList {
+    fn default() -> Self {
+        WaitList::new()
+    }
+}
+
+impl WaitList {
+    pub(crate) const fn new() -> Self {
+        WaitList {
+            first: EMPTY_NODE,
+            rest: Vec::new(),
+            slots: 0,
+            head: NIL,
+            tail: NIL,
+            free: NIL,
+        }
+    }
+
+    fn node(&self, i: usize) -> &Node {
+        if i == 0 {
+            &self.first
+        } else {
+            &self.rest[i - 1]
+        }
+    }
+
+    fn node_mut(&mut self, i: usize) -> &mut Node {
+        if i == 0 {
+            &mut self.first
+        } else {
+            &mut self.rest[i - 1]
+        }
+    }
+
+    pub(crate) fn push(&mut self, who: *mut AaCoroutine) -> WaitKey {
+        let node = Node {
+            who,
+            prev: self.tail,
+            next: NIL,
+        };
+        let i = if self.free != NIL {
+            let i = self.free;
+            self.free = self.node(i).next;
+            *self.node_mut(i) = node;
+            i
+        } else {
+            let i = self.slots;
+            self.slots += 1;
+            if i == 0 {
+                self.first = node;
+            } else {
+                self.rest.push(node);
+            }
+            i
+        };
+        if self.tail == NIL {
+            self.head = i;
+        } else {
+            let tail = self.tail;
+            self.node_mut(tail).next = i;
+        }
+        self.tail = i;
+        WaitKey(i)
+    }
+
+    pub(crate) fn remove(&mut self, key: WaitKey) {
+        let i = key.0;
+        if i >= self.slots {
+            return;
+        }
+        let free = self.free;
+        let node = self.node_mut(i);
+        if std::mem::replace(&mut node.who, ptr::null_mut()).is_null() {
+            return;
+        }
+        let (prev, next) = (node.prev, node.next);
+        node.next = free;
+        self.free = i;
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.node_mut(prev).next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.node_mut(next).prev = prev;
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = *mut AaCoroutine> + '_ {
+        let mut i = self.head;
+        std::iter::from_fn(move || {
+            while i != NIL {
+                let node = self.node(i);
+                i = node.next;
+                if !node.who.is_null() {
+                    return Some(node.who);
+                }
+            }
+            None
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.iter().count()
+    }
+}
+
+/// Removes a waiter from a completion when dropped (I4), so a wait that
+/// returns early or unwinds never leaves itself behind.
+pub(crate) struct Subscription<'a> {
+    completion: &'a Completion,
+    key: WaitKey,
+}
+
+impl<'a> Subscription<'a> {
+    pub(crate) fn new(completion: &'a Completion, who: &CoroState) -> Self {
+        let key = completion.subscribe(who);
+        Subscription { completion, key }
+    }
+}
+
+impl Drop for Subscription<'_> {
+    fn drop(&mut self) {
+        self.completion.unsubscribe(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::Location;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::core::state::{BodyResult, CoroState};
+
+    /// A stand-in handle: the list never dereferences it.
+    fn handle(i: usize) -> *mut AaCoroutine {
+        ptr::without_provenance_mut(i)
+    }
+
+    fn ids(list: &WaitList) -> Vec<usize> {
+        list.iter().map(|w| w.addr()).collect()
+    }
+
+    #[test]
+    fn wait_list_keeps_fifo_order_across_removals() {
+        let mut list = WaitList::new();
+        let keys: Vec<_> = (1..=4).map(|i| list.push(handle(i))).collect();
+        list.remove(keys[1]);
+        list.remove(keys[1]);
+        list.push(handle(5));
+        list.remove(keys[0]);
+        assert_eq!(ids(&list), vec![3, 4, 5]);
+        assert_eq!(list.len(), 3);
+    }
+
+    #[test]
+    fn one_waiter_at_a_time_stays_in_the_inline_slot() {
+        let mut list = WaitList::new();
+        for i in 1..=3 {
+            let key = list.push(handle(i));
+            assert_eq!(ids(&list), [i]);
+            list.remove(key);
+            list.remove(key);
+            assert_eq!(list.len(), 0);
+        }
+        assert_eq!(list.rest.capacity(), 0);
+        // A key of a list that was taken out (a completed completion) is
+        // harmless on the fresh one.
+        let key = list.push(handle(7));
+        let _taken = std::mem::take(&mut list);
+        list.remove(key);
+        assert_eq!(list.len(), 0);
+    }
+
+    fn waiter(id: usize) -> Rc<CoroState> {
+        let st = Rc::new(CoroState::new(
+            Box::new(|| BodyResult::Value(Box::new(()))),
+            Location::caller(),
+            false,
+        ));
+        st.raw.set(handle(id));
+        st
+    }
+
+    #[test]
+    fn the_oldest_waiter_is_solo_and_newer_ones_queue_behind_it() {
+        let c = Completion::new();
+        let (a, b, d) = (waiter(1), waiter(2), waiter(3));
+        let ka = c.subscribe(&a);
+        assert_eq!(ka, SOLO);
+        let kb = c.subscribe(&b);
+        assert_ne!(kb, SOLO);
+        // The solo slot is free again, but an older waiter is listed: the
+        // new one queues behind it (FIFO), it does not jump ahead.
+        c.unsubscribe(ka);
+        let kd = c.subscribe(&d);
+        assert_ne!(kd, SOLO);
+        assert_eq!(ids(&c.waiters.borrow()), [2, 3]);
+        c.unsubscribe(kb);
+        c.unsubscribe(kd);
+        // All gone: the next waiter is solo again.
+        assert_eq!(c.subscribe(&a), SOLO);
+    }
+}

@@ -1,0 +1,1119 @@
+//! The async combinators: [`all`], [`any`], [`any_of`], [`capture_errors`]
+//! and [`ignore_errors`] (R-CB1), over lists of [`Trigger`]s or over an
+//! iterator that runs concurrently ([`concurrent`]).
+//!
+//! Owns: the combinator objects ([`All`], [`Any`], [`AnyOf`],
+//! [`CaptureErrors`], [`IgnoreErrors`]), the engine that waits on their
+//! inputs, and the feed of a concurrent iterator.
+//!
+//! Invariants:
+//! - **CB1** Each input gives exactly one outcome, taken once: a
+//!   [`JoinHandle`]'s value moves into the combinator; a re-usable trigger
+//!   (a [`Race`]) is asked once per input.
+//! - **CB2** A combinator owns nothing it waits for (D-7): finishing (or
+//!   being dropped) never cancels an input; the tasks go on in their
+//!   scopes, whose owners decide. The one exception is its own helper: the
+//!   coroutine that runs a [`concurrent`] iterator is cancelled when the
+//!   combinator is dropped before the iterator ended.
+//! - **CB3** A wait subscribes to every pending input and the feed, and
+//!   re-checks all of them after each wake-up (W2 of `task::wait`);
+//!   currently O(inputs) per wake-up (not guaranteed). An input counts as
+//!   awaited (D-3) while the combinator waits: one that fails before the
+//!   combinator first waits on it (an item the iterator produced and which
+//!   failed at once), or after the combinator returned (a loser of `any`),
+//!   goes to its scope's error flow like any failure nobody awaited.
+//! - **CB4** An error raised by the iterator itself (an `Err` item or a
+//!   panic) ends every combinator at once, [`capture_errors`] and
+//!   [`ignore_errors`] included, which pass it on (D-24); the inputs'
+//!   errors are what those two catch.
+//!
+//! The objects are lazy, like iterators: `all(inputs)` waits for nothing
+//! until its `join`. Mapping of the RFC: `await all([...])` is
+//! `all([...]).join()`; `await captureErrors(all([...]))` is
+//! `capture_errors(all([...])).join()`; an `any` trigger awaited again is
+//! [`Any::join`] called again.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
+use std::rc::Rc;
+
+use super::spawn::spawn;
+use super::task_group::{FirstResult, GroupAll, Race, TaskGroup, TaskGroupError};
+use crate::core::awaitable::Awaitable;
+use crate::core::coroutine::Coroutine;
+use crate::core::error::{Cancelled, JoinError};
+use crate::core::failure::{Failure, FailureOrigin};
+use crate::core::join::JoinHandle;
+use crate::core::state::{CoroState, Outcome};
+use crate::core::task::current;
+use crate::core::wait::{checkpoint, suspend_once, with_me, ForcedUnwind};
+use crate::core::waiters::{Completion, Notify, NotifySubscription, Subscription};
+
+#[allow(private_interfaces, missing_debug_implementations)]
+pub(crate) mod sealed {
+    /// Proof that the caller is this crate: the [`Trigger`](super::Trigger)
+    /// methods take one, so nobody else can call or implement them.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Token(pub(crate) ());
+
+    /// What a waiter subscribes to for one input.
+    pub enum Watch<'a> {
+        /// A one-shot completion.
+        Once(&'a crate::core::waiters::Completion),
+        /// A re-armable wake-up list.
+        Many(&'a crate::core::waiters::Notify),
+    }
+}
+
+use sealed::{Token, Watch};
+
+/// Something a combinator can wait for and take one outcome from: the
+/// RFC's triggers, typed.
+///
+/// Implemented by [`JoinHandle`] (its value), [`Coroutine`] and
+/// [`Timeout`](crate::time::Timeout) (unit), [`TaskGroup`] (its [`join`](TaskGroup::join)), and a
+/// group's triggers [`GroupAll`], [`Race`] and [`FirstResult`]; by
+/// reference too, except for `JoinHandle` (its value moves). Sealed: the
+/// methods are the runtime's contract with its waiters, internal and still
+/// moving (like [`Awaitable`](crate::Awaitable)).
+///
+/// Why a second trait and not [`Awaitable`](crate::Awaitable): an
+/// `Awaitable` is an untyped, one-shot `until` trigger (R-CO7: it changes
+/// state once), while a combinator needs each input's typed value or error
+/// and inputs that change state many times (a group, its race); a
+/// [`Timeout`](crate::time::Timeout) or [`Coroutine`] is both.
+pub trait Trigger {
+    /// The value of a success.
+    type Output;
+    /// The error of a failure.
+    type Error;
+    #[doc(hidden)]
+    fn poll_trigger(&self, _: Token) -> Option<Result<Self::Output, Self::Error>>;
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_>;
+}
+
+impl<T: 'static> Trigger for JoinHandle<T> {
+    type Output = T;
+    type Error = JoinError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<T, JoinError>> {
+        let state = &self.state;
+        if !state.is_finished() {
+            return None;
+        }
+        let id = state.id();
+        state.with_outcome(|o| match o {
+            Outcome::Value(v) => match v.take().map(|b| b.downcast::<T>()) {
+                Some(Ok(t)) => Ok(*t),
+                _ => unreachable!("CB1: a coroutine's value is taken once, by its handle"),
+            },
+            Outcome::Failed(f) => Err(JoinError::failed(id, f.clone())),
+            Outcome::Cancelled(c) => Err(JoinError::cancelled_with(id, (**c).clone())),
+        })
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Once(&self.state.done)
+    }
+}
+
+impl Trigger for Coroutine {
+    type Output = ();
+    type Error = JoinError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<(), JoinError>> {
+        let state = &self.state;
+        if !state.is_finished() {
+            return None;
+        }
+        let id = state.id();
+        state.with_outcome(|o| match o {
+            Outcome::Value(_) => Ok(()),
+            Outcome::Failed(f) => Err(JoinError::failed(id, f.clone())),
+            Outcome::Cancelled(c) => Err(JoinError::cancelled_with(id, (**c).clone())),
+        })
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Once(&self.state.done)
+    }
+}
+
+impl<T: Clone + 'static> Trigger for TaskGroup<T> {
+    type Output = BTreeMap<usize, T>;
+    type Error = TaskGroupError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<Self::Output, TaskGroupError>> {
+        self.poll_join()
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Many(self.notify())
+    }
+}
+
+impl<T: Clone + 'static> Trigger for GroupAll<T> {
+    type Output = BTreeMap<usize, Option<T>>;
+    type Error = TaskGroupError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<Self::Output, TaskGroupError>> {
+        self.poll()
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Many(self.notify())
+    }
+}
+
+impl<T: 'static> Trigger for Race<T> {
+    type Output = T;
+    type Error = TaskGroupError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<T, TaskGroupError>> {
+        self.poll()
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Many(self.notify())
+    }
+}
+
+impl<T: Clone + 'static> Trigger for FirstResult<T> {
+    type Output = T;
+    type Error = TaskGroupError;
+    fn poll_trigger(&self, _: Token) -> Option<Result<T, TaskGroupError>> {
+        self.poll()
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Many(self.notify())
+    }
+}
+
+macro_rules! by_ref {
+    ($($t:ty $(, $g:ident)?);*) => {$(
+        impl<'a $(, $g: Clone + 'static)?> Trigger for &'a $t {
+            type Output = <$t as Trigger>::Output;
+            type Error = <$t as Trigger>::Error;
+            fn poll_trigger(&self, t: Token) -> Option<Result<Self::Output, Self::Error>> {
+                (**self).poll_trigger(t)
+            }
+            #[allow(private_interfaces)]
+            fn watch_trigger(&self, t: Token) -> Watch<'_> {
+                (**self).watch_trigger(t)
+            }
+        }
+    )*};
+}
+
+by_ref!(Coroutine; TaskGroup<T>, T; GroupAll<T>, T; Race<T>, T; FirstResult<T>, T);
+
+// ---- inputs ----
+
+/// The feed of a [`concurrent`] iterator.
+struct Feed<A> {
+    items: RefCell<VecDeque<A>>,
+    done: Cell<bool>,
+    error: RefCell<Option<Failure>>,
+    notify: Notify,
+    runner: RefCell<Option<Coroutine>>,
+}
+
+/// Inputs that come from an iterator running in its own coroutine,
+/// concurrently with the combinator: the RFC's asynchronous iterable
+/// triggers. Made by [`concurrent`].
+pub struct Concurrent<A> {
+    feed: Rc<Feed<A>>,
+}
+
+impl<A> fmt::Debug for Concurrent<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Concurrent")
+            .field("done", &self.feed.done.get())
+            .finish()
+    }
+}
+
+/// Runs `iter` in a new coroutine (in the current scope), concurrently,
+/// as the input of a combinator: the RFC's iterable triggers (R-CB1).
+///
+/// The iterator may suspend and spawn (it is ordinary code in its own
+/// coroutine); each `Ok` item is an input as soon as it is produced. [`all`]
+/// also waits for the iterator to end; [`any`] fires on the first
+/// completion even while it runs. An `Err` item or a panic ends the
+/// iteration and every combinator over it at once, also through
+/// [`capture_errors`] and [`ignore_errors`] (D-24): kind
+/// [`CombineErrorKind::Iterator`].
+///
+/// Dropping the combinator before the iterator ended cancels the
+/// iterator's coroutine (CB2); the inputs it produced are not cancelled.
+///
+/// # Panics
+///
+/// Outside a coroutine runtime.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::combinators::{all, concurrent};
+/// use async_std_api::{delay, run, spawn, JoinHandle};
+///
+/// run(|| {
+///     // The iterator itself waits between the tasks it spawns.
+///     let tasks = (1..=3).map(|i| {
+///         delay(1)?;
+///         Ok::<JoinHandle<i32>, async_std_api::Cancelled>(spawn(move || i * 10))
+///     });
+///     assert_eq!(all(concurrent(tasks)).join().unwrap(), [10, 20, 30]);
+/// })
+/// .unwrap();
+/// ```
+#[track_caller]
+pub fn concurrent<A, E, I>(iter: I) -> Concurrent<A>
+where
+    I: IntoIterator<Item = Result<A, E>> + 'static,
+    A: 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    let feed = Rc::new(Feed {
+        items: RefCell::new(VecDeque::new()),
+        done: Cell::new(false),
+        error: RefCell::new(None),
+        notify: Notify::new(),
+        runner: RefCell::new(None),
+    });
+    let f = feed.clone();
+    let h = spawn(move || {
+        let id = current().id();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            for item in iter {
+                match item {
+                    Ok(a) => {
+                        f.items.borrow_mut().push_back(a);
+                        f.notify.wake_all();
+                    }
+                    Err(e) => {
+                        let failure = Failure::from_error(FailureOrigin::Coroutine(id), e.into());
+                        *f.error.borrow_mut() = Some(failure);
+                        break;
+                    }
+                }
+            }
+        }));
+        if let Err(p) = r {
+            if p.is::<ForcedUnwind>() {
+                f.done.set(true);
+                resume_unwind(p);
+            }
+            *f.error.borrow_mut() = Some(Failure::from_panic(FailureOrigin::Coroutine(id), p));
+        }
+        f.done.set(true);
+        f.notify.wake_all();
+    });
+    *feed.runner.borrow_mut() = Some(h.coroutine());
+    Concurrent { feed }
+}
+
+/// What a combinator accepts as its inputs: any `IntoIterator` of
+/// [`Trigger`]s (drained at once, in the caller), or a [`Concurrent`]
+/// iterator.
+pub trait IntoInputs<A> {
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn into_inputs(self, _: Token) -> Inputs<A>;
+}
+
+/// The inputs, as the engine takes them.
+pub(crate) struct Inputs<A> {
+    list: Vec<A>,
+    feed: Option<Rc<Feed<A>>>,
+}
+
+impl<A: Trigger, I: IntoIterator<Item = A>> IntoInputs<A> for I {
+    #[allow(private_interfaces)]
+    fn into_inputs(self, _: Token) -> Inputs<A> {
+        Inputs {
+            list: self.into_iter().collect(),
+            feed: None,
+        }
+    }
+}
+
+impl<A: Trigger> IntoInputs<A> for Concurrent<A> {
+    #[allow(private_interfaces)]
+    fn into_inputs(self, _: Token) -> Inputs<A> {
+        Inputs {
+            list: Vec::new(),
+            feed: Some(self.feed),
+        }
+    }
+}
+
+// ---- the engine ----
+
+/// One input's outcome, with its index.
+type Outcome1<A> = (usize, Result<<A as Trigger>::Output, <A as Trigger>::Error>);
+/// What [`Engine::next`] returns.
+type Next<A> = Result<
+    Event<<A as Trigger>::Output, <A as Trigger>::Error>,
+    CombineError<<A as Trigger>::Error>,
+>;
+/// Values by input index, or the combinator's error.
+type Indexed<A> = Result<Vec<(usize, <A as Trigger>::Output)>, CombineError<<A as Trigger>::Error>>;
+
+enum Event<O, E> {
+    Item(usize, Result<O, E>),
+    End,
+}
+
+struct Engine<A: Trigger> {
+    pending: Vec<(usize, A)>,
+    ready: VecDeque<Outcome1<A>>,
+    feed: Option<Rc<Feed<A>>>,
+    next_index: usize,
+    /// The RFC's `await <combinator> until <trigger>`.
+    until: Option<Box<dyn Awaitable>>,
+}
+
+/// Held for its `Drop` (W4: it leaves the list).
+#[allow(dead_code)]
+enum Sub<'a> {
+    Once(Subscription<'a>),
+    Many(NotifySubscription<'a>),
+}
+
+fn subscribe<'a>(w: Watch<'a>, me: &CoroState) -> Sub<'a> {
+    match w {
+        Watch::Once(c) => Sub::Once(Subscription::new(c, me)),
+        Watch::Many(n) => Sub::Many(NotifySubscription::new(n, me)),
+    }
+}
+
+fn completion_done(w: &Watch<'_>) -> bool {
+    match w {
+        Watch::Once(c) => Completion::is_done(c),
+        Watch::Many(_) => false,
+    }
+}
+
+impl<A: Trigger> Engine<A> {
+    fn new(inputs: Inputs<A>) -> Self {
+        let n = inputs.list.len();
+        Engine {
+            pending: inputs.list.into_iter().enumerate().collect(),
+            ready: VecDeque::new(),
+            feed: inputs.feed,
+            next_index: n,
+            until: None,
+        }
+    }
+
+    /// Moves produced items in; CB4: an iterator error ends it at once.
+    fn pull(&mut self) -> Result<(), CombineError<A::Error>> {
+        if let Some(feed) = &self.feed {
+            if let Some(f) = feed.error.borrow_mut().take() {
+                return Err(CombineError::new(Repr::Iterator(f)));
+            }
+            while let Some(a) = feed.items.borrow_mut().pop_front() {
+                self.pending.push((self.next_index, a));
+                self.next_index += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_all(&mut self) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            match self.pending[i].1.poll_trigger(Token(())) {
+                Some(r) => {
+                    let (index, _) = self.pending.remove(i);
+                    self.ready.push_back((index, r));
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    fn feed_done(&self) -> bool {
+        self.feed.as_ref().is_none_or(|f| f.done.get())
+    }
+
+    /// The next outcome (in the order the inputs completed; inputs found
+    /// complete together come in input order), or the end.
+    fn next(&mut self, at: &'static Location<'static>) -> Next<A> {
+        let mut first = true;
+        loop {
+            self.pull()?;
+            self.poll_all();
+            if let Some((i, r)) = self.ready.pop_front() {
+                return Ok(Event::Item(i, r));
+            }
+            if self.pending.is_empty() && self.feed_done() {
+                self.pull()?;
+                if self.pending.is_empty() {
+                    return Ok(Event::End);
+                }
+                continue;
+            }
+            // D-20: an outcome already there beats the trigger; the
+            // caller's own cancellation (below, at the checkpoint and the
+            // suspension) beats both.
+            if let Some(u) = &self.until {
+                if u.is_completed() && !first {
+                    return Err(CombineError::new(Repr::AwaitCancelled));
+                }
+            }
+            // CB3: subscribe to everything pending, then suspend once.
+            let interrupted = with_me("combinator join", |rt, me| {
+                if first {
+                    checkpoint(me)?;
+                }
+                let until = self.until.as_deref().map(|u| u.completion());
+                if until.is_some_and(Completion::is_done) {
+                    return Ok(()); // decided on the next turn, after the checkpoint
+                }
+                let watches: Vec<Watch<'_>> = self
+                    .pending
+                    .iter()
+                    .map(|(_, a)| a.watch_trigger(Token(())))
+                    .collect();
+                if watches.iter().any(completion_done) {
+                    return Ok(());
+                }
+                let _subs: Vec<Sub<'_>> = watches
+                    .into_iter()
+                    .map(|w| subscribe(w, me))
+                    .chain(
+                        self.feed
+                            .as_ref()
+                            .map(|f| Sub::Many(NotifySubscription::new(&f.notify, me))),
+                    )
+                    .chain(until.map(|c| Sub::Once(Subscription::new(c, me))))
+                    .collect();
+                suspend_once(rt, me, b"combinator", at)
+            });
+            first = false;
+            if let Err(c) = interrupted {
+                return Err(CombineError::new(Repr::Interrupted(c)));
+            }
+        }
+    }
+}
+
+impl<A: Trigger> Drop for Engine<A> {
+    fn drop(&mut self) {
+        // CB2: the iterator's own coroutine is the combinator's.
+        if let Some(feed) = &self.feed {
+            if !feed.done.get() {
+                if let Some(c) = feed.runner.borrow().as_ref() {
+                    c.cancel();
+                }
+            }
+        }
+    }
+}
+
+/// What [`capture_errors`] and [`ignore_errors`] accept: [`All`], [`Any`],
+/// [`AnyOf`], each with its *lenient* result (the errors of its inputs
+/// left out).
+pub trait Combinator {
+    /// The error of one input.
+    type Error;
+    /// The result once input errors are set aside: `Vec<Option<T>>` for
+    /// [`All`] (`None` where an input failed), `Option<T>` for [`Any`] (the
+    /// first success), `Vec<(usize, T)>` for [`AnyOf`] (up to `n`
+    /// successes, by input index).
+    type Lenient;
+    #[doc(hidden)]
+    fn run_lenient(
+        self,
+        _: Token,
+        at: &'static Location<'static>,
+        sink: &mut dyn FnMut(usize, Self::Error),
+    ) -> Result<Self::Lenient, CombineError<Self::Error>>;
+}
+
+/// The combinator of [`all`].
+pub struct All<A: Trigger> {
+    engine: Engine<A>,
+}
+
+/// Waits for every input and returns their values in input order: the
+/// RFC's `all($triggers)` (R-CB1). The first input to fail fails it (its
+/// error and index: kind [`CombineErrorKind::Input`]); the other inputs are
+/// not cancelled (D-7). See [`All::join`].
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::combinators::all;
+/// use async_std_api::{delay, run, spawn};
+///
+/// run(|| {
+///     let users = spawn(|| { delay(20).unwrap(); "user" });
+///     let settings = spawn(|| "settings");
+///     assert_eq!(all([users, settings]).join().unwrap(), ["user", "settings"]);
+/// })
+/// .unwrap();
+/// ```
+pub fn all<A: Trigger>(inputs: impl IntoInputs<A>) -> All<A> {
+    All {
+        engine: Engine::new(inputs.into_inputs(Token(()))),
+    }
+}
+
+impl<A: Trigger> All<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await all(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7).
+    ///
+    /// ```
+    /// use async_std_api::combinators::{all, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = all([slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
+    /// Waits for every input (and the iterator of a [`concurrent`] input
+    /// to end).
+    ///
+    /// # Errors
+    ///
+    /// [`CombineErrorKind::Input`] at the first input that fails;
+    /// [`CombineErrorKind::Iterator`] (D-24); [`CombineErrorKind::Interrupted`]
+    /// if the caller is cancelled.
+    ///
+    /// # Panics
+    ///
+    /// Outside a coroutine, when it has to wait.
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point; the inputs go on (D-7).
+    #[track_caller]
+    pub fn join(mut self) -> Result<Vec<A::Output>, CombineError<A::Error>> {
+        let at = Location::caller();
+        let mut slots: BTreeMap<usize, A::Output> = BTreeMap::new();
+        loop {
+            match self.engine.next(at)? {
+                Event::Item(i, Ok(v)) => {
+                    slots.insert(i, v);
+                }
+                Event::Item(i, Err(e)) => return Err(CombineError::new(Repr::Input(i, e))),
+                Event::End => return Ok(slots.into_values().collect()),
+            }
+        }
+    }
+}
+
+impl<A: Trigger> Combinator for All<A> {
+    type Error = A::Error;
+    type Lenient = Vec<Option<A::Output>>;
+    fn run_lenient(
+        mut self,
+        _: Token,
+        at: &'static Location<'static>,
+        sink: &mut dyn FnMut(usize, A::Error),
+    ) -> Result<Self::Lenient, CombineError<A::Error>> {
+        let mut slots: BTreeMap<usize, Option<A::Output>> = BTreeMap::new();
+        loop {
+            match self.engine.next(at)? {
+                Event::Item(i, Ok(v)) => {
+                    slots.insert(i, Some(v));
+                }
+                Event::Item(i, Err(e)) => {
+                    slots.insert(i, None);
+                    sink(i, e);
+                }
+                Event::End => return Ok(slots.into_values().collect()),
+            }
+        }
+    }
+}
+
+/// The combinator of [`any`]: re-usable, each [`join`](Any::join) gives
+/// the next input to complete.
+pub struct Any<A: Trigger> {
+    engine: Engine<A>,
+}
+
+/// Fires when an input completes: the RFC's `any($triggers)` (R-CB1).
+/// Awaited again, it gives the next one (R-CO7). The other inputs are not
+/// cancelled (D-7).
+///
+/// # Examples
+///
+/// The RFC's `getFirstAvailable` with an error tolerance:
+///
+/// ```
+/// use async_std_api::combinators::any;
+/// use async_std_api::{delay, run, spawn_try};
+///
+/// run(|| {
+///     let sources = vec![
+///         spawn_try(|| Err::<&str, _>("down")),
+///         spawn_try(|| { delay(10)?; Ok::<_, async_std_api::Cancelled>("mirror") }),
+///     ];
+///     let mut trigger = any(sources);
+///     let mut errors = 0;
+///     let first = loop {
+///         match trigger.join() {
+///             Ok(v) => break v,
+///             Err(_) if errors < 1 => errors += 1,
+///             Err(e) => panic!("sources failed: {e}"),
+///         }
+///     };
+///     assert_eq!((first, errors), ("mirror", 1));
+/// })
+/// .unwrap();
+/// ```
+pub fn any<A: Trigger>(inputs: impl IntoInputs<A>) -> Any<A> {
+    Any {
+        engine: Engine::new(inputs.into_inputs(Token(()))),
+    }
+}
+
+impl<A: Trigger> Any<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await any(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7); the trigger stays, so each later `join` ends at once once it completed.
+    ///
+    /// ```
+    /// use async_std_api::combinators::{any, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = any([slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
+    /// Waits for the next input to complete and returns its value.
+    ///
+    /// # Errors
+    ///
+    /// [`CombineErrorKind::Input`] if that input failed (call again for
+    /// the next); [`CombineErrorKind::Exhausted`] once every input was
+    /// given; [`CombineErrorKind::Iterator`] (D-24);
+    /// [`CombineErrorKind::Interrupted`].
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point; the inputs go on (D-7).
+    #[track_caller]
+    pub fn join(&mut self) -> Result<A::Output, CombineError<A::Error>> {
+        match self.engine.next(Location::caller())? {
+            Event::Item(_, Ok(v)) => Ok(v),
+            Event::Item(i, Err(e)) => Err(CombineError::new(Repr::Input(i, e))),
+            Event::End => Err(CombineError::new(Repr::Exhausted)),
+        }
+    }
+}
+
+impl<A: Trigger> Combinator for Any<A> {
+    type Error = A::Error;
+    type Lenient = Option<A::Output>;
+    fn run_lenient(
+        mut self,
+        _: Token,
+        at: &'static Location<'static>,
+        sink: &mut dyn FnMut(usize, A::Error),
+    ) -> Result<Self::Lenient, CombineError<A::Error>> {
+        loop {
+            match self.engine.next(at)? {
+                Event::Item(_, Ok(v)) => return Ok(Some(v)),
+                Event::Item(i, Err(e)) => sink(i, e),
+                Event::End => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The combinator of [`any_of`].
+pub struct AnyOf<A: Trigger> {
+    n: usize,
+    engine: Engine<A>,
+}
+
+/// Fires once `n` inputs have completed: the RFC's `anyOf($n, $triggers)`
+/// (R-CB1). The values come by input index, in completion order. The
+/// other inputs are not cancelled (D-7).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::combinators::any_of;
+/// use async_std_api::{delay, run, spawn};
+///
+/// run(|| {
+///     let images = vec![
+///         spawn(|| { delay(1).unwrap(); "preview" }),
+///         spawn(|| { delay(5_000).unwrap_or(()); "full" }),
+///         spawn(|| { delay(5).unwrap(); "medium" }),
+///     ];
+///     let two = any_of(2, images).join().unwrap();
+///     assert_eq!(two, [(0, "preview"), (2, "medium")]);
+/// })
+/// .unwrap();
+/// ```
+pub fn any_of<A: Trigger>(n: usize, inputs: impl IntoInputs<A>) -> AnyOf<A> {
+    AnyOf {
+        n,
+        engine: Engine::new(inputs.into_inputs(Token(()))),
+    }
+}
+
+impl<A: Trigger> AnyOf<A> {
+    /// Ends the wait with [`CombineErrorKind::AwaitCancelled`] when
+    /// `trigger` completes first: the RFC's `await any_of(...) until
+    /// $trigger`. An input outcome that is already there wins over the
+    /// trigger, the caller's own cancellation over both (D-20); the inputs
+    /// go on running (R-AU3, D-7).
+    ///
+    /// ```
+    /// use async_std_api::combinators::{any_of, CombineErrorKind};
+    /// use async_std_api::{delay, run, spawn, timeout};
+    ///
+    /// run(|| {
+    ///     let slow = spawn(|| delay(10_000).is_ok());
+    ///     let c = slow.coroutine();
+    ///     let err = any_of(1, [slow]).until(timeout(5)).join().unwrap_err();
+    ///     assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
+    ///     assert!(!c.is_finished() && !c.is_cancellation_requested());
+    ///     c.cancel();
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn until(mut self, trigger: impl Awaitable + 'static) -> Self {
+        self.engine.until = Some(Box::new(trigger));
+        self
+    }
+
+    /// Waits for `n` inputs to complete.
+    ///
+    /// # Errors
+    ///
+    /// [`CombineErrorKind::Input`] at the first input that fails;
+    /// [`CombineErrorKind::Exhausted`] if fewer than `n` inputs exist;
+    /// [`CombineErrorKind::Iterator`] (D-24); [`CombineErrorKind::Interrupted`].
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point; the inputs go on (D-7).
+    #[track_caller]
+    pub fn join(mut self) -> Indexed<A> {
+        let at = Location::caller();
+        let mut got = Vec::new();
+        while got.len() < self.n {
+            match self.engine.next(at)? {
+                Event::Item(i, Ok(v)) => got.push((i, v)),
+                Event::Item(i, Err(e)) => return Err(CombineError::new(Repr::Input(i, e))),
+                Event::End => return Err(CombineError::new(Repr::Exhausted)),
+            }
+        }
+        Ok(got)
+    }
+}
+
+impl<A: Trigger> Combinator for AnyOf<A> {
+    type Error = A::Error;
+    type Lenient = Vec<(usize, A::Output)>;
+    fn run_lenient(
+        mut self,
+        _: Token,
+        at: &'static Location<'static>,
+        sink: &mut dyn FnMut(usize, A::Error),
+    ) -> Result<Self::Lenient, CombineError<A::Error>> {
+        let mut got = Vec::new();
+        while got.len() < self.n {
+            match self.engine.next(at)? {
+                Event::Item(i, Ok(v)) => got.push((i, v)),
+                Event::Item(i, Err(e)) => sink(i, e),
+                Event::End => break,
+            }
+        }
+        Ok(got)
+    }
+}
+
+/// The combinator of [`capture_errors`].
+pub struct CaptureErrors<C> {
+    inner: C,
+}
+
+/// Sets the inputs' errors aside and returns them with the result: the
+/// RFC's `captureErrors($awaitable)` (R-CB1). `all` then waits for every
+/// input, `any` for the first success, `any_of` for `n` successes. An
+/// error of a [`concurrent`] iterator is not captured: it passes through
+/// (D-24).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::combinators::{all, capture_errors};
+/// use async_std_api::{run, spawn_try};
+///
+/// run(|| {
+///     let tasks = vec![
+///         spawn_try(|| Ok::<_, &str>("user")),
+///         spawn_try(|| Err::<&str, _>("settings unavailable")),
+///     ];
+///     let (result, errors) = capture_errors(all(tasks)).join().unwrap();
+///     assert_eq!(result, [Some("user"), None]);
+///     assert_eq!(errors.len(), 1);
+///     assert_eq!(errors[0].0, 1);
+/// })
+/// .unwrap();
+/// ```
+pub fn capture_errors<C: Combinator>(inner: C) -> CaptureErrors<C> {
+    CaptureErrors { inner }
+}
+
+impl<C: Combinator> CaptureErrors<C> {
+    /// Runs the combinator; returns its lenient result and the inputs'
+    /// errors by input index, in the order they came.
+    ///
+    /// # Errors
+    ///
+    /// Only [`CombineErrorKind::Iterator`] (D-24) and
+    /// [`CombineErrorKind::Interrupted`].
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point; the inputs go on (D-7).
+    #[track_caller]
+    #[allow(clippy::type_complexity)]
+    pub fn join(self) -> Result<(C::Lenient, Vec<(usize, C::Error)>), CombineError<C::Error>> {
+        let mut errors = Vec::new();
+        let r = self
+            .inner
+            .run_lenient(Token(()), Location::caller(), &mut |i, e| {
+                errors.push((i, e))
+            })?;
+        Ok((r, errors))
+    }
+}
+
+/// The combinator of [`ignore_errors`].
+pub struct IgnoreErrors<C, F> {
+    inner: C,
+    handler: F,
+}
+
+/// Passes each input error to `handler` and goes on: the RFC's
+/// `ignoreErrors($awaitable, $handler)` (R-CB1). Like [`capture_errors`]
+/// otherwise (an iterator error passes through, D-24).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::combinators::{any, ignore_errors};
+/// use async_std_api::{delay, run, spawn_try};
+///
+/// run(|| {
+///     let apis = vec![
+///         spawn_try(|| Err::<&str, _>("api1 down")),
+///         spawn_try(|| { delay(5)?; Ok::<_, async_std_api::Cancelled>("api2") }),
+///     ];
+///     let mut seen = Vec::new();
+///     let first = ignore_errors(any(apis), |e| seen.push(e.to_string())).join().unwrap();
+///     assert_eq!(first, Some("api2"));
+///     assert_eq!(seen.len(), 1);
+/// })
+/// .unwrap();
+/// ```
+pub fn ignore_errors<C: Combinator, F: FnMut(C::Error)>(
+    inner: C,
+    handler: F,
+) -> IgnoreErrors<C, F> {
+    IgnoreErrors { inner, handler }
+}
+
+impl<C: Combinator, F: FnMut(C::Error)> IgnoreErrors<C, F> {
+    /// Runs the combinator; each input error goes to the handler.
+    ///
+    /// # Errors
+    ///
+    /// Only [`CombineErrorKind::Iterator`] (D-24) and
+    /// [`CombineErrorKind::Interrupted`].
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point; the inputs go on (D-7).
+    #[track_caller]
+    pub fn join(self) -> Result<C::Lenient, CombineError<C::Error>> {
+        let mut handler = self.handler;
+        self.inner
+            .run_lenient(Token(()), Location::caller(), &mut |_, e| handler(e))
+    }
+}
+
+macro_rules! debug_combinator {
+    ($($t:ident),*) => {$(
+        impl<A: Trigger> fmt::Debug for $t<A> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("pending", &self.engine.pending.len())
+                    .field("ready", &self.engine.ready.len())
+                    .finish()
+            }
+        }
+    )*};
+}
+debug_combinator!(All, Any, AnyOf);
+
+impl<C> fmt::Debug for CaptureErrors<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaptureErrors").finish_non_exhaustive()
+    }
+}
+
+impl<C, F> fmt::Debug for IgnoreErrors<C, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IgnoreErrors").finish_non_exhaustive()
+    }
+}
+
+// ---- errors ----
+
+/// What ended a combinator (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CombineErrorKind {
+    /// An input failed: [`CombineError::input`] has its index and error.
+    Input,
+    /// The caller was cancelled while it waited.
+    Interrupted,
+    /// The [`concurrent`] iterator returned an error or panicked (D-24).
+    Iterator,
+    /// [`Any`] was awaited again with no input left, or [`AnyOf`] had
+    /// fewer than `n`.
+    Exhausted,
+    /// The trigger given to `until` completed first (the RFC's
+    /// `AwaitCancelledException`); the inputs go on (R-AU3, D-7).
+    AwaitCancelled,
+}
+
+enum Repr<E> {
+    Input(usize, E),
+    Interrupted(Cancelled),
+    Iterator(Failure),
+    Exhausted,
+    AwaitCancelled,
+}
+
+/// The error of a combinator: opaque, with a closed [`CombineErrorKind`];
+/// `E` is the inputs' error type.
+pub struct CombineError<E> {
+    repr: Repr<E>,
+}
+
+impl<E> CombineError<E> {
+    fn new(repr: Repr<E>) -> Self {
+        CombineError { repr }
+    }
+
+    /// Which error it is.
+    pub fn kind(&self) -> CombineErrorKind {
+        match &self.repr {
+            Repr::Input(..) => CombineErrorKind::Input,
+            Repr::Interrupted(_) => CombineErrorKind::Interrupted,
+            Repr::Iterator(_) => CombineErrorKind::Iterator,
+            Repr::Exhausted => CombineErrorKind::Exhausted,
+            Repr::AwaitCancelled => CombineErrorKind::AwaitCancelled,
+        }
+    }
+
+    /// The failed input's index and error (kind `Input`).
+    pub fn input(&self) -> Option<(usize, &E)> {
+        match &self.repr {
+            Repr::Input(i, e) => Some((*i, e)),
+            _ => None,
+        }
+    }
+
+    /// The failed input's error, by value (kind `Input`).
+    pub fn into_input(self) -> Option<E> {
+        match self.repr {
+            Repr::Input(_, e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The caller's own cancellation (kind `Interrupted`).
+    pub fn cancelled(&self) -> Option<&Cancelled> {
+        match &self.repr {
+            Repr::Interrupted(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The iterator's failure (kind `Iterator`, D-24).
+    pub fn iterator_failure(&self) -> Option<&Failure> {
+        match &self.repr {
+            Repr::Iterator(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CombineError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Input(i, e) => write!(f, "combinator input {i} failed: {e}"),
+            Repr::Interrupted(c) => write!(f, "waiting for a combinator interrupted: {c}"),
+            Repr::Iterator(x) => write!(f, "combinator input iterator failed: {x}"),
+            Repr::Exhausted => write!(f, "combinator has no input left to wait for"),
+            Repr::AwaitCancelled => {
+                write!(
+                    f,
+                    "waiting for a combinator ended: the until trigger completed first"
+                )
+            }
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Debug for CombineError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CombineError")
+            .field(&self.to_string())
+            .finish()
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for CombineError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.repr {
+            Repr::Input(_, e) => Some(e),
+            Repr::Interrupted(c) => Some(c),
+            Repr::Iterator(f) => Some(f),
+            Repr::Exhausted | Repr::AwaitCancelled => None,
+        }
+    }
+}
