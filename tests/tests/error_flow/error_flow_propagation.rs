@@ -56,12 +56,9 @@ fn r_tg6_hook_an_explicit_task_cancelled_by_an_implicit_failure_carries_it() {
             delay(1_000)
         })
         .unwrap();
-        let result = task.join();
-        let c = match result {
-            Ok(Err(c)) => c,                           // cancelled in its delay
-            Err(e) => e.cancelled().cloned().unwrap(), // or before it started
-            Ok(Ok(())) => panic!("the task was not cancelled"),
-        };
+        // Cancelled in its delay (it returns the error: D-25, still
+        // cancelled) or before it started.
+        let c = join_cancelled(task);
         assert_eq!(c.cause(), CancelCause::Failure);
         assert_eq!(
             c.failure().unwrap().panic_message(),
