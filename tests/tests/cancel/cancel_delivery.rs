@@ -1,9 +1,10 @@
 //! Where and how often a cancellation is delivered.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use async_std_api::{current, delay, run, spawn, suspend, CancelCause};
-use tests::support::{yield_until, Recorder};
+use async_std_api::{current, delay, run, spawn, suspend, CancelCause, Cancelled};
+use tests::support::{join_cancelled, yield_until, Recorder};
 
 struct DropFlag(Recorder, &'static str);
 
@@ -42,29 +43,36 @@ fn cancel_before_start_never_runs_the_body_and_drops_its_captures() {
 }
 
 #[test]
-fn r_co4_cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
+fn r_co4_d25_cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point() {
     let rec = Recorder::new();
     let r = rec.clone();
+    let caught: Rc<RefCell<Option<Cancelled>>> = Rc::default();
     run(move || {
         let r1 = r.clone();
+        let k = caught.clone();
         let h = spawn(move || {
             r1.push("waiting");
             let err = delay(60_000).unwrap_err();
             r1.push(format!("caught: {err}"));
+            *k.borrow_mut() = Some(err);
             // Edge-triggered (D-1): cleanup may block again.
             delay(1).unwrap();
             r1.push(format!(
                 "cleanup done, requested={}",
                 current().is_cancellation_requested()
             ));
+            r1.push("returning normally");
             "returned normally"
         });
         yield_until(|| h.coroutine().is_suspended());
         let id = h.id();
         h.coroutine().cancel_with("shutting down");
         r.push("cancel sent");
-        let v = h.join().unwrap();
-        r.push(v);
+        // D-25: it caught its cancellation and returned a value, yet it
+        // ends cancelled, with the very cancellation it caught.
+        let c = join_cancelled(h);
+        assert_eq!(Some(&c), caught.borrow().as_ref());
+        r.push(format!("joined: {c}"));
         r.push(format!("id {id}"));
     })
     .unwrap();
@@ -79,7 +87,8 @@ fn r_co4_cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point()
         "cancel sent",
         &format!("caught: coroutine {id} cancelled: shutting down"),
         "cleanup done, requested=true",
-        "returned normally",
+        "returning normally",
+        &format!("joined: coroutine {id} cancelled: shutting down"),
         &format!("id {id}"),
     ]);
 }
@@ -87,13 +96,15 @@ fn r_co4_cancel_while_suspended_resumes_with_cancelled_at_the_suspension_point()
 #[test]
 fn the_first_cancellation_reason_wins() {
     run(|| {
-        let h = spawn(|| delay(60_000).unwrap_err());
+        let h = spawn(|| {
+            delay(60_000).unwrap_err();
+        });
         yield_until(|| h.coroutine().is_suspended());
         let c = h.coroutine();
         c.cancel_with("first");
         c.cancel_with("second");
         c.cancel();
-        let cancelled = h.join().unwrap();
+        let cancelled = join_cancelled(h);
         assert_eq!(cancelled.reason(), Some("first"));
         assert_eq!(cancelled.cause(), CancelCause::Explicit);
         assert_eq!(cancelled.id(), c.id());
@@ -144,7 +155,7 @@ fn cancelling_a_finished_coroutine_does_nothing() {
 // The RFC's output needs the one-round hand-off of FIFO (the coroutine must
 // still be at its suspend when the cancel comes): skipped under chaos.
 #[test]
-fn fifo_the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
+fn fifo_d25_the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -159,7 +170,9 @@ fn fifo_the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
         suspend().unwrap(); // pass control to the coroutine
         c.cancel();
         let id = c.id();
-        c.join().unwrap();
+        // D-25 (RFC v1.7): caught and returned, it still ends cancelled.
+        let cancelled = join_cancelled(c);
+        r.push(format!("joined: {cancelled}"));
         r.push(format!("id {id}"));
     })
     .unwrap();
@@ -173,6 +186,7 @@ fn fifo_the_rfc_suspend_and_cancel_example_catches_the_cancellation() {
         "Hello, World!",
         &format!("Caught exception: coroutine {id} cancelled"),
         "Goodbye, World!",
+        &format!("joined: coroutine {id} cancelled"),
         &format!("id {id}"),
     ]);
 }
@@ -215,9 +229,15 @@ fn a_cancelled_coroutine_keeps_running_its_cleanup_with_blocking_calls() {
         });
         yield_until(|| h.coroutine().is_suspended());
         h.cancel();
-        h.join().unwrap();
+        let c = join_cancelled(h);
+        r.push(format!("joined: cancelled {:?}", c.cause()));
     })
     .unwrap();
     assert_eq!(Rc::strong_count(&shared), 1);
-    rec.assert_events(&["cleanup step 0", "cleanup step 1", "cleanup step 2"]);
+    rec.assert_events(&[
+        "cleanup step 0",
+        "cleanup step 1",
+        "cleanup step 2",
+        "joined: cancelled Explicit",
+    ]);
 }

@@ -1,10 +1,12 @@
 //! `protect` (R-C2, D-21, D-22, P-11, P-13): a critical section that
 //! cancellation waits for.
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 
 use async_std_api::{check_cancelled, current, delay, protect, run, spawn, suspend};
-use tests::support::{yield_until_waiting, Recorder};
+use tests::support::{join_cancelled, yield_until_waiting, Recorder};
 
 #[test]
 fn r_c2_a_cancellation_during_protect_is_delivered_right_after_it() {
@@ -28,13 +30,15 @@ fn r_c2_a_cancellation_during_protect_is_delivered_right_after_it() {
         });
         yield_until_waiting(&[&h.coroutine()]); // in protect, in its delay
         h.coroutine().cancel_with("stop");
-        h.join().unwrap();
+        let c = join_cancelled(h);
+        r.push(format!("joined: cancelled: {}", c.reason().unwrap_or("")));
     })
     .unwrap();
     rec.assert_events(&[
         "protect returned Ok(\"critical data\")",
         "then: stop",
         "cleanup done",
+        "joined: cancelled: stop",
     ]);
 }
 
@@ -57,7 +61,7 @@ fn d21_p13_nested_protect_delivers_after_the_outermost_returns() {
 }
 
 #[test]
-fn d22_an_error_leaving_protect_propagates_and_the_cancellation_stays_pending() {
+fn d22_d25_an_error_leaving_protect_propagates_and_the_cancellation_stays_pending() {
     run(|| {
         let commit = protect(|| -> Result<(), &'static str> {
             current().cancel();
@@ -70,7 +74,9 @@ fn d22_an_error_leaving_protect_propagates_and_the_cancellation_stays_pending() 
             "still pending, at the next suspension point"
         );
         // A panic leaving protect: the same.
-        let h = spawn(|| {
+        let delivered: Rc<Cell<Option<bool>>> = Rc::default();
+        let d = delivered.clone();
+        let h = spawn(move || {
             let p = catch_unwind(AssertUnwindSafe(|| {
                 protect(|| {
                     current().cancel();
@@ -78,9 +84,12 @@ fn d22_an_error_leaving_protect_propagates_and_the_cancellation_stays_pending() 
                 })
             }));
             assert!(p.is_err());
-            check_cancelled().is_err()
+            d.set(Some(check_cancelled().is_err()));
         });
-        assert!(h.join().unwrap());
+        // Caught (the panic and then the cancellation) and returned: it
+        // ends cancelled (D-25), not failed.
+        join_cancelled(h);
+        assert_eq!(delivered.get(), Some(true));
     })
     .unwrap();
 }

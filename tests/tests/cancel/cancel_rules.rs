@@ -6,7 +6,7 @@ use std::rc::Rc;
 use async_std_api::{
     check_cancelled, current, delay, run, spawn, suspend, timeout, CancelCause, JoinError,
 };
-use tests::support::{yield_until_waiting, Recorder};
+use tests::support::{join_cancelled, yield_until_waiting, Recorder};
 
 #[test]
 fn d11_p23_self_cancel_does_not_unwind_and_a_return_without_suspending_ends_cancelled() {
@@ -75,10 +75,11 @@ fn r_c3_cleanup_after_a_cancellation_runs_without_restriction() {
         });
         yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
-        h.join().unwrap();
+        join_cancelled(h);
+        r.push("cleanup over: ended cancelled");
     })
     .unwrap();
-    rec.assert_events(&["joined 5"]);
+    rec.assert_events(&["joined 5", "cleanup over: ended cancelled"]);
 }
 
 /// Order-dependent (FIFO): the waiter must be queued by its wake-up when the
@@ -97,7 +98,7 @@ fn fifo_d2_a_cancellation_wins_over_a_queued_wake_up() {
         let w = waiter.coroutine();
         assert!(w.is_queued(), "woken, not yet resumed");
         w.cancel(); // D-2: replaces the queued wake-up
-        waiter.join().unwrap();
+        join_cancelled(waiter);
     })
     .unwrap();
     let got = result.borrow_mut().take().unwrap();
@@ -111,7 +112,7 @@ fn p01_a_cancellation_is_never_absorbed_as_a_failure() {
         let h = spawn(|| delay(60_000));
         yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
-        let c = h.join().unwrap().unwrap_err();
+        let c = join_cancelled(h);
         // Converting into the general error types keeps it findable.
         let io: std::io::Error = c.clone().into();
         assert_eq!(io.kind(), std::io::ErrorKind::Other);

@@ -7,7 +7,7 @@ use async_std_api::combinators::{
     all, any, any_of, capture_errors, ignore_errors, CombineErrorKind,
 };
 use async_std_api::{delay, run, spawn, spawn_try, timeout, Cancelled, TaskGroup};
-use tests::support::{yield_until, Recorder};
+use tests::support::{join_cancelled, yield_until, Recorder};
 
 #[test]
 fn r_cb1_all_returns_values_in_input_order() {
@@ -222,19 +222,24 @@ fn r_cb1_combinators_take_coroutines_timeouts_groups_and_their_triggers() {
 }
 
 #[test]
-fn r_cb1_a_cancelled_caller_is_interrupted() {
+fn r_cb1_d25_a_cancelled_caller_is_interrupted() {
     run(|| {
-        let waiter = spawn(|| {
+        let kind: Rc<Cell<Option<CombineErrorKind>>> = Rc::default();
+        let k = kind.clone();
+        let waiter = spawn(move || {
             let h = spawn(|| delay(60_000).unwrap_or(()));
             let c = h.coroutine();
             let e = all(vec![h]).join().unwrap_err();
             c.cancel();
-            e.kind()
+            k.set(Some(e.kind()));
         });
         let w = waiter.coroutine();
         yield_until(|| w.is_suspended());
         w.cancel();
-        assert_eq!(waiter.join().unwrap(), CombineErrorKind::Interrupted);
+        // It caught its cancellation (as the combinator's error) and
+        // returned: it ends cancelled (D-25).
+        assert_eq!(join_cancelled(waiter).id(), w.id());
+        assert_eq!(kind.get(), Some(CombineErrorKind::Interrupted));
     })
     .unwrap();
 }

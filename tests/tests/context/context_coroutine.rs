@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use async_std_api::{coroutine_context, delay, on_finally, run, spawn, spawn_try, CancelCause};
-use tests::support::{capture_logs, yield_until_waiting, Recorder};
+use tests::support::{capture_logs, join_cancelled, yield_until_waiting, Recorder};
 
 use super::context_slots::DropEvent;
 
@@ -127,7 +127,7 @@ fn r_cx2_values_are_dropped_when_the_coroutine_is_cancelled() {
         yield_until_waiting(&[&h.coroutine()]);
         r.push("cancel");
         h.cancel();
-        let c = h.join().unwrap().unwrap_err();
+        let c = join_cancelled(h);
         assert_eq!(c.cause(), CancelCause::Explicit);
         r.push("joined");
     })

@@ -9,7 +9,7 @@ use async_std_api::{
     current, delay, run, spawn, spawn_in, spawn_try, suspend, timeout, CancelCause, Cancelled,
     Failure, FailureKind, FailureOrigin, JoinError, Scope,
 };
-use tests::support::{capture_logs, yield_until, yield_until_waiting};
+use tests::support::{capture_logs, join_cancelled, yield_until, yield_until_waiting};
 
 #[test]
 fn r_co5_d13_p14_every_awaiter_receives_the_identical_failure() {
@@ -294,7 +294,7 @@ fn p12_d4_one_shape_primary_plus_attached_whatever_the_count() {
             .await_after_cancellation(Some(&keep), Some(&timeout(5_000)))
             .unwrap();
         let second_id = second.id();
-        let c = quiet.join().unwrap().unwrap_err();
+        let c = join_cancelled(quiet);
         // The sibling's cancellation is filtered out (not attached) and
         // carries the failure as its cause (D-14).
         assert_eq!(c.cause(), CancelCause::Failure);
@@ -327,8 +327,7 @@ fn p04_a_cancellation_received_through_join_names_the_awaited_coroutine() {
         yield_until_waiting(&[&h.coroutine()]);
         let id = h.id();
         h.cancel();
-        let v = h.join().unwrap();
-        let c = v.unwrap_err();
+        let c = join_cancelled(h);
         assert_eq!(c.id(), id);
         assert!(!current().is_cancellation_requested());
     })

@@ -2,7 +2,7 @@
 //! coroutine waits for, every live coroutine, its scope.
 
 use async_std_api::{coroutines, current, current_scope, delay, run, spawn, spawn_in, Scope};
-use tests::support::{yield_until, yield_until_waiting};
+use tests::support::{join_cancelled, yield_until, yield_until_waiting};
 
 #[test]
 fn r_t1_spawn_and_last_suspend_locations() {
@@ -84,7 +84,7 @@ fn r_co2_the_lifecycle_queries_agree_with_each_other() {
         // Pending cancellation: requested, queued to resume, not cancelled.
         assert!(c.is_cancellation_requested() && !c.is_cancelled());
         assert!(c.is_queued() && !c.is_suspended());
-        h.join().unwrap();
+        join_cancelled(h);
         // Finished after a cancellation: cancelled, finished.
         assert!(c.is_finished() && c.is_cancelled() && c.is_cancellation_requested());
         assert!(!c.is_queued() && !c.is_suspended() && !c.is_running());

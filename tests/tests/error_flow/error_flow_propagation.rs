@@ -9,7 +9,9 @@ use async_std_api::{
     delay, run, spawn, spawn_in, spawn_try, timeout, CancelCause, ErrorKind, Failure, JoinError,
     Scope,
 };
-use tests::support::{capture_logs, yield_until_scope_waits, yield_until_waiting, Recorder};
+use tests::support::{
+    capture_logs, join_cancelled, yield_until_scope_waits, yield_until_waiting, Recorder,
+};
 
 #[test]
 fn ef4_d14_a_failure_cancels_its_scope_and_the_siblings_carry_it() {
@@ -24,7 +26,7 @@ fn ef4_d14_a_failure_cancels_its_scope_and_the_siblings_carry_it() {
         let f = err.failure().unwrap().clone();
         assert!(scope.is_cancelled() && child.is_cancelled());
         for h in [sibling, nephew] {
-            let c = h.join().unwrap().unwrap_err();
+            let c = join_cancelled(h);
             assert_eq!(c.cause(), CancelCause::Failure);
             assert!(Failure::ptr_eq(c.failure().unwrap(), &f));
             assert_eq!(c.scope(), Some(scope.id()));
@@ -54,12 +56,9 @@ fn r_tg6_hook_an_explicit_task_cancelled_by_an_implicit_failure_carries_it() {
             delay(1_000)
         })
         .unwrap();
-        let result = task.join();
-        let c = match result {
-            Ok(Err(c)) => c,                           // cancelled in its delay
-            Err(e) => e.cancelled().cloned().unwrap(), // or before it started
-            Ok(Ok(())) => panic!("the task was not cancelled"),
-        };
+        // Cancelled in its delay (it returns the error: D-25, still
+        // cancelled) or before it started.
+        let c = join_cancelled(task);
         assert_eq!(c.cause(), CancelCause::Failure);
         assert_eq!(
             c.failure().unwrap().panic_message(),

@@ -2,14 +2,16 @@
 //! (P-21); the error carries the `Cancelled`; the stream stays usable and
 //! later data is not lost.
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
+use std::rc::Rc;
 
 use async_std_api::net::{TcpListener, TcpStream};
 use async_std_api::{current, io, run, spawn};
-use tests::support::{yield_until, Recorder};
+use tests::support::{join_cancelled, yield_until, Recorder};
 
 #[test]
-fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
+fn d25_a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -18,6 +20,10 @@ fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
         let mut client = TcpStream::connect(addr).unwrap();
         let (conn, _) = listener.accept().unwrap();
         let r1 = r.clone();
+        // The reader hands the stream back through shared state: it ends
+        // cancelled, so a returned value would be dropped (D-25).
+        let slot: Rc<RefCell<Option<TcpStream>>> = Rc::default();
+        let s = slot.clone();
         let reader = spawn(move || {
             let mut conn = conn;
             let mut buf = [0u8; 64];
@@ -28,11 +34,16 @@ fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
                 err.kind(),
                 c.id() == current().id()
             ));
-            conn
+            *s.borrow_mut() = Some(conn);
         });
         yield_until(|| reader.coroutine().is_suspended()); // the reader blocks in read
         reader.cancel();
-        let mut conn = reader.join().unwrap();
+        let id = reader.id();
+        assert_eq!(join_cancelled(reader).id(), id);
+        let mut conn = slot
+            .borrow_mut()
+            .take()
+            .expect("the reader kept the stream");
         r.push("peer writes");
         client.write_all(b"later").unwrap();
         // The stream is still usable and nothing was lost.
@@ -52,17 +63,21 @@ fn a_cancelled_read_returns_cancelled_and_the_stream_stays_usable() {
 }
 
 #[test]
-fn a_cancelled_accept_returns_cancelled() {
+fn d25_a_cancelled_accept_returns_cancelled() {
     run(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let found: Rc<RefCell<Option<Option<String>>>> = Rc::default();
+        let f = found.clone();
         let acceptor = spawn(move || {
             let err = listener.accept().unwrap_err();
-            io::cancelled(&err).map(|c| c.reason().map(str::to_owned))
+            *f.borrow_mut() = io::cancelled(&err).map(|c| c.reason().map(str::to_owned));
         });
         yield_until(|| acceptor.coroutine().is_suspended());
         acceptor.coroutine().cancel_with("no more clients");
+        // Caught (as the accept's error) and returned: cancelled (D-25).
+        assert_eq!(join_cancelled(acceptor).reason(), Some("no more clients"));
         assert_eq!(
-            acceptor.join().unwrap(),
+            found.borrow_mut().take(),
             Some(Some("no more clients".into()))
         );
     })

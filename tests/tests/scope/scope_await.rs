@@ -4,9 +4,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use async_std_api::{
-    delay, run, spawn, spawn_in, suspend, timeout, CancelCause, Failure, Scope, ScopeErrorKind,
+    delay, run, spawn, spawn_in, suspend, timeout, CancelCause, Failure, Scope, ScopeError,
+    ScopeErrorKind,
 };
-use tests::support::{yield_until_scope_waits, yield_until_waiting, Recorder};
+use tests::support::{join_cancelled, yield_until_scope_waits, yield_until_waiting, Recorder};
 
 #[test]
 fn r_s6_await_completion_waits_for_the_scope_and_its_descendants() {
@@ -146,17 +147,24 @@ fn r_s6_the_mandatory_token_bounds_the_wait() {
 }
 
 #[test]
-fn r_s6_a_waiter_cancelled_while_waiting_is_interrupted() {
+fn r_s6_d25_a_waiter_cancelled_while_waiting_is_interrupted() {
     run(|| {
         let scope = Scope::new();
         spawn_in(&scope, || delay(60_000)).unwrap();
         let s = scope.clone();
-        let w = spawn(move || s.await_completion(&timeout(60_000)).unwrap_err());
+        let got: Rc<RefCell<Option<ScopeError>>> = Rc::default();
+        let g = got.clone();
+        let w = spawn(move || {
+            *g.borrow_mut() = Some(s.await_completion(&timeout(60_000)).unwrap_err());
+        });
         yield_until_waiting(&[&w.coroutine()]);
         w.cancel();
-        let err = w.join().unwrap();
+        // The waiter caught its cancellation and returned: cancelled (D-25).
+        let c = join_cancelled(w);
+        let err = got.borrow_mut().take().expect("the wait ended");
         assert_eq!(err.kind(), ScopeErrorKind::Interrupted);
         assert_eq!(err.interrupted_by().unwrap().cause(), CancelCause::Explicit);
+        assert_eq!(err.interrupted_by(), Some(&c));
         assert!(!scope.is_cancelled());
         scope.cancel();
     })

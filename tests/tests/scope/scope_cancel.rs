@@ -4,7 +4,8 @@ use async_std_api::{
     current, current_scope, delay, run, spawn, spawn_in, suspend, timeout, CancelCause, Scope,
 };
 use tests::support::{
-    any_order, capture_logs, one, yield_until_scope_waits, yield_until_waiting, Recorder,
+    any_order, capture_logs, join_cancelled, one, yield_until_scope_waits, yield_until_waiting,
+    Recorder,
 };
 
 /// A coroutine in `scope` that records how its wait ended.
@@ -110,7 +111,7 @@ fn r_s5_cancel_with_a_reason_on_a_cancelled_scope_is_ignored_with_a_warning() {
             scope.cancel_with("first");
             scope.cancel_with("second");
             scope.cancel(); // no reason: silently nothing
-            let c = h.join().unwrap().unwrap_err();
+            let c = join_cancelled(h);
             assert_eq!(c.reason(), Some("first"));
             scope.id()
         })
@@ -140,7 +141,7 @@ fn d11_cancelling_its_own_scope_does_not_interrupt_the_caller() {
         })
         .unwrap();
         let c = me.coroutine();
-        me.join().unwrap();
+        assert_eq!(join_cancelled(me).cause(), CancelCause::Scope);
         assert!(c.is_cancelled() && scope.is_cancelled());
         scope.await_after_cancellation(None, None).unwrap();
     })
@@ -188,7 +189,7 @@ fn d18_cancel_always_cancels_zombies_included() {
             scope.dispose_safely();
             assert!(h.coroutine().is_zombie());
             scope.cancel();
-            h.join().unwrap().unwrap_err().cause()
+            join_cancelled(h).cause()
         })
         .unwrap()
     });

@@ -1,10 +1,12 @@
 //! Disposal (R-S9, R-S5, D-9, D-10): dropping the last handle, `dispose`,
 //! `dispose_safely`, `dispose_after_timeout`.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use async_std_api::{delay, run, spawn, spawn_in, timeout, Builder, CancelCause, Scope};
-use tests::support::{capture_logs, yield_until_waiting, Recorder};
+use tests::support::{capture_logs, join_cancelled, yield_until_waiting, Recorder};
 
 #[test]
 fn d9_dropping_last_scope_handle_cancels_with_warning() {
@@ -19,7 +21,7 @@ fn d9_dropping_last_scope_handle_cancels_with_warning() {
             drop(scope);
             // A non-owning view does not keep it alive: it was disposed.
             assert!(view.is_closed() && view.is_cancelled());
-            let c = h.join().unwrap().unwrap_err();
+            let c = join_cancelled(h);
             assert_eq!(c.cause(), CancelCause::Scope);
             (sid, created, cid, at)
         })
@@ -69,7 +71,7 @@ fn r_s9_dispose_cancels_with_a_warning_naming_each_coroutine() {
             scope.dispose(); // R-S5: again is fine, and warns no more
             assert!(scope.is_closed() && scope.is_cancelled());
             let cid = h.id();
-            assert_eq!(h.join().unwrap().unwrap_err().cause(), CancelCause::Scope);
+            assert_eq!(join_cancelled(h).cause(), CancelCause::Scope);
             (scope.id(), cid, line)
         })
         .unwrap()
@@ -118,7 +120,7 @@ fn r_s9_the_rfc_dispose_safely_example_leaves_zombies_that_finish() {
 }
 
 #[test]
-fn d10_the_rfc_dispose_after_timeout_service_example() {
+fn d10_d25_the_rfc_dispose_after_timeout_service_example() {
     struct Service {
         scope: Scope,
     }
@@ -130,6 +132,9 @@ fn d10_the_rfc_dispose_after_timeout_service_example() {
     let rec = Recorder::new();
     let r = rec.clone();
     let started = Instant::now();
+    // What Task 2 caught: it ends cancelled (D-25), so it cannot return it.
+    let caught: Rc<Cell<Option<CancelCause>>> = Rc::default();
+    let k = caught.clone();
     let (cause, logs) = capture_logs(|| {
         run(move || {
             let service = Service {
@@ -142,11 +147,8 @@ fn d10_the_rfc_dispose_after_timeout_service_example() {
                     delay(20).unwrap();
                     r2.push("Task 2");
                     match delay(5_000) {
-                        Ok(()) => {
-                            r2.push("Task 2 next line never executed");
-                            None
-                        }
-                        Err(c) => Some(c.cause()),
+                        Ok(()) => r2.push("Task 2 next line never executed"),
+                        Err(c) => k.set(Some(c.cause())),
                     }
                 });
                 r0.push("Task 1");
@@ -157,12 +159,13 @@ fn d10_the_rfc_dispose_after_timeout_service_example() {
             .unwrap();
             delay(5).unwrap();
             drop(service);
-            task2.join().unwrap()
+            join_cancelled(task2).cause()
         })
         .unwrap()
     });
     rec.assert_events(&["Task 1", "Task 2"]);
-    assert_eq!(cause, Some(CancelCause::ZombieTimeout));
+    assert_eq!(caught.get(), Some(CancelCause::ZombieTimeout));
+    assert_eq!(cause, CancelCause::ZombieTimeout);
     logs.assert_count("is a zombie", 1);
     assert!(
         started.elapsed() < Duration::from_secs(4),

@@ -6,7 +6,7 @@ use async_std_api::{
     spawn, suspend, CancelCause, ErrorKind, Scope,
 };
 use tests::support::{
-    any_order, capture_logs, yield_until_scope_waits, yield_until_waiting, Recorder,
+    any_order, capture_logs, join_cancelled, yield_until_scope_waits, yield_until_waiting, Recorder,
 };
 
 struct Guard(Recorder, &'static str);
@@ -66,10 +66,7 @@ fn r_gs1_cancelling_the_global_scope_starts_graceful_shutdown() {
         global_scope().cancel();
         assert!(global_scope().is_cancelled() && !global_scope().is_closed());
         assert!(suspend().is_err());
-        assert_eq!(
-            h.join().unwrap().unwrap_err().cause(),
-            CancelCause::Shutdown
-        );
+        assert_eq!(join_cancelled(h).cause(), CancelCause::Shutdown);
     })
     .unwrap();
 }

@@ -2,11 +2,14 @@
 //! shutdown on a signal. Each test raises its own signal (the disposition
 //! is process-wide; the watch exists before the raise).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use async_std_api::{
     delay, graceful_shutdown, run, signal, spawn, spawn_in, spawn_try, timeout, CancelCause, Scope,
     ScopeErrorKind,
 };
-use tests::support::{yield_until_waiting, Recorder};
+use tests::support::{join_cancelled, yield_until_waiting, Recorder};
 
 fn raise(signum: i32) {
     // SAFETY: `raise` only asks the kernel to deliver the signal to this
@@ -58,14 +61,23 @@ fn a_signal_is_a_cancellation_token_for_await_completion() {
 }
 
 #[test]
-fn a_signal_wait_is_a_cancellation_point() {
+fn d25_a_signal_wait_is_a_cancellation_point() {
     run(|| {
-        let h = spawn(|| signal::wait(signal::SIGUSR2));
+        let got: Rc<RefCell<Option<std::io::Result<()>>>> = Rc::default();
+        let g = got.clone();
+        let h = spawn(move || *g.borrow_mut() = Some(signal::wait(signal::SIGUSR2)));
         yield_until_waiting(&[&h.coroutine()]);
         h.cancel();
-        let err = h.join().unwrap().unwrap_err();
+        // Caught (as the wait's error) and returned: cancelled (D-25).
+        let joined = join_cancelled(h);
+        let err = got
+            .borrow_mut()
+            .take()
+            .expect("the wait ended")
+            .unwrap_err();
         let c = async_std_api::io::cancelled(&err).unwrap();
         assert_eq!(c.cause(), CancelCause::Explicit);
+        assert_eq!(c, &joined);
         let _ = timeout(0);
     })
     .unwrap();

@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use async_std_api::{
     current_scope, delay, run, spawn, spawn_in, suspend, JoinError, Scope, TaskGroup,
-    TaskGroupErrorKind,
+    TaskGroupError, TaskGroupErrorKind,
 };
-use tests::support::{yield_until, Recorder};
+use tests::support::{join_cancelled, yield_until, Recorder};
 
 #[test]
 fn r_tg1_tasks_run_in_the_groups_scope_and_their_spawns_stay_out_of_the_group() {
@@ -270,20 +270,24 @@ fn r_tg2_a_task_awaiting_its_own_group_gets_an_error() {
 }
 
 #[test]
-fn r_tg2_a_cancelled_waiter_is_interrupted_and_the_tasks_go_on() {
+fn r_tg2_d25_a_cancelled_waiter_is_interrupted_and_the_tasks_go_on() {
     run(|| {
         let group = std::rc::Rc::new(TaskGroup::<u8>::new());
         group
             .spawn(|| delay(60_000).map(|_| 1).unwrap_or(0))
             .unwrap();
         let g = group.clone();
-        let waiter = spawn(move || g.join().unwrap_err());
+        let got: std::rc::Rc<std::cell::RefCell<Option<TaskGroupError>>> = Default::default();
+        let slot = got.clone();
+        let waiter = spawn(move || *slot.borrow_mut() = Some(g.join().unwrap_err()));
         let c = waiter.coroutine();
         yield_until(|| c.is_suspended());
         c.cancel();
-        let e = waiter.join().unwrap();
+        // The waiter caught its cancellation and returned: cancelled (D-25).
+        let own = join_cancelled(waiter);
+        let e = got.borrow_mut().take().expect("the group's join ended");
         assert!(e.is_interrupted());
-        assert!(e.cancelled().is_some());
+        assert_eq!(e.cancelled(), Some(&own));
         assert_eq!(group.running(), 1);
         group.dispose();
     })

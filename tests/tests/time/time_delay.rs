@@ -1,9 +1,11 @@
 //! `delay` and `sleep` (R-AU4, REF-24).
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use async_std_api::{delay, run, sleep, spawn};
-use tests::support::{yield_until, Recorder};
+use tests::support::{join_cancelled, yield_until, Recorder};
 
 #[test]
 fn a_100_ms_delay_waits_at_least_100_ms() {
@@ -94,13 +96,17 @@ fn sleep_takes_a_duration() {
 }
 
 #[test]
-fn r_au4_a_cancelled_delay_disposes_its_timer_so_run_ends_early() {
+fn r_au4_d25_a_cancelled_delay_disposes_its_timer_so_run_ends_early() {
     let t = Instant::now();
     run(|| {
-        let h = spawn(|| delay(60_000).is_err());
+        let cancelled: Rc<Cell<Option<bool>>> = Rc::default();
+        let k = cancelled.clone();
+        let h = spawn(move || k.set(Some(delay(60_000).is_err())));
         yield_until(|| h.coroutine().is_suspended());
         h.cancel();
-        assert!(h.join().unwrap());
+        // Caught (the delay's error) and returned: cancelled (D-25).
+        join_cancelled(h);
+        assert_eq!(cancelled.get(), Some(true));
     })
     .unwrap();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
