@@ -39,7 +39,9 @@ fn main() -> Result<(), async_std_api::Error> {
         });
         suspend().unwrap(); // pass control to the coroutine
         c.cancel();
-        c.join().unwrap();
+        // It caught its cancellation and returned: it still ends cancelled.
+        let e = c.join().unwrap_err();
+        println!("join: {}", e.cancelled().expect("ended cancelled"));
 
         println!("-- timers");
         let started = Instant::now();
@@ -71,7 +73,7 @@ fn main() -> Result<(), async_std_api::Error> {
         println!("got {}", fast.join_until(&timeout(1000)).unwrap());
         fetch.cancel();
         match fetch.join() {
-            Ok(Err(cancelled)) => println!("fetch ended: {cancelled}"),
+            Err(e) if e.is_cancelled() => println!("fetch ended: {e}"),
             other => println!("unexpected: {other:?}"),
         }
     })

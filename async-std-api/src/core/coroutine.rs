@@ -67,11 +67,13 @@ impl Coroutine {
     /// use async_std_api::{delay, run, spawn, suspend};
     ///
     /// run(|| {
-    ///     let h = spawn(|| delay(10_000).map_err(|c| c.to_string()));
+    ///     let h = spawn(|| delay(10_000));
     ///     suspend().unwrap(); // let it start and block in delay
     ///     h.cancel();
     ///     let id = h.id();
-    ///     assert_eq!(h.join().unwrap(), Err(format!("coroutine {id} cancelled")));
+    ///     // It ends cancelled, whatever its body returned after (D-25).
+    ///     let err = h.join().unwrap_err();
+    ///     assert_eq!(err.cancelled().unwrap().to_string(), format!("coroutine {id} cancelled"));
     /// })
     /// .unwrap();
     /// ```

@@ -1228,14 +1228,25 @@ enum Kind {
 /// The RFC's R-TG6 example: an implicit coroutine fails, the scope cancels
 /// everything, and the await gets a cancellation whose cause is that
 /// failure (D-14). The cancellation does not consume the failure (D-27): it
-/// goes on to the group scope's parent, here the global scope, where
-/// nothing handles it, so `run` reports it.
+/// goes on to the group scope's parent, here a scope whose handler takes
+/// it (without one it would reach the global scope and start graceful
+/// shutdown).
 ///
 /// ```
-/// use async_std_api::{delay, run, spawn, ErrorKind, TaskGroup};
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use async_std_api::{delay, run, spawn, Scope, TaskGroup};
 ///
-/// let r = run(|| {
-///     let group = TaskGroup::<()>::new();
+/// run(|| {
+///     let handled = Rc::new(RefCell::new(Vec::new()));
+///     let (server, h) = (Scope::new(), handled.clone());
+///     server
+///         .set_exception_handler(move |_, _, f| {
+///             h.borrow_mut().push(f.panic_message().unwrap().to_owned());
+///             Ok(())
+///         })
+///         .unwrap();
+///     let group = TaskGroup::<()>::with_scope(&Scope::inherit_from(&server));
 ///     group.spawn(|| {
 ///         spawn(|| panic!("Error in coroutine")); // in the scope, not the group
 ///         let _ = delay(1_000);
@@ -1245,8 +1256,9 @@ enum Kind {
 ///     assert!(e.is_cancelled());
 ///     assert!(e.to_string().starts_with("task group was cancelled: coroutine "));
 ///     assert_eq!(e.cause().unwrap().panic_message(), Some("Error in coroutine"));
-/// });
-/// assert_eq!(r.unwrap_err().kind(), ErrorKind::Failed);
+///     assert_eq!(*handled.borrow(), ["Error in coroutine"]);
+/// })
+/// .unwrap();
 /// ```
 #[derive(Clone)]
 pub struct TaskGroupError {

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use async_std_api::{delay, run, spawn, spawn_in, timeout, Builder, CancelCause, Scope};
+use async_std_api::{delay, run, spawn, spawn_in, timeout, CancelCause, Scope, ScopeErrorKind};
 use tests::support::{capture_logs, join_cancelled, yield_until_waiting, Recorder};
 
 #[test]
@@ -126,7 +126,7 @@ fn d10_d25_the_rfc_dispose_after_timeout_service_example() {
     }
     impl Drop for Service {
         fn drop(&mut self) {
-            self.scope.dispose_after_timeout(50);
+            self.scope.dispose_after_timeout(50).unwrap();
         }
     }
     let rec = Recorder::new();
@@ -174,11 +174,30 @@ fn d10_d25_the_rfc_dispose_after_timeout_service_example() {
 }
 
 #[test]
-#[should_panic(
-    expected = "dispose_after_timeout: the timeout must be more than 0 and less than 10 minutes, got 0 ms"
-)]
-fn d10_dispose_after_timeout_checks_its_bounds() {
-    let _ = Builder::new().run(|| Scope::new().dispose_after_timeout(0));
+fn r_s9_dispose_after_timeout_out_of_bounds_is_an_error_and_does_nothing() {
+    run(|| {
+        let scope = Scope::new();
+        let h = spawn_in(&scope, || delay(5)).unwrap();
+        for ms in [0, 600_000, u64::MAX] {
+            let err = scope.dispose_after_timeout(ms).unwrap_err();
+            assert_eq!(err.kind(), ScopeErrorKind::InvalidTimeout);
+            assert_eq!(err.scope(), scope.id());
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot dispose scope {} after {ms} ms: the timeout must be more than 0 and \
+                     less than 600000 ms (10 minutes)",
+                    scope.id()
+                )
+            );
+        }
+        // Nothing was done: the scope is open and its coroutine unharmed.
+        assert!(!scope.is_closed() && !scope.is_cancelled());
+        h.join().unwrap().unwrap();
+        scope.dispose_after_timeout(599_999).unwrap();
+        assert!(scope.is_closed());
+    })
+    .unwrap();
 }
 
 #[test]
