@@ -100,7 +100,10 @@ fn d26_failures_arriving_during_the_cleanup_are_attached_before_the_wait_returns
             .map(|f| f.panic_message().unwrap().to_owned())
             .collect();
         attached.sort();
-        assert_eq!(attached, ["second, during cleanup", "third, during cleanup"]);
+        assert_eq!(
+            attached,
+            ["second, during cleanup", "third, during cleanup"]
+        );
     })
     .unwrap();
 }

@@ -7,9 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use async_std_api::{
-    delay, run, spawn, ErrorKind, Failure, Scope, TaskGroup,
-};
+use async_std_api::{delay, run, spawn, ErrorKind, Failure, Scope, TaskGroup};
 use tests::support::capture_logs;
 
 /// A parent scope whose exception handler keeps every failure it gets.
