@@ -8,6 +8,8 @@
 //!    contain `unsafe` is committed in `xtask/unsafe-files.txt`; a new file
 //!    with unsafe code (or a stale entry) fails until the list is reviewed and
 //!    updated with `cargo xtask check-arch --bless`.
+//! 3. **The host's layers** (`layers`): inside `async-std-api`, the core,
+//!    the structured layer and the surfaces import only downwards.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -35,6 +37,7 @@ pub(crate) fn check(bless: bool) -> Result<(), String> {
     let meta = metadata()?;
     let mut problems = dependency_problems(&meta);
     problems.extend(unsafe_inventory_problems(&meta, bless)?);
+    problems.extend(crate::layers::problems(&root())?);
     if problems.is_empty() {
         Ok(())
     } else {

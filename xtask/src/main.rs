@@ -5,7 +5,9 @@
 //!   prints a table; exits non-zero if anything failed.
 //! - `gen-header [--check]`: regenerates (or checks) `async-abi/include/async_abi.h`.
 //! - `check-arch [--bless]`: the dependency rule (plugins depend only on
-//!   `async-abi`) and the inventory of files containing `unsafe`.
+//!   `async-abi`), the inventory of files containing `unsafe`, and the
+//!   host's layers (the core, the structured layer and the surfaces import
+//!   only downwards).
 //! - `bench`: the benchmark harness, side by side with peers.
 //! - `chaos --seeds N [--start S]`: the suite under the chaos scheduler once
 //!   per seed, and a table of failing seeds with the command that reproduces
@@ -21,6 +23,7 @@ mod bench;
 mod chaos;
 mod cmd;
 mod header;
+mod layers;
 mod matrix;
 mod memcheck;
 mod semantics;
@@ -31,7 +34,7 @@ usage: cargo xtask <command>
 commands:
   test-matrix [--cell TEXT] [--no-unit]   run the suite once per scheduler x reactor cell
   gen-header [--check]                    regenerate or check async-abi/include/async_abi.h
-  check-arch [--bless]                    dependency rule and unsafe-code inventory
+  check-arch [--bless]                    dependency rule, unsafe-code inventory, host layers
   bench [ARGS...]                         benchmarks side by side with peers (release build)
   chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
   check-semantics                         rule ids defined in docs/semantics.md and tested
