@@ -15,6 +15,16 @@
 //!   two direct switches. "FP" makes one of the two divide once first;
 //! - **spawn + finish**: `coroutine_new` + `enqueue` of an empty coroutine,
 //!   its run and its end (batches of 1,000, started inline on one fiber).
+//!
+//! Not in the table, run alone: `cargo bench -p async-scheduler --bench
+//! engines -- burst` spawns 1,000,000 coroutines in rounds of 5,000 alive
+//! at once (`ENGINES_ITERS`, `ENGINES_ALIVE`); each writes 12 KiB of its
+//! stack (a connection's buffers), suspends once and is resumed by the
+//! round's last coroutine. More coroutines than the stack pool holds finish
+//! together, so this is the loop that gives stacks back (README, "Stack
+//! pool"): run it under `strace -c -f` or `perf stat`, with scheduler
+//! options in `ENGINES_OPTIONS` (`stack_pool=8192`). It prints the time per
+//! coroutine and the RSS before, with the first round alive, and after.
 
 use std::ffi::c_void;
 use std::hint::black_box;
@@ -180,10 +190,18 @@ struct Sched {
 
 impl Sched {
     fn new(vt: &'static AaSchedulerVTable, engine: &str) -> Sched {
-        let kv = [AaKv {
+        Sched::with_options(vt, engine, &[])
+    }
+
+    fn with_options(vt: &'static AaSchedulerVTable, engine: &str, extra: &[(&str, &str)]) -> Sched {
+        let mut kv = vec![AaKv {
             key: AaStr::from_str("engine"),
             value: AaStr::from_str(engine),
         }];
+        kv.extend(extra.iter().map(|(k, v)| AaKv {
+            key: AaStr::from_str(k),
+            value: AaStr::from_str(v),
+        }));
         let cfg = AaSchedulerConfig {
             struct_size: std::mem::size_of::<AaSchedulerConfig>() as u32,
             flags: 0,
@@ -191,7 +209,7 @@ impl Sched {
             reactor_instance: ptr::NonNull::dangling().as_ptr(),
             stack_size: 0,
             options: kv.as_ptr(),
-            n_options: 1,
+            n_options: kv.len(),
             err_buf: ptr::null_mut(),
             err_cap: 0,
         };
@@ -298,6 +316,98 @@ fn spawn_finish(vt: &'static AaSchedulerVTable, engine: &str, iters: u64) -> f64
     })
 }
 
+/// A round of [`burst`]: the waiters, resumed by the round's last coroutine.
+struct Round {
+    vt: &'static AaSchedulerVTable,
+    s: *mut AaScheduler,
+    waiters: Vec<*mut AaCoroutine>,
+    /// RSS with every waiter suspended, if this round measures it.
+    rss_alive: Option<std::cell::Cell<u64>>,
+}
+
+unsafe extern "C" fn burst_waiter(arg: *mut c_void, _status: AaStatus) {
+    // SAFETY: `arg` is the round, alive during `run`.
+    let r = unsafe { &*(arg as *const Round) };
+    let mut buffers = [0u8; 12 * 1024];
+    // Writes every page, as a coroutine filling its buffers would.
+    for i in (0..buffers.len()).step_by(512) {
+        buffers[i] = i as u8;
+    }
+    black_box(&mut buffers);
+    // SAFETY: a live scheduler, inside a coroutine.
+    unsafe { (r.vt.suspend.unwrap())(r.s, ptr::null()) };
+    black_box(&buffers);
+}
+
+unsafe extern "C" fn burst_resumer(arg: *mut c_void, _status: AaStatus) {
+    // SAFETY: `arg` is the round, alive during `run`.
+    let r = unsafe { &*(arg as *const Round) };
+    if let Some(rss) = &r.rss_alive {
+        rss.set(rss_kib());
+    }
+    for &c in &r.waiters {
+        // SAFETY: a live scheduler; the waiters are suspended, not finished.
+        unsafe { (r.vt.enqueue.unwrap())(r.s, c, 0) };
+    }
+}
+
+/// The resident set from a page-table walk: `/proc/self/statm` lags behind
+/// `madvise` by tens of MB on Linux 6.18 (per-CPU counters), the walk does
+/// not.
+fn rss_kib() -> u64 {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("Rss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `total` coroutines in rounds of `alive` (module doc); ns per coroutine.
+fn burst(vt: &'static AaSchedulerVTable, total: u64, alive: u64, options: &[(&str, &str)]) {
+    let engine = options
+        .iter()
+        .find(|(k, _)| *k == "engine")
+        .map_or("context", |(_, v)| v);
+    let extra: Vec<_> = options
+        .iter()
+        .copied()
+        .filter(|(k, _)| *k != "engine")
+        .collect();
+    let sch = Sched::with_options(vt, engine, &extra);
+    let before = rss_kib();
+    let mut peak = 0;
+    let start = Instant::now();
+    for round in 0..total / alive {
+        let round = Box::into_raw(Box::new(Round {
+            vt,
+            s: sch.s,
+            waiters: Vec::with_capacity(alive as usize),
+            // Once: every round is alike, and the walk costs milliseconds.
+            rss_alive: (round == 0).then(|| std::cell::Cell::new(0)),
+        }));
+        for _ in 0..alive {
+            let c = spawn(&sch, Some(burst_waiter), round.cast());
+            // SAFETY: the round is live and no coroutine runs yet.
+            unsafe { (*round).waiters.push(c) };
+        }
+        spawn(&sch, Some(burst_resumer), round.cast());
+        // SAFETY: a live scheduler, outside any coroutine.
+        assert_eq!(unsafe { (vt.run.unwrap())(sch.s) }, AA_OK);
+        // SAFETY: every coroutine of the round finished; freed once.
+        let round = unsafe { Box::from_raw(round) };
+        if let Some(rss) = &round.rss_alive {
+            peak = rss.get();
+        }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / total as f64;
+    println!(
+        "burst: {ns:.1} ns per coroutine ({total} in rounds of {alive}, options {options:?}); \
+         RSS {before} KiB before, {peak} KiB with a round alive, {} KiB after",
+        rss_kib()
+    );
+}
+
 fn main() {
     let vt = vtable();
     let raw = 2_000_000;
@@ -305,6 +415,19 @@ fn main() {
     // `cargo bench --bench engines -- pingpong-corosensei` runs one case (for
     // profiling); the table needs them all.
     if let Some(only) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        if only == "burst" {
+            let env_n = |var: &str, default: u64| {
+                std::env::var(var).map_or(default, |v| v.parse().expect("a number"))
+            };
+            let options = std::env::var("ENGINES_OPTIONS").unwrap_or_default();
+            let options: Vec<(&str, &str)> = options
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            let alive = env_n("ENGINES_ALIVE", 5_000);
+            burst(vt, env_n("ENGINES_ITERS", 1_000_000), alive, &options);
+            return;
+        }
         let n = std::env::var("ENGINES_ITERS").map_or(sched * 5, |v| v.parse().unwrap());
         let ns = match only.as_str() {
             "pingpong-context" => ping_pong(vt, "context", true, n),

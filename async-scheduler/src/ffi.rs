@@ -699,6 +699,12 @@ pub struct SchedulerStats {
     pub stacks_carved: usize,
     /// Stacks in use by fibers.
     pub stacks_in_use: usize,
+    /// Stacks given back to the kernel (`madvise`) after the idle pool
+    /// evicted their fibers, or their fibers retired.
+    pub stacks_given_back: u64,
+    /// `madvise` calls that gave them back: stacks evicted together and
+    /// adjacent in memory share one.
+    pub stack_give_back_calls: u64,
     /// The id of the fiber the current coroutine runs on (0 outside one).
     pub current_fiber: u64,
     /// `"madvise"` or `"mprotect"` once a guard page was installed in this
@@ -737,6 +743,8 @@ pub unsafe fn stats(s: *const AaScheduler) -> Option<SchedulerStats> {
         slabs: stacks.slabs,
         stacks_carved: stacks.carved,
         stacks_in_use: stacks.in_use,
+        stacks_given_back: stacks.given_back,
+        stack_give_back_calls: stacks.give_back_calls,
         current_fiber: sch
             .current
             .get()

@@ -34,10 +34,16 @@
 //!   `tick::after_finish`), its stack holds no value with drop glue: only
 //!   references and `Copy` pointers. An idle fiber can therefore be
 //!   discarded without unwinding (switch W-I4).
-//! - **F-I4** At most `pool_max` fibers are idle. A fiber that would make it
-//!   `pool_max + 1` evicts the oldest idle fiber instead (its stack is free
-//!   to release: nothing runs on it); with `pool_max == 0` it retires itself,
-//!   and its engine releases it once the switch away is done.
+//! - **F-I4** At most `stack_pool` fibers are idle: the idle pool is the
+//!   pool of warm stacks, and parking or taking a fiber makes no system
+//!   call. A fiber that would make it `stack_pool + 1` first evicts the
+//!   [`evict_batch`] oldest idle fibers (a quarter of the bound, 1 to 32):
+//!   their stacks are the coldest, nothing runs on them, and they are given
+//!   back to the kernel together (stack slab A-I5: one `madvise` per run of
+//!   adjacent slots), so a burst beyond the bound costs a system call per
+//!   batch, not per coroutine. With `stack_pool == 0` a fiber retires
+//!   itself, and its engine frees it (giving its stack back) once the switch
+//!   away is done.
 //! - **F-I5** The idle fibers of one stack size form a list linked through
 //!   their records (`idle_newer`/`idle_older`), newest and oldest at the
 //!   ends of its [`SizeClass`]; a fiber's links are `None` while it is not
@@ -72,7 +78,7 @@ use std::ptr::NonNull;
 
 use crate::coroutine::CoroPtr;
 use crate::scheduler::Scheduler;
-use crate::stack::slab::StackStats;
+use crate::stack::slab::{StackStats, MAX_EVICT_BATCH};
 use crate::stack::{StackSlot, Stacks};
 use crate::switch::{self, die, Ctx, EngineKind, FiberState};
 use crate::tick;
@@ -183,11 +189,19 @@ impl SizeClass {
     }
 }
 
+/// How many idle fibers one eviction removes when the pool of `stack_pool`
+/// is full (F-I4): a quarter, so three quarters of the warm stacks stay, at
+/// least 1 and at most [`MAX_EVICT_BATCH`].
+pub(crate) fn evict_batch(stack_pool: usize) -> usize {
+    (stack_pool / 4).clamp(1, MAX_EVICT_BATCH)
+}
+
 /// The idle fibers and the stack allocator of one scheduler.
 #[derive(Debug)]
 pub(crate) struct FiberPool {
     kind: EngineKind,
-    pool_max: usize,
+    /// F-I4.
+    stack_pool: usize,
     /// Idle fibers of the default stack size (F-I5).
     default_class: SizeClass,
     /// Idle fibers of other sizes, one class per size ever parked.
@@ -202,12 +216,12 @@ pub(crate) struct FiberPool {
 }
 
 impl FiberPool {
-    /// An empty pool; `default_usable` is the scheduler's default stack
-    /// size.
-    pub(crate) fn new(kind: EngineKind, pool_max: usize, default_usable: usize) -> FiberPool {
+    /// An empty pool of at most `stack_pool` idle fibers; `default_usable`
+    /// is the scheduler's default stack size.
+    pub(crate) fn new(kind: EngineKind, stack_pool: usize, default_usable: usize) -> FiberPool {
         FiberPool {
             kind,
-            pool_max,
+            stack_pool,
             default_class: SizeClass::new(default_usable),
             other_classes: RefCell::new(Vec::new()),
             idle_count: Cell::new(0),
@@ -263,26 +277,36 @@ impl FiberPool {
     }
 
     /// Parks a fiber whose coroutine finished (F-I4). Returns false when it
-    /// must retire instead (`pool_max == 0`).
+    /// must retire instead (`stack_pool == 0`).
     #[inline]
     pub(crate) fn park(&self, f: FiberPtr) -> bool {
-        if self.idle_count.get() >= self.pool_max {
+        if self.idle_count.get() >= self.stack_pool {
             return self.park_full(f);
         }
         self.push_idle(f);
         true
     }
 
-    /// `park` when the pool is full: evict the oldest idle fiber first.
+    /// `park` when the pool is full: evict a batch of the oldest idle
+    /// fibers first and give their stacks back together (F-I4).
     #[cold]
     #[inline(never)]
     fn park_full(&self, f: FiberPtr) -> bool {
-        if self.pool_max == 0 {
+        if self.stack_pool == 0 {
             return false;
         }
-        if let Some(victim) = self.evict(f.get().stack.usable) {
-            self.destroy(victim);
+        let usable = f.get().stack.usable;
+        // Filler for the unused tail; only `slots[..n]` is read.
+        let mut slots = [f.get().stack; MAX_EVICT_BATCH];
+        let mut n = 0;
+        while n < evict_batch(self.stack_pool) {
+            let Some(victim) = self.evict(usable) else {
+                break;
+            };
+            slots[n] = self.forget(victim);
+            n += 1;
         }
+        self.stacks.borrow_mut().release_batch(&mut slots[..n]);
         self.push_idle(f);
         true
     }
@@ -314,20 +338,30 @@ impl FiberPool {
         Some(f)
     }
 
-    /// Discards an idle or retired fiber: engine state, stack, record.
-    fn destroy(&self, f: FiberPtr) {
+    /// Discards an idle or retired fiber's engine state and record, and
+    /// returns its stack, which the caller hands back to the allocator.
+    fn forget(&self, f: FiberPtr) -> StackSlot {
         switch::discard(self.kind, f);
-        self.stacks.borrow_mut().release(f.get().stack);
+        let stack = f.get().stack;
         self.live.set(self.live.get() - 1);
         // SAFETY: F-I2: an idle fiber was just removed from the pool and a
         // retired one left by its engine; no copy of `f` is used after this.
         drop(unsafe { Box::from_raw(f.0.as_ptr()) });
+        stack
     }
 
-    /// Discards every idle fiber (scheduler `destroy`).
+    /// Discards an idle or retired fiber: engine state, record, stack.
+    fn destroy(&self, f: FiberPtr) {
+        let stack = self.forget(f);
+        self.stacks.borrow_mut().release(stack);
+    }
+
+    /// Discards every idle fiber (scheduler `destroy`). Their stacks are not
+    /// given back one by one: the slabs are unmapped right after.
     pub(crate) fn clear(&self) {
         while let Some(f) = self.evict(0) {
-            self.destroy(f);
+            let stack = self.forget(f);
+            self.stacks.borrow_mut().abandon(stack);
         }
     }
 

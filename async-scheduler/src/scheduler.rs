@@ -144,7 +144,7 @@ impl Scheduler {
             records: RecordPool::default(),
             queue: RunQueue::new(opts.policy, seed),
             microtasks: Microtasks::default(),
-            fibers: FiberPool::new(opts.engine, opts.pool_max, opts.stack_size),
+            fibers: FiberPool::new(opts.engine, opts.stack_pool, opts.stack_size),
             root: RootState::default(),
             ticks: Cell::new(0),
             slow_tick_at: match opts.policy {

@@ -39,8 +39,9 @@ fn create_rejects_bad_options_with_one_line_naming_them() {
          holds 16384 to 1073741824 bytes (16k to 1024m)",
     );
     rejected(
-        &[("pool_max", "lots")],
-        "invalid scheduler option pool_max=\"lots\": expected a number of idle fibers",
+        &[("stack_pool", "lots")],
+        "invalid scheduler option stack_pool=\"lots\": expected a number of warm stacks to keep \
+         (0 or more)",
     );
     rejected(
         &[("policy", "lifo")],
@@ -57,7 +58,7 @@ fn create_accepts_every_valid_option_and_ignores_other_plugins_options() {
     let options = [
         ("engine", "context"),
         ("stack_size", "65536"),
-        ("pool_max", "8"),
+        ("stack_pool", "8"),
         ("policy", "chaos"),
         ("seed", "12345"),
         ("uring.sq_entries", "256"),

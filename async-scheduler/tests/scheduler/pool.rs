@@ -1,4 +1,6 @@
-//! Fibers and stacks: inline starts, pooling, eviction, retirement.
+//! Fibers and stacks: inline starts, pooling, eviction in batches,
+//! retirement, and the system calls the pool makes (counted by the
+//! allocator: `stacks_given_back`, `stack_give_back_calls`).
 
 use async_abi::*;
 
@@ -34,19 +36,77 @@ engine_tests! {
 
     fn stacks_are_reused_from_the_pool(h) {
         for round in 0..20 {
-            let waiters: Vec<_> = (0..100)
-                .map(|_| h.spawn(move |_| ok(h.suspend())))
-                .collect();
-            h.spawn(move |_| {
-                for c in waiters {
-                    ok(h.enqueue(c, 0));
-                }
-            });
-            ok(h.run());
+            churn(h, 100);
             let stats = h.stats();
-            assert_eq!(stats.fibers_created, 101, "round {round} mapped new stacks");
+            // 101 fibers at the peak, all kept warm by the default pool
+            // (256) and taken again: nothing is made, carved or mapped
+            // after round 0.
+            assert_eq!(stats.fibers_created, 101, "round {round} made new fibers");
+            assert_eq!(stats.stacks_carved, 101, "round {round} carved new stacks");
             assert_eq!(stats.slabs, 2, "round {round}");
-            assert_eq!(stats.idle_fibers, 101);
+            assert_eq!(stats.idle_fibers, 101, "round {round}");
+        }
+    }
+
+    fn the_newest_idle_fiber_is_taken_first(h) {
+        let waiters: Vec<_> = (0..3).map(|_| h.spawn(move |_| ok(h.suspend()))).collect();
+        h.spawn(move |_| {
+            for c in waiters {
+                ok(h.enqueue(c, 0));
+            }
+        });
+        // Fibers 1-3 hold the waiters, 4 the resumer; they park 4, 1, 2, 3.
+        ok(h.run());
+        h.spawn(move |_| ev(format!("d on fiber {}", h.stats().current_fiber)));
+        ok(h.run());
+        assert_events(&["d on fiber 3"]);
+    }
+
+    fn a_spawn_and_finish_loop_makes_no_system_call_per_coroutine(h) {
+        // Each child yields once, so it needs a fiber of its own while the
+        // spawner runs on: finished fibers are parked and taken again.
+        h.spawn(move |_| {
+            for _ in 0..10_000 {
+                h.spawn(move |_| ok(h.yield_now()));
+                ok(h.yield_now());
+            }
+        });
+        ok(h.run());
+        let stats = h.stats();
+        assert_eq!(stats.finished, 10_001);
+        assert!(stats.fibers_created <= 4, "{stats:?}");
+        assert_eq!((stats.stacks_given_back, stats.stack_give_back_calls), (0, 0), "{stats:?}");
+        // 200 alive at a time, within the default bound of 256: the same.
+        for _ in 0..50 {
+            churn(h, 200);
+        }
+        let stats = h.stats();
+        assert_eq!((stats.stacks_given_back, stats.stack_give_back_calls), (0, 0), "{stats:?}");
+        assert!(stats.fibers_created <= 205, "{stats:?}");
+    }
+
+    fn a_burst_beyond_the_bound_is_given_back_in_batches(h) {
+        for round in 1..=3u64 {
+            churn(h, 1000);
+            let stats = h.stats();
+            // The default bound is 256, evicted 32 at a time.
+            assert!((225..=256).contains(&stats.idle_fibers), "round {round}: {stats:?}");
+            assert_eq!(stats.fibers, stats.idle_fibers);
+            // Every fiber made and no longer alive gave its stack back...
+            assert_eq!(
+                stats.stacks_given_back,
+                stats.fibers_created - stats.fibers as u64,
+                "round {round}: {stats:?}"
+            );
+            assert!(stats.stacks_given_back >= round * (1001 - 256), "{stats:?}");
+            // ...in batches: the oldest idle fibers are mostly adjacent
+            // stacks, so a call gives back many (32 when they all are).
+            assert!(
+                stats.stack_give_back_calls * 4 <= stats.stacks_given_back,
+                "round {round}: {stats:?}"
+            );
+            // Given-back stacks are reused: nothing is carved after round 1.
+            assert_eq!(stats.stacks_carved, 1001, "round {round}");
         }
     }
 
@@ -119,8 +179,8 @@ fn churn(h: H, n: usize) {
 }
 
 #[test]
-fn pool_max_zero_retires_every_fiber_context() {
-    with_scheduler("context", &[("pool_max", "0")], |h| {
+fn stack_pool_zero_retires_every_fiber_context() {
+    with_scheduler("context", &[("stack_pool", "0")], |h| {
         for _ in 0..5 {
             churn(h, 70);
             let stats = h.stats();
@@ -128,13 +188,16 @@ fn pool_max_zero_retires_every_fiber_context() {
             assert_eq!(stats.fibers, 0);
             assert_eq!(stats.stacks_in_use, 0);
             assert!(stats.slabs <= 2, "released stacks are reused: {stats:?}");
+            // Nothing is kept warm: each retiring fiber gives its own back.
+            assert_eq!(stats.stacks_given_back, stats.fibers_created);
+            assert_eq!(stats.stack_give_back_calls, stats.fibers_created);
         }
     });
 }
 
 #[test]
-fn pool_max_zero_retires_every_fiber_corosensei() {
-    with_scheduler("corosensei", &[("pool_max", "0")], |h| {
+fn stack_pool_zero_retires_every_fiber_corosensei() {
+    with_scheduler("corosensei", &[("stack_pool", "0")], |h| {
         for _ in 0..5 {
             churn(h, 70);
             let stats = h.stats();
@@ -143,14 +206,16 @@ fn pool_max_zero_retires_every_fiber_corosensei() {
                 (0, 0, 0)
             );
             assert!(stats.slabs <= 2, "released stacks are reused: {stats:?}");
+            assert_eq!(stats.stacks_given_back, stats.fibers_created);
         }
     });
 }
 
 #[test]
-fn pool_keeps_at_most_pool_max_idle_fibers() {
+fn pool_keeps_at_most_stack_pool_idle_fibers() {
     for engine in ["context", "corosensei"] {
-        with_scheduler(engine, &[("pool_max", "3")], |h| {
+        // Below 8 the pool evicts one fiber at a time: exactly the bound.
+        with_scheduler(engine, &[("stack_pool", "3")], |h| {
             churn(h, 10);
             let stats = h.stats();
             assert_eq!(stats.idle_fibers, 3, "{engine}");
@@ -158,6 +223,22 @@ fn pool_keeps_at_most_pool_max_idle_fibers() {
             assert_eq!(stats.stacks_in_use, 3, "{engine}");
             churn(h, 10);
             assert_eq!(h.stats().idle_fibers, 3, "{engine}");
+        });
+        // The older name sets the same bound.
+        with_scheduler(engine, &[("pool_max", "2")], |h| {
+            churn(h, 10);
+            assert_eq!(h.stats().idle_fibers, 2, "{engine}");
+        });
+        // 40 evicts 10 at a time: between 31 and 40 stay.
+        with_scheduler(engine, &[("stack_pool", "40")], |h| {
+            for n in [100, 57, 300] {
+                churn(h, n);
+                let stats = h.stats();
+                assert!(
+                    (31..=40).contains(&stats.idle_fibers),
+                    "{engine} {n}: {stats:?}"
+                );
+            }
         });
     }
 }

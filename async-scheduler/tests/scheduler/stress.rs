@@ -122,10 +122,10 @@ pub(crate) struct Outcome {
 /// Runs one workload, `seed` choosing what the coroutines do (not the
 /// schedule: that is `policy`'s), and checks that every coroutine ran once
 /// and finished.
-pub(crate) fn scenario(engine: &str, pool_max: &str, policy: Policy, seed: u64) -> Outcome {
+pub(crate) fn scenario(engine: &str, stack_pool: &str, policy: Policy, seed: u64) -> Outcome {
     let outcome = RefCell::new(None);
     let chaos_seed;
-    let mut options = vec![("pool_max", pool_max)];
+    let mut options = vec![("stack_pool", stack_pool)];
     if let Policy::Chaos(s) = policy {
         chaos_seed = s.to_string();
         options.extend([("policy", "chaos"), ("seed", chaos_seed.as_str())]);
@@ -154,7 +154,7 @@ pub(crate) fn scenario(engine: &str, pool_max: &str, policy: Policy, seed: u64) 
         assert_eq!(w.finished.get(), spawned, "seed {seed}, {policy:?}");
         let stats = h.stats();
         assert_eq!(stats.finished as u32, spawned);
-        let max: usize = pool_max.parse().unwrap();
+        let max: usize = stack_pool.parse().unwrap();
         assert!(stats.idle_fibers <= max, "seed {seed}: {stats:?}");
         assert_eq!(
             stats.fibers, stats.idle_fibers,
@@ -181,13 +181,14 @@ fn all_seeds(engine: &str, chaos: bool) {
         } else {
             Policy::Fifo
         };
-        for pool_max in ["0", "1", "1024"] {
-            deadlocks += scenario(engine, pool_max, policy, seed).deadlocked as u32;
+        // No pool, one, one evicted in batches of 2, one never full.
+        for stack_pool in ["0", "1", "8", "1024"] {
+            deadlocks += scenario(engine, stack_pool, policy, seed).deadlocked as u32;
         }
     }
     assert!(
-        0 < deadlocks && deadlocks < 120,
-        "{deadlocks} of 120 runs deadlocked"
+        0 < deadlocks && deadlocks < 160,
+        "{deadlocks} of 160 runs deadlocked"
     );
 }
 
