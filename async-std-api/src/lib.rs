@@ -105,13 +105,15 @@
 //! | `all`, `any`, `anyOf`, `captureErrors`, `ignoreErrors` | [`combinators::all`], [`combinators::any`], [`combinators::any_of`], [`combinators::capture_errors`], [`combinators::ignore_errors`]: lazy objects with `join` | over [`combinators::Trigger`]s (sealed: handles, coroutines, timeouts, groups and their triggers); `all` in input order; `any` re-awaitable; never cancel an input (R-CB1, D-7); `await all(...) until $t` is `all(...).until(t).join()` ([`combinators::CombineErrorKind::AwaitCancelled`]) |
 //! | iterable triggers | [`combinators::concurrent`]`(iter)` | the iterator runs in its own coroutine; `all` waits for it to end; its own error passes through `capture_errors`/`ignore_errors` (D-24) |
 //! | maximum activity interval | [`Builder::max_activity_interval`] | a watchdog thread warns (coroutine id, spawn location); it never interrupts (R-T1, P-19) |
+//! | "stuck tasks in the cancellation state" | [`Builder::cancellation_timeout`] (10 s by default) | a cancelled coroutine still running after it is reported once: id, spawn location, where and for what it waits; never interrupted (D-1(c), R-C3) |
+//! | warnings and errors (zombies, disposals, unhandled failures, deadlocks) | [`events::Event`] to a handler ([`Builder::on_event`]), `tracing`, and stderr if neither listens; [`Error::failure`] after an unhandled failure | plain data: ids, locations, the shared [`Failure`] |
+//! | `new CancellationException("...")` returned by a body | [`Cancelled::new`]`(reason)` from a [`spawn_try`] body | ends the coroutine cancelled, not failed (R-C1) |
 //! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //!
-//! Not offered: `getTrace`, a watchdog for coroutines stuck in their
-//! cancellation (D-1(c)), UDP and Unix sockets, files, DNS without
+//! Not offered: `getTrace`, UDP and Unix sockets, files, DNS without
 //! blocking.
 //!
 //! # Configuration
@@ -139,6 +141,7 @@ pub use crate::core::awaitable::{self, Awaitable};
 pub use crate::core::cancel::{check_cancelled, protect};
 pub use crate::core::coroutine::Coroutine;
 pub use crate::core::error::{CancelCause, Cancelled, JoinError};
+pub use crate::core::events;
 pub use crate::core::failure::{Failure, FailureKind, FailureOrigin};
 pub use crate::core::id::{CoroutineId, ScopeId};
 pub use crate::core::join::JoinHandle;

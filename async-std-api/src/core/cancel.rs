@@ -39,9 +39,10 @@
 //!   types, and [`find_cancelled`] finds it in any of them, so a
 //!   `spawn_try` body that returns its own cancellation ends cancelled.
 //!
-//! Optional watchdog (D-1(c)) for coroutines stuck in cancellation: not
-//! implemented; the backstops are `await_after_cancellation` with a token
-//! and the second phase of graceful shutdown.
+//! A coroutine still running a while after its cancellation is reported,
+//! not interrupted (D-1(c): `core::runtime::cancel_watch`); the backstops
+//! that end it are `await_after_cancellation` with a token and the second
+//! phase of graceful shutdown.
 
 use std::rc::Rc;
 
@@ -56,7 +57,7 @@ use super::wait::{checkpoint, with_me};
 pub(crate) fn cancel(state: &Rc<CoroState>, reason: Option<String>) {
     cancel_with(
         state,
-        Cancelled::new(state.id(), CancelCause::Explicit, reason),
+        Cancelled::of(state.id(), CancelCause::Explicit, reason),
     );
 }
 
@@ -65,6 +66,7 @@ pub(crate) fn cancel_with(state: &Rc<CoroState>, c: Cancelled) {
     if !state.request_cancel(c) {
         return;
     }
+    runtime::cancel_watch::watch(state); // D-1(c)
     if state.is_protected() {
         return; // C-7
     }

@@ -107,9 +107,10 @@ impl Coroutine {
         self.sched_state() == Some(AA_CORO_SUSPENDED)
     }
 
-    /// True once it has finished because it was cancelled, or finished
-    /// after a cancellation was requested (the RFC's `isCancelled`: the
-    /// "Cancelled" end state).
+    /// True once it has finished cancelled: the RFC's `isCancelled`, the
+    /// "Cancelled" end state. A coroutine that caught its cancellation and
+    /// returned ended cancelled too (D-25); one that failed after its
+    /// cancellation ended failed, not cancelled (D-22).
     pub fn is_cancelled(&self) -> bool {
         self.state.is_cancelled()
     }

@@ -78,7 +78,7 @@ pub(crate) fn run_entry(state: &Rc<CoroState>, start: AaStatus) {
     }
     state.mark_started();
     let Some(body) = state.take_body() else {
-        let c = Cancelled::new(state.id(), CancelCause::Explicit, None);
+        let c = Cancelled::of(state.id(), CancelCause::Explicit, None);
         return finish_unusual(state, Outcome::Cancelled(Box::new(c)));
     };
     // T2: every panic becomes a failure, a forced unwind a cancellation.
@@ -109,15 +109,15 @@ fn not_started(state: &CoroState, start: AaStatus) -> Outcome {
     }
     let c = match start {
         AA_E_SHUTDOWN => {
-            state.request_cancel(Cancelled::new(id, CancelCause::Shutdown, None));
-            Cancelled::new(id, CancelCause::Shutdown, None)
+            state.request_cancel(Cancelled::of(id, CancelCause::Shutdown, None));
+            Cancelled::of(id, CancelCause::Shutdown, None)
         }
         AA_E_DEADLOCK => state.deadlocked(),
         _ => {
-            state.request_cancel(Cancelled::new(id, CancelCause::Explicit, None));
+            state.request_cancel(Cancelled::of(id, CancelCause::Explicit, None));
             state
                 .cancellation()
-                .unwrap_or_else(|| Cancelled::new(id, CancelCause::Explicit, None))
+                .unwrap_or_else(|| Cancelled::of(id, CancelCause::Explicit, None))
         }
     };
     Outcome::Cancelled(Box::new(c))
@@ -158,11 +158,11 @@ fn body_outcome(
         }
         Ok(BodyResult::Cancelled(c)) => Outcome::Cancelled(c),
         Err(payload) if payload.is::<ForcedUnwind>() => {
-            state.request_cancel(Cancelled::new(id, CancelCause::Shutdown, None));
+            state.request_cancel(Cancelled::of(id, CancelCause::Shutdown, None));
             Outcome::Cancelled(Box::new(
                 state
                     .cancellation()
-                    .unwrap_or_else(|| Cancelled::new(id, CancelCause::Shutdown, None)),
+                    .unwrap_or_else(|| Cancelled::of(id, CancelCause::Shutdown, None)),
             ))
         }
         Err(payload) => {

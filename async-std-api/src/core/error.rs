@@ -22,6 +22,7 @@ use std::fmt;
 
 use super::failure::Failure;
 use super::id::{CoroutineId, ScopeId};
+use super::wait::with_me;
 
 /// Why a coroutine was cancelled: a closed set that may grow.
 ///
@@ -100,7 +101,40 @@ pub struct Cancelled {
 }
 
 impl Cancelled {
-    pub(crate) fn new(id: CoroutineId, cause: CancelCause, reason: Option<String>) -> Cancelled {
+    /// A cancellation of the calling coroutine, with cause
+    /// [`CancelCause::Explicit`] and `reason`: what a
+    /// [`spawn_try`](crate::spawn_try) body returns to end itself
+    /// *cancelled* rather than failed (R-C1: a cancellation is suppressed,
+    /// never reported as a failure).
+    ///
+    /// # Panics
+    ///
+    /// Outside a coroutine.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::{run, spawn_try, CancelCause, Cancelled};
+    ///
+    /// run(|| {
+    ///     let h = spawn_try(|| -> Result<(), Cancelled> {
+    ///         Err(Cancelled::new("nothing left to do"))
+    ///     });
+    ///     let id = h.id();
+    ///     let err = h.join().unwrap_err();
+    ///     let c = err.cancelled().unwrap();
+    ///     assert_eq!((c.id(), c.cause()), (id, CancelCause::Explicit));
+    ///     assert_eq!(c.to_string(), format!("coroutine {id} cancelled: nothing left to do"));
+    /// })
+    /// .unwrap();
+    /// ```
+    #[track_caller]
+    pub fn new(reason: impl Into<String>) -> Cancelled {
+        let id = with_me("Cancelled::new", |_, me| me.id());
+        Cancelled::of(id, CancelCause::Explicit, Some(reason.into()))
+    }
+
+    pub(crate) fn of(id: CoroutineId, cause: CancelCause, reason: Option<String>) -> Cancelled {
         Cancelled {
             id,
             cause,

@@ -16,14 +16,18 @@
 //!   layer above plugs into.
 //! - `coroutine`, `join`, `task`: the handles and the questions a coroutine
 //!   asks about itself.
+//! - `events`: warnings and errors as data, for a handler, `tracing` and
+//!   standard error.
 //! - `runtime`: configuration, plugin loading, the thread's runtime, the
-//!   FFI wrappers, the shutdown phase, the activity watchdog.
+//!   FFI wrappers, the shutdown phase, the activity and cancellation
+//!   watchdogs.
 
 pub mod awaitable;
 pub(crate) mod cancel;
 pub(crate) mod coroutine;
 pub(crate) mod entry;
 pub(crate) mod error;
+pub mod events;
 pub(crate) mod failure;
 pub(crate) mod id;
 pub(crate) mod join;

@@ -46,6 +46,7 @@ use std::rc::Rc;
 use async_abi::AaCoroutine;
 
 use super::error::{CancelCause, Cancelled};
+use super::events::{self, CoroutineRef, Event};
 use super::failure::Failure;
 use super::id::CoroutineId;
 use super::runtime;
@@ -256,6 +257,14 @@ impl CoroState {
         CoroutineId(self.id.get())
     }
 
+    /// How events name it: its id and spawn location.
+    pub(crate) fn event_ref(&self) -> CoroutineRef {
+        CoroutineRef {
+            id: self.id(),
+            spawned_at: self.location,
+        }
+    }
+
     pub(crate) fn is_started(&self) -> bool {
         self.started.get()
     }
@@ -432,7 +441,7 @@ impl CoroState {
         {
             let mut slot = self.cancel.borrow_mut();
             if slot.is_none() {
-                *slot = Some(Cancelled::new(self.id(), CancelCause::Shutdown, None));
+                *slot = Some(Cancelled::of(self.id(), CancelCause::Shutdown, None));
             }
         }
         self.cancel_deferred.set(false);
@@ -453,14 +462,18 @@ impl CoroState {
     /// (R-DL1).
     pub(crate) fn deadlocked(&self) -> Cancelled {
         runtime::deadlock_seen();
+        events::emit(Event::Deadlock {
+            coroutine: self.event_ref(),
+            waited_at: self.last_suspend.get(),
+        });
         self.cancel_pending.set(false);
         self.cancel_deferred.set(false);
         self.set_flag(CANCEL_REQUESTED, true);
         let mut slot = self.cancel.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Cancelled::new(self.id(), CancelCause::Deadlock, None));
+            *slot = Some(Cancelled::of(self.id(), CancelCause::Deadlock, None));
         }
-        Cancelled::new(self.id(), CancelCause::Deadlock, None)
+        Cancelled::of(self.id(), CancelCause::Deadlock, None)
     }
 
     /// Stores the outcome (I2) and wakes the coroutine's waiters. Returns
@@ -483,14 +496,10 @@ impl CoroState {
         self.outcome.borrow_mut().as_mut().map(f)
     }
 
-    /// True if it finished because it was cancelled, or finished after a
-    /// cancellation was requested.
+    /// True if it finished cancelled (a failure after a cancellation is a
+    /// failure, D-22; a value after one is a cancellation, D-25).
     pub(crate) fn is_cancelled(&self) -> bool {
-        match &*self.outcome.borrow() {
-            None => false,
-            Some(Outcome::Cancelled(_)) => true,
-            Some(_) => self.is_cancellation_requested(),
-        }
+        matches!(&*self.outcome.borrow(), Some(Outcome::Cancelled(_)))
     }
 }
 

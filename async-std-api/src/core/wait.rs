@@ -139,7 +139,7 @@ fn resumed_with_error(me: &CoroState, status: AaStatus) -> Result<(), Cancelled>
         AA_E_CANCELLED => checkpoint(me),
         AA_E_SHUTDOWN if std::thread::panicking() => Err(me
             .cancellation()
-            .unwrap_or_else(|| Cancelled::new(me.id(), CancelCause::Shutdown, None))),
+            .unwrap_or_else(|| Cancelled::of(me.id(), CancelCause::Shutdown, None))),
         AA_E_SHUTDOWN => forced_unwind(),
         AA_E_DEADLOCK => Err(me.deadlocked()),
         s => panic!(

@@ -59,7 +59,7 @@ fn submit_as(
         // unwind.
         Some(Interrupt::Shutdown) if std::thread::panicking() => {
             Err(io::Error::from(me.cancellation().unwrap_or_else(|| {
-                crate::core::error::Cancelled::new(
+                crate::core::error::Cancelled::of(
                     me.id(),
                     crate::core::error::CancelCause::Shutdown,
                     None,

@@ -70,6 +70,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::scope::current_scope;
 use super::scope::state::ScopeState;
+use crate::core::events::{self, Event};
 use crate::core::runtime;
 
 // ---- keys ----
@@ -423,7 +424,7 @@ impl Record {
                         .map(|s| s.to_string())
                         .or_else(|| p.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "a non-string panic".to_string());
-                    tracing::warn!("a context value panicked in its destructor: {msg}");
+                    events::emit(Event::ContextDropPanicked { message: msg });
                 }
             }
         }

@@ -25,6 +25,7 @@
 
 use super::scope::state::{Mode, ScopeCancel, Walk};
 use crate::core::error::CancelCause;
+use crate::core::events::{self, Event};
 use crate::core::failure::Failure;
 use crate::core::runtime::lifecycle::{self, Phase};
 use crate::core::runtime::with_runtime;
@@ -101,35 +102,23 @@ pub fn graceful_shutdown_with(reason: impl Into<String>) {
 
 /// EF5: a failure nothing handled reached the global scope.
 pub(crate) fn unhandled_failure(f: Failure) {
-    let shown = f.clone();
-    let handled = with_runtime(move |rt| {
+    let phase = with_runtime(|rt| {
         let first = rt.lifecycle.failure.borrow().clone();
         match first {
             Some(first) => first.attach(f.clone()),
             None => *rt.lifecycle.failure.borrow_mut() = Some(f.clone()),
         }
-        match rt.lifecycle.phase.get() {
-            Phase::Running => {
-                tracing::error!(
-                    target: "async_std_api::runtime",
-                    "unhandled failure: {f}: graceful shutdown"
-                );
-                graceful(None, Some(f));
-            }
-            Phase::Graceful => {
-                tracing::error!(
-                    target: "async_std_api::runtime",
-                    "unhandled failure during graceful shutdown: {f}: forcing the shutdown"
-                );
-                lifecycle::force();
-            }
-            Phase::Forced => {
-                tracing::error!(target: "async_std_api::runtime", "unhandled failure: {f}");
-            }
-        }
+        rt.lifecycle.phase.get()
     });
-    if handled.is_none() {
-        tracing::error!(target: "async_std_api::runtime", "unhandled failure: {shown}");
+    events::emit(Event::UnhandledFailure {
+        failure: f.clone(),
+        started_shutdown: phase == Some(Phase::Running),
+        forced_shutdown: phase == Some(Phase::Graceful),
+    });
+    match phase {
+        Some(Phase::Running) => graceful(None, Some(f)),
+        Some(Phase::Graceful) => lifecycle::force(),
+        _ => {}
     }
 }
 

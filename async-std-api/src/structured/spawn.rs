@@ -362,7 +362,7 @@ fn spawn_with_strategy<S: SpawnStrategy + ?Sized>(
     }));
     if let Err(p) = hook {
         // Never run it: its body (and captures) are dropped by its entry.
-        state.request_cancel(Cancelled::new(state.id(), CancelCause::Explicit, None));
+        state.request_cancel(Cancelled::of(state.id(), CancelCause::Explicit, None));
         runtime::with_runtime(|rt| rt.sched.enqueue(&state, AA_E_CANCELLED));
         resume_unwind(p);
     }

@@ -30,9 +30,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::run::structure;
-use super::scope::state::{describe, scope_of};
+use super::scope::state::scope_of;
 use crate::core::cancel::cancel_with;
 use crate::core::error::{CancelCause, Cancelled};
+use crate::core::events::{self, Event};
 use crate::core::runtime::{lifecycle, status_text, with_runtime, Runtime, TimerEvent};
 use crate::core::slab::Slab;
 use crate::core::state::CoroState;
@@ -163,28 +164,18 @@ fn fire() {
         let round = z.rounds.get() + 1;
         z.rounds.set(round);
         if round == 1 {
-            tracing::warn!(
-                target: "async_std_api::scope",
-                "zombie timeout ({} ms): cancelling {} zombie coroutine(s): {}",
-                z.timeout.as_millis(),
-                list.len(),
-                list.iter()
-                    .map(|m| describe(m))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            events::emit(Event::ZombiesCancelled {
+                zombies: list.iter().map(|m| m.event_ref()).collect(),
+                timeout: z.timeout,
+            });
             for m in &list {
-                let c = Cancelled::new(m.id(), CancelCause::ZombieTimeout, None)
+                let c = Cancelled::of(m.id(), CancelCause::ZombieTimeout, None)
                     .with_origin(scope_of(m).map(|s| s.id), None);
                 cancel_with(m, c);
             }
             arm(rt);
         } else {
-            tracing::error!(
-                target: "async_std_api::scope",
-                "{} zombie coroutine(s) still run after their cancellation: forcing the shutdown",
-                list.len()
-            );
+            events::emit(Event::ZombiesForced { count: list.len() });
             lifecycle::force();
         }
     });

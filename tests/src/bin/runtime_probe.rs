@@ -8,13 +8,19 @@
 //!   deadlock.
 //! - `runtime_probe builder`: like `hello`, with both plugins chosen by the
 //!   builder (`embedded`), which must win over the environment.
+//! - `runtime_probe zombie [handler]`: safely disposes a scope whose
+//!   coroutine sleeps, with a 20 ms zombie timeout and no `tracing`
+//!   subscriber: the runtime's warnings go to stderr; with `handler`, an
+//!   event handler is installed and they do not.
 //!
 //! `main` returns `Result<(), async_std_api::Error>`, so an error ends the
 //! process with `Error: <one line>` and exit status 1.
 
 use std::panic::Location;
 
-use async_std_api::{current, run, spawn, Builder};
+use std::time::Duration;
+
+use async_std_api::{current, delay, run, spawn, spawn_in, suspend, Builder, Scope};
 use tests::support::PROBE_MARKER;
 
 fn main() -> Result<(), async_std_api::Error> {
@@ -28,6 +34,7 @@ fn main() -> Result<(), async_std_api::Error> {
             .scheduler("embedded")
             .reactor("embedded")
             .run(|| println!("{PROBE_MARKER}")),
+        "zombie" => zombie(std::env::args().nth(2).as_deref() == Some("handler")),
         _ => run(|| println!("{PROBE_MARKER}")),
     }
 }
@@ -53,4 +60,17 @@ fn deadlock() {
         r.map(|_| "joined".to_owned())
             .unwrap_or_else(|e| e.to_string())
     );
+}
+
+fn zombie(with_handler: bool) -> Result<(), async_std_api::Error> {
+    let mut b = Builder::new().zombie_timeout(Duration::from_millis(20));
+    if with_handler {
+        b = b.on_event(|e| println!("event: {e}"));
+    }
+    b.run(|| {
+        let scope = Scope::new();
+        spawn_in(&scope, || delay(60_000)).unwrap();
+        suspend().unwrap();
+        scope.dispose_safely();
+    })
 }

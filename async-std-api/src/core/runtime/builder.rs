@@ -142,6 +142,92 @@ impl Builder {
         self.explicit.max_activity_interval = Some(interval);
         self
     }
+
+    /// How long a cancelled coroutine may go on before it is reported as
+    /// stuck in its cancellation (D-1(c)): one
+    /// [`Event::StuckInCancellation`](crate::events::Event::StuckInCancellation)
+    /// naming it, where it was spawned, where it waits and for what. It is
+    /// not interrupted (cleanup may legitimately block, R-C3). 10 s by
+    /// default; `Duration::ZERO` turns it off. Overrides
+    /// `ASYNC_CANCELLATION_TIMEOUT` and the config file's `[runtime]
+    /// cancellation_timeout` (both in ms).
+    ///
+    /// It costs nothing until a coroutine is cancelled; then one hidden
+    /// timer (it never keeps the loop alive) checks the cancelled ones.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use async_std_api::events::Event;
+    /// use async_std_api::{delay, spawn, suspend, Builder};
+    ///
+    /// let stuck = Arc::new(Mutex::new(Vec::new()));
+    /// let s = stuck.clone();
+    /// Builder::new()
+    ///     .cancellation_timeout(Duration::from_millis(20))
+    ///     .on_event(move |e| {
+    ///         if let Event::StuckInCancellation { coroutine, .. } = e {
+    ///             s.lock().unwrap().push(coroutine.id);
+    ///         }
+    ///     })
+    ///     .run(|| {
+    ///         let h = spawn(|| {
+    ///             if delay(60_000).is_err() {
+    ///                 let _ = delay(200); // a slow cleanup, edge-triggered
+    ///             }
+    ///         });
+    ///         suspend().unwrap();
+    ///         h.cancel();
+    ///         let id = h.id();
+    ///         let _ = h.join();
+    ///         id
+    ///     })
+    ///     .map(|id| assert_eq!(*stuck.lock().unwrap(), [id]))
+    ///     .unwrap();
+    /// ```
+    pub fn cancellation_timeout(mut self, timeout: Duration) -> Builder {
+        self.explicit.cancellation_timeout = Some(timeout);
+        self
+    }
+
+    /// Installs a handler for the runtime's [`Event`](crate::events::Event)s
+    /// (zombies, disposals, unhandled failures, deadlocks, stuck
+    /// cancellations, the activity watchdog): see [`events`](crate::events).
+    /// They still go to `tracing`; with a handler installed, none is
+    /// printed to standard error. A panic in the handler is caught and
+    /// dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use async_std_api::events::Event;
+    /// use async_std_api::{spawn, Builder, ErrorKind};
+    ///
+    /// let failures = Arc::new(Mutex::new(Vec::new()));
+    /// let f = failures.clone();
+    /// let err = Builder::new()
+    ///     .on_event(move |e| {
+    ///         if let Event::UnhandledFailure { failure, .. } = e {
+    ///             f.lock().unwrap().push(failure.panic_message().unwrap().to_owned());
+    ///         }
+    ///     })
+    ///     .run(|| {
+    ///         spawn(|| panic!("boom"));
+    ///     })
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Failed);
+    /// assert_eq!(*failures.lock().unwrap(), ["boom"]);
+    /// ```
+    pub fn on_event(
+        mut self,
+        handler: impl Fn(&crate::events::Event) + Send + Sync + 'static,
+    ) -> Builder {
+        self.explicit.events = Some(crate::core::events::Handler(std::sync::Arc::new(handler)));
+        self
+    }
 }
 
 fn set(list: &mut Vec<(String, String)>, key: String, value: String) {

@@ -25,10 +25,18 @@ pub(crate) struct Explicit {
     pub(crate) zombie_timeout: Option<Duration>,
     /// `Some(ZERO)`: explicitly off.
     pub(crate) max_activity_interval: Option<Duration>,
+    /// `Some(ZERO)`: explicitly off.
+    pub(crate) cancellation_timeout: Option<Duration>,
+    /// Where events go besides `tracing` (`core::events`).
+    pub(crate) events: Option<crate::core::events::Handler>,
 }
 
 /// The RFC's `async.zombie_coroutine_timeout` default (php.ini defaults).
 pub(crate) const DEFAULT_ZOMBIE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// D-1(c): how long a cancelled coroutine may run before it is reported,
+/// unless configured.
+pub(crate) const DEFAULT_CANCELLATION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One plugin to load, after name resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +65,8 @@ pub(crate) struct Resolved {
     pub(crate) zombie_timeout: Duration,
     /// R-T1: the maximum activity interval (`None`: no watchdog).
     pub(crate) max_activity_interval: Option<Duration>,
+    /// D-1(c): the cancellation timeout (`None`: no report).
+    pub(crate) cancellation_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,6 +83,7 @@ struct FileConfig {
 struct RuntimeTable {
     zombie_coroutine_timeout: Option<u64>,
     max_activity_interval: Option<u64>,
+    cancellation_timeout: Option<u64>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -185,6 +196,14 @@ pub(crate) fn resolve(
             .max_activity_interval
             .map(Duration::from_millis))
         .filter(|d| !d.is_zero());
+    let cancellation_timeout = Some(
+        explicit
+            .cancellation_timeout
+            .or(env_ms("ASYNC_CANCELLATION_TIMEOUT")?)
+            .or(file_runtime.cancellation_timeout.map(Duration::from_millis))
+            .unwrap_or(DEFAULT_CANCELLATION_TIMEOUT),
+    )
+    .filter(|d| !d.is_zero());
 
     let builder_sched = Layer {
         value: explicit.scheduler.clone(),
@@ -217,6 +236,7 @@ pub(crate) fn resolve(
         search_dirs,
         zombie_timeout,
         max_activity_interval,
+        cancellation_timeout,
     })
 }
 

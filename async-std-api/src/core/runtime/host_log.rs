@@ -5,8 +5,9 @@
 //! `tracing` (through a `log::Record` and `tracing_log::format_trace`) with
 //! the plugin's own target, file and line, so one subscriber sees the host's
 //! and every plugin's records. Without a subscriber, warnings and errors
-//! are printed to stderr as `WARN <target>: <message>`. Both callbacks are `[any]`-thread and never
-//! unwind: a panic inside is caught and the record dropped.
+//! are printed to stderr as `WARN <target>: <message>`, as the host's own
+//! events are (`core::events`). Both callbacks are `[any]`-thread and
+//! never unwind: a panic inside is caught and the record dropped.
 //!
 //! # Safety
 //!
@@ -62,7 +63,7 @@ fn tracing_level(level: log::Level) -> tracing::Level {
 /// warnings and errors (a deadlock report) then go to stderr, so they are
 /// never lost silently.
 fn no_subscriber() -> bool {
-    tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>())
+    !crate::core::events::subscribed()
 }
 
 /// True if a record at this level could be emitted by the current

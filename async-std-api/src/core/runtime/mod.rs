@@ -34,6 +34,7 @@
 //! resumed on the caller's thread after teardown.
 
 mod builder;
+pub(crate) mod cancel_watch;
 mod config;
 mod ffi;
 mod host_log;
@@ -56,6 +57,7 @@ pub(crate) use ffi::io;
 pub(crate) use ffi::{new_state, Reactor, Scheduler, SignalEvent, TimerEvent};
 pub(crate) use lifecycle::deadlock_seen;
 
+use super::events::Handler;
 use super::failure::Failure;
 use super::state::{Body, CoroState, WATCHED};
 use config::{Choice, Resolved};
@@ -198,6 +200,10 @@ pub(crate) struct Runtime {
     pub(crate) lifecycle: lifecycle::Lifecycle,
     /// The maximum-activity-interval watchdog, if on (`watchdog`).
     pub(crate) watchdog: Option<watchdog::Watchdog>,
+    /// The cancellation watchdog (D-1(c), `cancel_watch`).
+    pub(crate) cancel_watch: cancel_watch::CancelWatch,
+    /// Where events go besides `tracing` (`core::events`).
+    pub(crate) events: Option<Handler>,
     /// The layer above's record (R5): the global scope and what hangs off
     /// it. Set once, right after `start`.
     upper: OnceCell<Box<dyn Any>>,
@@ -432,7 +438,11 @@ impl Runtime {
             stack_size: cfg.stack_size,
             zombie_timeout: cfg.zombie_timeout,
             lifecycle: lifecycle::Lifecycle::new(),
-            watchdog: cfg.max_activity_interval.map(watchdog::Watchdog::start),
+            watchdog: cfg
+                .max_activity_interval
+                .map(|i| watchdog::Watchdog::start(i, explicit.events.clone())),
+            cancel_watch: cancel_watch::CancelWatch::new(cfg.cancellation_timeout),
+            events: explicit.events.clone(),
             upper: OnceCell::new(),
             main_panic: RefCell::new(None),
             spare_states: RefCell::new(Vec::new()),
@@ -474,6 +484,7 @@ impl Runtime {
     /// once more so they unwind. Called inside [`installed`], after the
     /// layer above dropped its timers (R5).
     pub(crate) fn teardown(&self) {
+        self.cancel_watch.clear();
         let mut destroyed = self.sched.destroy();
         if destroyed == async_abi::AA_E_BUSY {
             let _ = self.sched.shutdown(AA_E_SHUTDOWN);

@@ -38,6 +38,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::core::events::{report, Event, Handler};
+use crate::core::id::CoroutineId;
+
 /// The word while no coroutine runs (WD2).
 pub(crate) const IDLE: u64 = 0;
 
@@ -74,7 +77,7 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     /// Starts the watchdog thread. It logs through the dispatcher that is
     /// current on the calling (loop) thread.
-    pub(crate) fn start(interval: Duration) -> Watchdog {
+    pub(crate) fn start(interval: Duration, events: Option<Handler>) -> Watchdog {
         let shared = Arc::new(Shared {
             word: AtomicU64::new(IDLE),
             sites: Mutex::new(HashMap::new()),
@@ -86,7 +89,7 @@ impl Watchdog {
         let thread = std::thread::Builder::new()
             .name("async-watchdog".to_owned())
             .spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || watch(&s, interval));
+                tracing::dispatcher::with_default(&dispatch, || watch(&s, interval, events));
             })
             .ok();
         if thread.is_none() {
@@ -129,7 +132,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// WD3: the watchdog thread's loop.
-fn watch(s: &Shared, interval: Duration) {
+fn watch(s: &Shared, interval: Duration, events: Option<Handler>) {
     let period = (interval / 4).max(Duration::from_millis(1));
     let mut last = IDLE;
     let mut since = Instant::now();
@@ -156,15 +159,15 @@ fn watch(s: &Shared, interval: Duration) {
         if ran >= interval && warned != word {
             warned = word;
             let id = id_of(word);
-            let at = lock(&s.sites)
-                .get(&id)
-                .map_or_else(|| "an unknown place".to_owned(), |l| l.to_string());
-            tracing::warn!(
-                target: "async_std_api::watchdog",
-                "coroutine {id} (spawned at {at}) has run for {} ms without yielding (maximum \
-                 activity interval {} ms); it is not interrupted",
-                ran.as_millis(),
-                interval.as_millis()
+            let spawned_at = lock(&s.sites).get(&id).copied();
+            report(
+                events.as_ref(),
+                Event::ActivityExceeded {
+                    coroutine: CoroutineId(id),
+                    spawned_at,
+                    ran,
+                    interval,
+                },
             );
         }
     }

@@ -68,6 +68,7 @@ use super::shutdown;
 use crate::core::awaitable::Awaitable;
 use crate::core::coroutine::Coroutine;
 use crate::core::error::CancelCause;
+use crate::core::events::{self, Event};
 use crate::core::failure::Failure;
 use crate::core::id::ScopeId;
 use crate::core::runtime;
@@ -317,21 +318,15 @@ impl Drop for Owner {
         let still = tree_members(s)
             .into_iter()
             .filter(|m| !m.is_finished())
-            .map(|m| state::describe(&m))
+            .map(|m| m.event_ref())
             .collect::<Vec<_>>();
         if !still.is_empty() {
-            tracing::warn!(
-                target: "async_std_api::scope",
-                "scope {} (created at {}) dropped while {} still ran: cancelling {}",
-                s.id,
-                s.created_at,
-                if still.len() == 1 {
-                    "1 coroutine".to_owned()
-                } else {
-                    format!("{} coroutines", still.len())
-                },
-                still.join(", ")
-            );
+            events::emit(Event::ScopeDisposed {
+                scope: s.id,
+                created_at: s.created_at,
+                disposed_at: None,
+                cancelled: still,
+            });
         }
         let cancel = ScopeCancel {
             cause: CancelCause::Scope,
@@ -532,11 +527,7 @@ impl ScopeRef {
         }
         if s.is_cancelled() {
             if reason.is_some() {
-                tracing::warn!(
-                    target: "async_std_api::scope",
-                    "scope {} is already cancelled: cancel_with ignored",
-                    s.id
-                );
+                events::emit(Event::CancelIgnored { scope: s.id });
             }
             return;
         }

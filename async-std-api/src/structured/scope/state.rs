@@ -53,6 +53,7 @@ use super::ScopeRef;
 use crate::core::cancel::cancel_with;
 use crate::core::coroutine::Coroutine;
 use crate::core::error::{CancelCause, Cancelled};
+use crate::core::events::{self, Event};
 use crate::core::failure::{Failure, FailureOrigin};
 use crate::core::id::ScopeId;
 use crate::core::runtime::{self, TimerEvent};
@@ -414,7 +415,7 @@ impl ScopeState {
                     // R-TG5: a task group's explicit tasks are disposed with
                     // their group, without a warning.
                     if !m.is_cancellation_requested() && !m.has_flag(IN_GROUP) {
-                        dispose_warnings.push(describe(&m));
+                        dispose_warnings.push(m.event_ref());
                     }
                     cancel_member(&m, walk.cancel);
                 }
@@ -431,13 +432,12 @@ impl ScopeState {
             }
         }
         if !dispose_warnings.is_empty() {
-            let at = walk.at.map_or_else(String::new, |l| format!(" at {l}"));
-            tracing::warn!(
-                target: "async_std_api::scope",
-                "scope {} disposed{at}: cancelling {}",
-                self.id,
-                dispose_warnings.join(", ")
-            );
+            events::emit(Event::ScopeDisposed {
+                scope: self.id,
+                created_at: self.created_at,
+                disposed_at: walk.at,
+                cancelled: dispose_warnings,
+            });
         }
         self.notify.wake_all();
         if self.closed.get() && self.live.get() == 0 {
@@ -449,13 +449,11 @@ impl ScopeState {
     /// as active, and is reported.
     fn zombify(&self, m: &Rc<CoroState>, at: Option<&'static Location<'static>>) {
         m.set_flag(ZOMBIE, true);
-        let at = at.map_or_else(String::new, |l| format!(" at {l}"));
-        tracing::warn!(
-            target: "async_std_api::scope",
-            "{} is a zombie: scope {} disposed{at}",
-            describe(m),
-            self.id
-        );
+        events::emit(Event::Zombie {
+            coroutine: m.event_ref(),
+            scope: self.id,
+            disposed_at: at,
+        });
         zombie::add(m);
         self.dec_active();
     }
@@ -617,14 +615,9 @@ impl Drop for ScopeState {
 
 /// Cancels a member with the scope's cancellation (its own `Cancelled`).
 fn cancel_member(m: &Rc<CoroState>, c: &ScopeCancel) {
-    let cancelled = Cancelled::new(m.id(), c.cause, c.reason.clone())
+    let cancelled = Cancelled::of(m.id(), c.cause, c.reason.clone())
         .with_origin(Some(c.origin), c.failure.clone());
     cancel_with(m, cancelled);
-}
-
-/// `coroutine 7 (spawned at src/main.rs:10:5)`.
-pub(crate) fn describe(m: &CoroState) -> String {
-    format!("coroutine {} (spawned at {})", m.id(), m.location)
 }
 
 #[cfg(test)]
