@@ -223,7 +223,7 @@ impl Builder {
     /// ```
     pub fn on_event(
         mut self,
-        handler: impl Fn(&crate::events::Event) + Send + Sync + 'static,
+        handler: impl Fn(&crate::core::events::Event) + Send + Sync + 'static,
     ) -> Builder {
         self.explicit.events = Some(crate::core::events::Handler(std::sync::Arc::new(handler)));
         self
