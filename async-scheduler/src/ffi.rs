@@ -254,6 +254,9 @@ unsafe extern "C" fn create(
             Ok(o) => o,
             Err(msg) => return fail(AA_E_INVALID, msg),
         };
+        // A coroutine of this scheduler that overflows its stack is
+        // reported (stack/overflow.rs): handler and alternate stack.
+        crate::stack::overflow::arm_this_thread();
         let s = Box::into_raw(Box::new(Scheduler::new(reactor, opts)));
         // SAFETY: `out` is non-NULL and writable (create contract).
         unsafe { *out = s.cast() };

@@ -50,6 +50,10 @@
 //!   idle. `take` pops the newest (its stack is warm), eviction the oldest.
 //!   The size class of the scheduler's default stack size is a field, so
 //!   the common park and take find it without a search.
+//! - **F-I6** `occupant` names the coroutine whose entry was called on the
+//!   fiber and has not returned, and is cleared before that coroutine's
+//!   record is released (coroutine C-I1), so it never names a freed record.
+//!   Set once per coroutine, not per switch.
 //!
 //! # Who touches what
 //!
@@ -92,6 +96,10 @@ pub(crate) struct Fiber {
     pub(crate) stack: StackSlot,
     /// The coroutine to run when this fiber next gets control (F-I2).
     pub(crate) coro: Cell<Option<CoroPtr>>,
+    /// The coroutine whose entry runs on this fiber, from its start until
+    /// just before its record is released (F-I6): what a stack overflow
+    /// report names (stack/overflow.rs).
+    pub(crate) occupant: Cell<Option<CoroPtr>>,
     pub(crate) engine: FiberState,
     /// F-I5.
     idle_newer: Cell<Option<FiberPtr>>,
@@ -265,6 +273,7 @@ impl FiberPool {
             sched: s,
             stack,
             coro: Cell::new(None),
+            occupant: Cell::new(None),
             engine: switch::empty_state(self.kind),
             idle_newer: Cell::new(None),
             idle_older: Cell::new(None),

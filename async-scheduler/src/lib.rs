@@ -32,7 +32,9 @@
 //!   default.
 //! - Stacks are carved from large `mmap` slabs, each with one guard page
 //!   installed by `MADV_GUARD_INSTALL`, so 100,000 coroutines need a few
-//!   thousand mappings, not 200,000.
+//!   thousand mappings, not 200,000. A coroutine that overflows onto its
+//!   guard page is reported in one line (id, spawn location, stack size and
+//!   how to raise it) and the process aborts (`stack/overflow.rs`).
 //!
 //! # Example
 //!

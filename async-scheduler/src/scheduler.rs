@@ -273,6 +273,9 @@ impl Scheduler {
             return self.fail(AA_E_INVALID, msg.to_owned());
         }
         self.in_run.set(true);
+        // O-I3: a stack overflow during the run names this scheduler's
+        // coroutine.
+        let _active = crate::stack::overflow::Active::enter(self);
         self.deadlocks.set(0);
         // A new run gets fresh shutdown rounds (shutdown.rs step 5).
         self.shutdown_rounds.set(0);

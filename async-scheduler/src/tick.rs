@@ -116,12 +116,15 @@ pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
     let co = c.get();
     co.started.set(true);
     co.fiber.set(Some(f));
+    f.get().occupant.set(Some(c));
     enter(s, c);
     let status = co.status.replace(0);
     ffi::call_entry(co.entry, co.arg, status);
     co.state.set(State::Finished);
     c.fire_handlers(s, AA_SWITCH_FINISH);
     s.current.set(None);
+    // F-I6: before the record can be freed.
+    f.get().occupant.set(None);
     coroutine::release(c, &s.live, &s.queue, &s.records);
     Counters::bump(&s.counters.finished);
 }

@@ -22,7 +22,8 @@
 //!    | ... grows down, touching pages on demand (MAP_NORESERVE) ...       |
 //!  limit + page --- lowest usable byte ---------------------------------+
 //!    | guard page: MADV_GUARD_INSTALL marker (or PROT_NONE), so an        |
-//!    |   overflow faults (SIGSEGV) instead of writing into the stack below |
+//!    |   overflow faults (SIGSEGV) instead of writing into the stack below;|
+//!    |   [`overflow`] turns that fault into a one-line report and abort   |
 //!  limit -------------------------------------------------------------+
 //! ```
 //!
@@ -64,6 +65,7 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod guard;
+pub(crate) mod overflow;
 pub(crate) mod slab;
 
 pub(crate) use slab::Stacks;

@@ -301,6 +301,7 @@ fn map_slab(len: usize) -> io::Result<Slab> {
     if addr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    super::overflow::note_slab(addr as usize, len);
     Ok(Slab {
         addr: addr as usize,
         len,
