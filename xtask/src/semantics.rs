@@ -37,6 +37,11 @@
 //!    written on. This file is exempt: it has to name the patterns. It is
 //!    also left out of checks 1-3, whose examples and unit tests would
 //!    otherwise cite (and "test") ids.
+//! 5. **Named tests exist.** Every test `docs/semantics.md` names (a
+//!    backticked snake-case name with at least three underscores, the
+//!    shape of this project's test names) is a function somewhere in the
+//!    workspace's `.rs` files, so a renamed test cannot leave the spec
+//!    pointing at nothing.
 //!
 //! Every problem is one line, `file:line: reason`.
 
@@ -56,28 +61,7 @@ const THIS_FILE: &str = "xtask/src/semantics.rs";
 /// now (or whose existing test does not cite them yet), each with what its
 /// test must show. Temporary: this list must be emptied; `cargo xtask
 /// check-semantics` names every entry whose id has a test by now.
-const PENDING_TESTS: &[(&str, &str)] = &[
-    (
-        "D-25",
-        "a coroutine that caught its delivered cancellation and returned a value ends cancelled",
-    ),
-    (
-        "P-08",
-        "I/O data that arrived with a cancellation is returned; the next call gets the cancellation",
-    ),
-    (
-        "P-22",
-        "a wake-up meant for another request on the same stream is not taken as completion",
-    ),
-    (
-        "REF-4",
-        "join of a finished coroutine returns at once (join_of_a_finished_coroutine_returns_at_once shows it, uncited)",
-    ),
-    (
-        "REF-8",
-        "phase two of graceful shutdown and deadlock resolution do not wait for protect",
-    ),
-];
+const PENDING_TESTS: &[(&str, &str)] = &[];
 
 /// Text that points outside the repository (case-sensitive: the project's
 /// own `docs/semantics.md` and `docs/style.md` are lower case).
@@ -182,6 +166,7 @@ fn survey() -> Result<Survey, String> {
     {
         problems.extend(outside_problems(f));
     }
+    problems.extend(named_test_problems(semantics, &sources));
     let stale = stale_pending(&defined, &tested);
     Ok(Survey { problems, stale })
 }
@@ -594,6 +579,45 @@ fn style_problems(f: &File, defined: &BTreeSet<&str>) -> Vec<String> {
 }
 
 /// Check 4: text in `f` that points outside the repository.
+/// Check 5: the tests the spec names, each a function of the workspace.
+fn named_test_problems(semantics: &str, sources: &[File]) -> Vec<String> {
+    let mut fns = BTreeSet::new();
+    for f in sources.iter().filter(|f| f.path.ends_with(".rs")) {
+        for line in f.text.lines() {
+            if let Some(name) = fn_name(line) {
+                fns.insert(name.to_owned());
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for (i, line) in semantics.lines().enumerate() {
+        for name in test_names_in_line(line) {
+            if !fns.contains(name) {
+                problems.push(format!(
+                    "{SEMANTICS}:{}: names the test `{name}`, which no .rs file defines (renamed?)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The backticked names on a line that have a test name's shape: lower
+/// snake case with at least three underscores.
+fn test_names_in_line(line: &str) -> Vec<&str> {
+    line.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| {
+            w.matches('_').count() >= 3
+                && w.starts_with(|c: char| c.is_ascii_lowercase())
+                && w.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect()
+}
+
 fn outside_problems(f: &File) -> Vec<String> {
     let mut problems = Vec::new();
     for (n, line) in f.text.lines().enumerate() {
@@ -684,6 +708,12 @@ mod tests {
         assert!(!in_tests_dir("tests/src/support/mod.rs", crates));
         assert!(!in_tests_dir("tests/build.rs", crates));
         assert!(!in_tests_dir("x/src/tests.rs", crates));
+    }
+
+    #[test]
+    fn test_names_are_backticked_snake_case_with_three_underscores() {
+        let line = "*Tests:* `d26_a_b_c`, `await_completion`, `ScopeRef::a_b_c_d`, `r_s6_x_y`.";
+        assert_eq!(test_names_in_line(line), ["d26_a_b_c", "r_s6_x_y"]);
     }
 
     #[test]

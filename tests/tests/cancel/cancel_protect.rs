@@ -103,3 +103,84 @@ fn d11_a_coroutine_that_returns_right_after_protect_ends_cancelled() {
     })
     .unwrap();
 }
+
+#[test]
+fn ref8_phase_one_of_graceful_shutdown_waits_for_protect() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        let r1 = r.clone();
+        let h = spawn(move || {
+            let done = protect(|| delay(30).is_ok());
+            r1.push(format!("protected delay completed: {done}"));
+            let c = check_cancelled().unwrap_err();
+            r1.push(format!("then: {:?}", c.cause()));
+        });
+        yield_until_waiting(&[&h.coroutine()]);
+        async_std_api::graceful_shutdown();
+        // Main is cancelled too: take it (edge-triggered), then join.
+        assert!(check_cancelled().is_err());
+        let _ = join_cancelled(h);
+    })
+    .unwrap();
+    rec.assert_events(&["protected delay completed: true", "then: Shutdown"]);
+}
+
+/// Drops record that they ran: a stack that is unwound drops its locals.
+struct Recorded(Recorder, &'static str);
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        self.0.push(format!("dropped {}", self.1));
+    }
+}
+
+#[test]
+fn ref8_phase_two_unwinds_a_protected_coroutine_at_its_next_suspension_point() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    let err = run(move || {
+        let r1 = r.clone();
+        let stubborn = spawn(move || {
+            let _guard = Recorded(r1.clone(), "the protected coroutine's locals");
+            protect(|| loop {
+                // Never gives up on its own: only an unwind ends it.
+                let _ = delay(5);
+            })
+        });
+        yield_until_waiting(&[&stubborn.coroutine()]);
+        // Two unhandled failures: graceful shutdown, then forced.
+        let second = spawn(|| {
+            if delay(60_000).is_err() {
+                panic!("second");
+            }
+        });
+        yield_until_waiting(&[&second.coroutine()]);
+        spawn(|| panic!("first"));
+        let _ = delay(60_000);
+    })
+    .unwrap_err();
+    assert_eq!(err.kind(), async_std_api::ErrorKind::Failed);
+    rec.assert_events(&["dropped the protected coroutine's locals"]);
+}
+
+#[test]
+fn ref8_a_deadlock_resumes_a_protected_waiter() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    let err = run(move || {
+        let main = current();
+        let r1 = r.clone();
+        let child = spawn(move || {
+            let e = protect(|| main.wait()).unwrap_err();
+            r1.push(format!(
+                "protected waiter resumed: {:?}",
+                e.interrupted_by().unwrap().cause()
+            ));
+        });
+        let _ = child.join();
+    })
+    .unwrap_err();
+    assert_eq!(err.kind(), async_std_api::ErrorKind::Deadlock);
+    rec.assert_events(&["protected waiter resumed: Deadlock"]);
+}

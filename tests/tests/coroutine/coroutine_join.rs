@@ -19,8 +19,10 @@ fn join_returns_the_coroutines_value() {
     assert_eq!(v, "done");
 }
 
+/// REF-4: awaiting a finished coroutine returns at once, without
+/// suspending, as often as asked.
 #[test]
-fn join_of_a_finished_coroutine_returns_at_once() {
+fn ref4_join_of_a_finished_coroutine_returns_at_once() {
     let rec = Recorder::new();
     let r = rec.clone();
     run(move || {
@@ -34,6 +36,37 @@ fn join_of_a_finished_coroutine_returns_at_once() {
     .unwrap();
     // Joining did not suspend: the other coroutine runs only afterwards.
     rec.assert_events(&["joined 5", "other ran"]);
+}
+
+#[test]
+fn ref4_waiting_again_on_a_finished_coroutine_gives_the_same_outcome_without_suspending() {
+    let rec = Recorder::new();
+    let r = rec.clone();
+    run(move || {
+        // A cancelled end (not a failure, which nobody awaiting it would
+        // send through the error flow).
+        let h = spawn(|| delay(60_000));
+        let c = h.coroutine();
+        yield_until(|| c.is_suspended());
+        c.cancel_with("once");
+        yield_until(|| c.is_finished());
+        let r2 = r.clone();
+        spawn(move || r2.push("other ran"));
+        for _ in 0..3 {
+            let e = c.wait().unwrap_err();
+            r.push(format!("wait: {:?}", e.cancelled().unwrap().reason()));
+        }
+        let e = h.join().unwrap_err();
+        r.push(format!("join: {:?}", e.cancelled().unwrap().reason()));
+    })
+    .unwrap();
+    rec.assert_events(&[
+        "wait: Some(\"once\")",
+        "wait: Some(\"once\")",
+        "wait: Some(\"once\")",
+        "join: Some(\"once\")",
+        "other ran",
+    ]);
 }
 
 #[test]

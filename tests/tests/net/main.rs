@@ -2,3 +2,4 @@
 
 mod tcp_cancel;
 mod tcp_echo;
+mod tcp_races;
