@@ -8,8 +8,9 @@
 //!   [`JoinError`](error::JoinError)).
 //! - `state`, `waiters`: the host's record of a coroutine and the waiter
 //!   lists every wait uses.
-//! - `wait`, `cancel`, `awaitable`: suspension points, the cancellation
-//!   policy, `protect`, and the untyped `until` trigger.
+//! - `wait`, `cancel`, `awaitable`, `budget`: suspension points, the
+//!   cancellation policy, `protect`, the untyped `until` trigger, and the
+//!   cooperative budget that makes a busy coroutine give the loop back.
 //! - `entry`: what every coroutine runs, from its body to its finish; the
 //!   scope it belongs to is told through [`Membership`](state::Membership),
 //!   a task group through [`GroupSink`](state::GroupSink): the two seams the
@@ -23,6 +24,7 @@
 //!   watchdogs.
 
 pub mod awaitable;
+pub(crate) mod budget;
 pub(crate) mod cancel;
 pub(crate) mod coroutine;
 pub(crate) mod entry;

@@ -50,8 +50,7 @@ fn submit_as(
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
     checkpoint(me).map_err(io::Error::from)?;
-    let what = what();
-    let out = rio::perform(&rt.reactor, &rt.sched, me, fd.as_raw_fd(), req, &what, at);
+    let out = rio::perform(rt, me, fd.as_raw_fd(), req, what, at);
     match out.interrupt {
         None if out.result < 0 => Err(os_error(out.result)),
         None => Ok(out.result),

@@ -165,6 +165,16 @@ impl TcpListener {
     /// [`Cancelled`](crate::Cancelled) ([`crate::io::cancelled`]) if the
     /// calling coroutine is cancelled while it waits.
     ///
+    /// What an accept loop should do with them: stop on a cancellation (it
+    /// is delivered once, so the next `accept` would wait for good); wait a
+    /// little on `EMFILE`/`ENFILE` (out of descriptors) and
+    /// `ENOBUFS`/`ENOMEM`, which no retry fixes until a connection closes
+    /// (the `echo_server` example sleeps 50 ms); log and go on for the rest
+    /// (`ECONNABORTED`: a peer that gave up while queued). A loop that
+    /// retries at once is still fair to the other coroutines, since the
+    /// runtime makes it give the loop back every few hundred operations
+    /// (D-28), but it burns a core meanwhile.
+    ///
     /// # Panics
     ///
     /// Outside a coroutine.

@@ -8,6 +8,11 @@
 //!   deadlock.
 //! - `runtime_probe builder`: like `hello`, with both plugins chosen by the
 //!   builder (`embedded`), which must win over the environment.
+//! - `runtime_probe emfile`: a naive accept loop (it retries at once on
+//!   every error) while the process has no descriptor left: a timer
+//!   coroutine must still run (it frees the descriptors), and the loop then
+//!   accepts the waiting connections. Prints `accepted 3 after N failures`.
+//!   Without the cooperative budget (D-28) it would spin forever.
 //! - `runtime_probe zombie [handler]`: safely disposes a scope whose
 //!   coroutine sleeps, with a 20 ms zombie timeout and no `tracing`
 //!   subscriber: the runtime's warnings go to stderr; with `handler`, an
@@ -34,6 +39,7 @@ fn main() -> Result<(), async_std_api::Error> {
             .scheduler("embedded")
             .reactor("embedded")
             .run(|| println!("{PROBE_MARKER}")),
+        "emfile" => run(emfile),
         "zombie" => zombie(std::env::args().nth(2).as_deref() == Some("handler")),
         _ => run(|| println!("{PROBE_MARKER}")),
     }
@@ -73,4 +79,52 @@ fn zombie(with_handler: bool) -> Result<(), async_std_api::Error> {
         suspend().unwrap();
         scope.dispose_safely();
     })
+}
+
+fn emfile() {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    use async_std_api::net::{TcpListener, TcpStream};
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let clients: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    // Take every descriptor left.
+    let mut filler = Vec::new();
+    loop {
+        match std::fs::File::open("/dev/null") {
+            Ok(f) => filler.push(f),
+            Err(e) if e.raw_os_error() == Some(24) => break, // EMFILE
+            Err(e) => panic!("unexpected: {e}"),
+        }
+    }
+    let filler = Rc::new(RefCell::new(filler));
+    let failures = Rc::new(Cell::new(0u64));
+    // Frees the descriptors once the loop has failed a while: it runs only
+    // if the loop gives the reactor a turn (its wake-up is a timer).
+    let (f, n) = (filler.clone(), failures.clone());
+    spawn(move || {
+        while n.get() < 1_000 {
+            delay(1).unwrap();
+        }
+        f.borrow_mut().clear();
+    });
+    let mut accepted = Vec::new();
+    while accepted.len() < 3 {
+        match listener.accept() {
+            Ok((c, _)) => accepted.push(c),
+            Err(e) if e.raw_os_error() == Some(24) => {
+                failures.set(failures.get() + 1);
+                assert!(failures.get() < 10_000_000, "no progress: livelock");
+            }
+            Err(e) => panic!("unexpected accept error: {e}"),
+        }
+    }
+    println!(
+        "accepted {} after {} failures",
+        accepted.len(),
+        failures.get()
+    );
+    drop(clients);
 }

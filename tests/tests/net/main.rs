@@ -2,4 +2,5 @@
 
 mod tcp_cancel;
 mod tcp_echo;
+mod tcp_fairness;
 mod tcp_races;

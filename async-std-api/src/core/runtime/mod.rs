@@ -52,7 +52,9 @@ use async_abi::{AaStatus, AA_E_SHUTDOWN};
 
 pub use builder::Builder;
 pub(crate) use config::Explicit;
-pub(crate) use ffi::current::{installed, running, with_current, with_running, with_runtime};
+pub(crate) use ffi::current::{
+    installed, running, take_budget, with_current, with_running, with_runtime,
+};
 pub(crate) use ffi::io;
 pub(crate) use ffi::{new_state, Reactor, Scheduler, SignalEvent, TimerEvent};
 pub(crate) use lifecycle::deadlock_seen;

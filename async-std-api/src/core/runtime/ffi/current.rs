@@ -64,6 +64,9 @@ struct Cells {
     /// K4.
     watch: Cell<*const AtomicU64>,
     seq: Cell<u64>,
+    /// The running coroutine's cooperative budget (`core::budget`): reset
+    /// each time a coroutine gets control.
+    budget: Cell<u32>,
 }
 
 thread_local! {
@@ -73,6 +76,7 @@ thread_local! {
             running: Cell::new(ptr::null()),
             watch: Cell::new(ptr::null()),
             seq: Cell::new(0),
+            budget: Cell::new(crate::core::budget::BUDGET),
         }
     };
 }
@@ -171,6 +175,7 @@ pub(crate) fn running() -> *const CoroState {
 pub(super) fn enter(me: &Rc<CoroState>) {
     CURRENT.with(|c| {
         c.running.set(Rc::as_ptr(me));
+        c.budget.set(crate::core::budget::BUDGET);
         let watch = c.watch.get();
         if !watch.is_null() {
             heartbeat(c, watch, me);
@@ -199,6 +204,17 @@ pub(super) fn mark_idle() {
             word.store(watchdog::IDLE, Ordering::Relaxed);
         }
     });
+}
+
+/// Takes one unit of the running coroutine's cooperative budget; false if
+/// it is spent (`core::budget`).
+#[inline]
+pub(crate) fn take_budget() -> bool {
+    CURRENT.with(|c| {
+        let left = c.budget.get();
+        c.budget.set(left.saturating_sub(1));
+        left > 0
+    })
 }
 
 /// No coroutine runs host code (K2): about to suspend, or the entry's body

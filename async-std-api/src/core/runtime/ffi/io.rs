@@ -32,8 +32,9 @@ use async_abi::{
     AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_READ, AA_IO_TRY_INLINE, AA_IO_WRITE, AA_OK,
 };
 
-use super::{Reactor, Scheduler};
-use crate::core::runtime::{status_text, wake, with_runtime};
+use super::Reactor;
+use crate::core::budget;
+use crate::core::runtime::{status_text, wake, with_runtime, Runtime};
 use crate::core::state::CoroState;
 
 /// `ECANCELED` on Linux.
@@ -89,25 +90,34 @@ unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
 }
 
 /// Submits `req` on `fd` and waits for its completion (IO1), suspending the
-/// current coroutine `me` with the wait description `what`.
+/// current coroutine `me` with the wait description `what` (made only if
+/// it has to wait: most requests complete inline). First it takes a unit
+/// of the cooperative budget (`core::budget`, B2), which may give the loop
+/// back; interrupted there, nothing is submitted.
 ///
 /// A pending cancellation of `me` (or a shutdown or deadlock) cancels the
 /// request in the reactor with `-ECANCELED`; the wait then goes on,
 /// ignoring further wake-up reasons, until the request's callback ran.
 pub(crate) fn perform(
-    reactor: &Reactor,
-    sched: &Scheduler,
+    rt: &Runtime,
     me: &Rc<CoroState>,
     fd: RawFd,
     req: IoReq<'_>,
-    what: &str,
+    what: impl FnOnce() -> String,
     at: &'static Location<'static>,
 ) -> IoOutcome {
+    let (reactor, sched) = (&*rt.reactor, &rt.sched);
     let r = reactor.raw();
     if r.is_null() {
         return IoOutcome {
             result: -i64::from(ECANCELED),
             interrupt: None,
+        };
+    }
+    if let Err(interrupt) = budget::spend(rt, me, at) {
+        return IoOutcome {
+            result: -i64::from(ECANCELED),
+            interrupt: Some(interrupt),
         };
     }
     let rec = Rc::new(IoRec {
@@ -166,6 +176,7 @@ pub(crate) fn perform(
             };
         }
     };
+    let what = what();
     let mut interrupt = None;
     while !rec.done.get() {
         let st = sched.suspend(me, what.as_bytes(), at);
