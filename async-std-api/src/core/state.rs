@@ -48,7 +48,7 @@ use async_abi::AaCoroutine;
 use super::error::{CancelCause, Cancelled};
 use super::events::{self, CoroutineRef, Event};
 use super::failure::Failure;
-use super::id::CoroutineId;
+use super::id::{CoroutineId, ScopeId};
 use super::runtime;
 use super::waiters::Completion;
 
@@ -127,6 +127,15 @@ pub(crate) trait Membership: Any {
 
     /// This record as `Any`, for the layer above to get its own type back.
     fn as_any(self: Rc<Self>) -> Rc<dyn Any>;
+
+    /// The scope's id if it takes no new member (it is closed).
+    fn closed(&self) -> Option<ScopeId>;
+
+    /// Takes `state`, not started yet, as a member; this reference (one
+    /// the caller made for it) becomes its `scope` (I5). The spawn path
+    /// goes through these two, not `as_any`, so it pays no downcast and
+    /// no extra reference count.
+    fn admit(self: Rc<Self>, state: &Rc<CoroState>);
 }
 
 /// `flags` bit: the body is done (I6).

@@ -14,7 +14,6 @@ use std::rc::Rc;
 
 use async_abi::{AaStatus, AA_E_CANCELLED, AA_OK, AA_PRIORITY_HIGH, AA_PRIORITY_NORMAL};
 
-use super::scope::state::{scope_of, ScopeState};
 use super::scope::{current_scope, ScopeError, ScopeRef};
 use super::strategy::SpawnStrategy;
 use crate::core::coroutine::Coroutine;
@@ -23,7 +22,7 @@ use crate::core::error::{CancelCause, Cancelled};
 use crate::core::id::ScopeId;
 use crate::core::join::JoinHandle;
 use crate::core::runtime::{self, Runtime};
-use crate::core::state::{Body, BodyResult, CoroState, HI_PRIORITY};
+use crate::core::state::{Body, BodyResult, CoroState, Membership, HI_PRIORITY};
 
 /// Starts a new coroutine running `f` and returns a handle to join it.
 ///
@@ -287,31 +286,32 @@ impl Refused {
 #[inline]
 fn spawn_here(body: Body, location: &'static Location<'static>) -> Result<Rc<CoroState>, Refused> {
     runtime::with_current(|rt, me| {
-        let scope = match me.and_then(|m| scope_of(m)) {
+        let scope: Rc<dyn Membership> = match me.and_then(|m| m.scope()) {
             Some(s) => s,
             None => super::run::global(rt),
         };
-        spawn_into(rt, &scope, body, location)
+        spawn_into(rt, scope, body, location)
     })
     .unwrap_or(Err(Refused::NoRuntime))
 }
 
-/// Creates and queues a coroutine in `scope` (SP1).
+/// Creates and queues a coroutine in `scope` (SP1), handing it the
+/// reference to its scope (the hot path: no downcast, one count).
 #[inline]
 fn spawn_into(
     rt: &Runtime,
-    scope: &Rc<ScopeState>,
+    scope: Rc<dyn Membership>,
     body: Body,
     location: &'static Location<'static>,
 ) -> Result<Rc<CoroState>, Refused> {
-    if scope.is_closed() {
-        return Err(Refused::Closed(scope.id));
+    if let Some(id) = scope.closed() {
+        return Err(Refused::Closed(id));
     }
     let state = rt.new_state(body, location);
     rt.sched
         .spawn(&state, rt.stack_size, location, AA_PRIORITY_NORMAL)
         .map_err(Refused::Status)?;
-    scope.add_member(&state);
+    scope.admit(&state);
     rt.watch_spawn(&state);
     Ok(state)
 }

@@ -269,13 +269,7 @@ impl ScopeState {
     /// Adds a new coroutine (not started yet) to the scope.
     #[inline]
     pub(crate) fn add_member(self: &Rc<Self>, state: &Rc<CoroState>) {
-        if !self.is_global {
-            let key = self.members.borrow_mut().insert(state.clone());
-            state.member_key.set(key);
-        }
-        state.scope.set(Some(self.clone() as Rc<dyn Membership>));
-        self.inc_active();
-        self.inc_live();
+        self.clone().admit(state);
     }
 
     /// Removes a finished coroutine (whose `scope` was just taken, I5); may
@@ -596,6 +590,22 @@ impl Membership for ScopeState {
 
     fn as_any(self: Rc<Self>) -> Rc<dyn Any> {
         self
+    }
+
+    #[inline]
+    fn closed(&self) -> Option<ScopeId> {
+        self.is_closed().then_some(self.id)
+    }
+
+    #[inline]
+    fn admit(self: Rc<Self>, state: &Rc<CoroState>) {
+        if !self.is_global {
+            let key = self.members.borrow_mut().insert(state.clone());
+            state.member_key.set(key);
+        }
+        self.inc_active();
+        self.inc_live();
+        state.scope.set(Some(self as Rc<dyn Membership>));
     }
 }
 
