@@ -3,6 +3,11 @@
 //! coroutine entries, records events, captures the plugin's log, and drives
 //! the scheduler with a fake reactor whose `alive()` and wake-ups the test
 //! controls (virtual time: a blocking `run_once` jumps to the next wake-up).
+//!
+//! It frees what it allocates (the reactor and the switch handlers of a
+//! scheduler in `finish`; the negotiation's host table and plugin context
+//! stay referenced from a static), so `cargo xtask memcheck` can run this
+//! suite under valgrind and demand zero leaks.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -15,7 +20,10 @@ use async_abi::*;
 
 // ---- the ABI, negotiated once per process ----------------------------------
 
-struct Api(AaSchedulerVTable);
+/// The vtable, and the host table and plugin context the negotiation made:
+/// kept here (referenced for the process's life, never freed) so that leak
+/// checkers see them as reachable.
+struct Api(AaSchedulerVTable, &'static AaHostApi, *mut AaPluginCtx);
 
 static API: OnceLock<Api> = OnceLock::new();
 
@@ -58,18 +66,26 @@ pub(crate) fn vtable() -> &'static AaSchedulerVTable {
             vt.hdr.struct_size as usize,
             std::mem::size_of::<AaSchedulerVTable>()
         );
-        Api(vt)
+        Api(vt, host, ctx)
     })
     .0
 }
 
-// SAFETY: the copied vtable holds only function pointers (static, AA-R7).
+// SAFETY: the copied vtable holds only function pointers (static, AA-R7);
+// the host table is immutable and the context pointer is never dereferenced
+// here.
 unsafe impl Sync for Api {}
+// SAFETY: as above.
+unsafe impl Send for Api {}
 
 thread_local! {
     static LOG: RefCell<Vec<(u32, String)>> = const { RefCell::new(Vec::new()) };
     static EVENTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
     static PANICS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// Switch handlers registered on this thread, freed by `finish` (the
+    /// scheduler forgets a handler that returned false without freeing its
+    /// argument, which is the host's).
+    static HANDLERS: RefCell<Vec<*mut Box<dyn FnMut(u32) -> bool>>> = const { RefCell::new(Vec::new()) };
 }
 
 unsafe extern "C" fn host_log(
@@ -372,16 +388,17 @@ impl H {
         f: impl FnMut(u32) -> bool + 'static,
     ) -> AaStatus {
         unsafe extern "C" fn call(_c: *mut AaCoroutine, kind: u32, arg: *mut c_void) -> bool {
-            // SAFETY: the Box made below; leaked when removed (test only).
+            // SAFETY: the Box made below, freed by `finish` once the
+            // scheduler is gone.
             let f = unsafe { &mut *(arg as *mut Box<dyn FnMut(u32) -> bool>) };
             f(kind)
         }
         let f: Box<Box<dyn FnMut(u32) -> bool>> = Box::new(Box::new(f));
+        let f = Box::into_raw(f);
+        HANDLERS.with(|h| h.borrow_mut().push(f));
         let coro = c.map_or(ptr::null_mut(), |c| c.0);
         // SAFETY: a live scheduler.
-        unsafe {
-            self.vt.add_switch_handler.unwrap()(self.s, coro, Some(call), Box::into_raw(f).cast())
-        }
+        unsafe { self.vt.add_switch_handler.unwrap()(self.s, coro, Some(call), f.cast()) }
     }
 
     pub(crate) fn shutdown(&self, reason: AaStatus) -> AaStatus {
@@ -450,6 +467,8 @@ pub(crate) fn try_create(
     // SAFETY: the config and its strings outlive the call.
     let rc = unsafe { vt.create.unwrap()(ptr::null_mut(), &cfg, &mut s) };
     if rc != AA_OK {
+        // SAFETY: leaked just above and never handed to a scheduler.
+        drop(unsafe { Box::from_raw(reactor as *const FakeReactor as *mut FakeReactor) });
         let n = err.iter().position(|&b| b == 0).unwrap_or(err.len());
         return Err((rc, String::from_utf8_lossy(&err[..n]).into_owned()));
     }
@@ -484,6 +503,14 @@ pub(crate) fn finish(h: H) {
     );
     // SAFETY: a live scheduler, destroyed once.
     assert_eq!(unsafe { h.vt.destroy.unwrap()(h.s) }, AA_OK);
+    // The scheduler is gone: nothing calls the handlers or the reactor.
+    for f in HANDLERS.with(|h| std::mem::take(&mut *h.borrow_mut())) {
+        // SAFETY: made by `on_switch` with Box::into_raw, freed once.
+        drop(unsafe { Box::from_raw(f) });
+    }
+    // SAFETY: leaked by `try_create` for this scheduler only; no copy of `h`
+    // is used after `finish`.
+    drop(unsafe { Box::from_raw(h.reactor as *const FakeReactor as *mut FakeReactor) });
 }
 
 /// Declares each test once per engine under the FIFO policy:
