@@ -23,7 +23,11 @@ use async_abi::*;
 /// The vtable, and the host table and plugin context the negotiation made:
 /// kept here (referenced for the process's life, never freed) so that leak
 /// checkers see them as reachable.
-struct Api(AaSchedulerVTable, &'static AaHostApi, *mut AaPluginCtx);
+struct Api {
+    vt: AaSchedulerVTable,
+    _host: &'static AaHostApi,
+    _ctx: *mut AaPluginCtx,
+}
 
 static API: OnceLock<Api> = OnceLock::new();
 
@@ -66,9 +70,13 @@ pub(crate) fn vtable() -> &'static AaSchedulerVTable {
             vt.hdr.struct_size as usize,
             std::mem::size_of::<AaSchedulerVTable>()
         );
-        Api(vt, host, ctx)
+        Api {
+            vt,
+            _host: host,
+            _ctx: ctx,
+        }
     })
-    .0
+    .vt
 }
 
 // SAFETY: the copied vtable holds only function pointers (static, AA-R7);
@@ -78,6 +86,9 @@ unsafe impl Sync for Api {}
 // SAFETY: as above.
 unsafe impl Send for Api {}
 
+/// A switch handler's closure, boxed twice so a thin pointer carries it.
+type Handler = Box<dyn FnMut(u32) -> bool>;
+
 thread_local! {
     static LOG: RefCell<Vec<(u32, String)>> = const { RefCell::new(Vec::new()) };
     static EVENTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
@@ -85,7 +96,7 @@ thread_local! {
     /// Switch handlers registered on this thread, freed by `finish` (the
     /// scheduler forgets a handler that returned false without freeing its
     /// argument, which is the host's).
-    static HANDLERS: RefCell<Vec<*mut Box<dyn FnMut(u32) -> bool>>> = const { RefCell::new(Vec::new()) };
+    static HANDLERS: RefCell<Vec<*mut Handler>> = const { RefCell::new(Vec::new()) };
 }
 
 unsafe extern "C" fn host_log(
@@ -390,10 +401,10 @@ impl H {
         unsafe extern "C" fn call(_c: *mut AaCoroutine, kind: u32, arg: *mut c_void) -> bool {
             // SAFETY: the Box made below, freed by `finish` once the
             // scheduler is gone.
-            let f = unsafe { &mut *(arg as *mut Box<dyn FnMut(u32) -> bool>) };
+            let f = unsafe { &mut *(arg as *mut Handler) };
             f(kind)
         }
-        let f: Box<Box<dyn FnMut(u32) -> bool>> = Box::new(Box::new(f));
+        let f: Box<Handler> = Box::new(Box::new(f));
         let f = Box::into_raw(f);
         HANDLERS.with(|h| h.borrow_mut().push(f));
         let coro = c.map_or(ptr::null_mut(), |c| c.0);
