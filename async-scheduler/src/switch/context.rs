@@ -40,6 +40,29 @@
 //!   the retired one: only then is the retired stack released. Every other
 //!   jump carries `data == 0`.
 //!
+//! # AddressSanitizer
+//!
+//! Built with ASan (`cfg(asan)`, set by `build.rs`), every jump tells ASan
+//! that the stack changes, as Boost.Context does: the jumper calls
+//! `__sanitizer_start_switch_fiber` with the target's stack bounds (and
+//! NULL as its fake-stack slot when it retires, so ASan frees that fake
+//! stack), and whoever lands calls `__sanitizer_finish_switch_fiber`. A
+//! fiber's bounds are its slot's usable range; the root's are what ASan
+//! reports to the first fiber that lands after a jump from the root
+//! (X-I4). Without ASan the calls are compiled out. The corosensei engine
+//! gets the same from corosensei's `sanitizer` feature, which Cargo.toml
+//! selects under ASan.
+//!
+//! - **X-I4** Under ASan, the root's stack bounds are recorded before any
+//!   jump to the root can need them: the first jump of a `run` goes from
+//!   the root to a fiber, and the landing side records them.
+//! - **X-I5** Under ASan, a retiring fiber's last jump passes NULL to
+//!   `__sanitizer_start_switch_fiber`, which frees the fiber's fake stack at
+//!   once; so `exit`, `asan::retire` and `arch::jump` are built without
+//!   ASan instrumentation (`#[sanitize(address = "off")]`), which keeps
+//!   their locals (the throwaway slot, the hop) on the real stack. The ASan
+//!   build of the test suite found this: `stack_pool=0` crashed in `exit`.
+//!
 //! # Floating-point state
 //!
 //! Every context has its own MXCSR (control bits and sticky exception
@@ -77,12 +100,25 @@ use crate::scheduler::Scheduler;
 #[derive(Default)]
 pub(crate) struct ContextFiber {
     saved: Cell<arch::Saved>,
+    /// ASan's fake-stack handle while this fiber is parked.
+    #[cfg(asan)]
+    fake: Cell<usize>,
 }
 
 /// The root context's saved context (X-I1), valid while a fiber runs.
 #[derive(Default)]
 pub(crate) struct ContextRoot {
     saved: Cell<arch::Saved>,
+    /// ASan's fake-stack handle while the root is parked.
+    #[cfg(asan)]
+    fake: Cell<usize>,
+    /// The root's stack bounds, `(bottom, size)`, as ASan reported them
+    /// (X-I4).
+    #[cfg(asan)]
+    bounds: Cell<(usize, usize)>,
+    /// Set by a jump from the root, cleared by the side that lands.
+    #[cfg(asan)]
+    from_root: Cell<bool>,
 }
 
 impl std::fmt::Debug for ContextFiber {
@@ -149,11 +185,13 @@ unsafe impl Engine for ContextEngine {
         if !arch::is_saved(&target) {
             die("context engine: switch to a context with no saved state")
         }
+        asan::start_switch(s, from, to);
         // SAFETY: `target` was taken from its slot, so it is a parked or
         // fresh context resumed once (X-I1) on a mapped stack; our own slot
         // is in a live fiber record or the scheduler (fiber F-I1), and the
         // jump fills it before it leaves this stack (X-I2).
         let data = unsafe { arch::jump(&*slot(s, from), target, 0, to) };
+        asan::finish_switch(s, Some(from));
         if data != 0 {
             reap(s, data);
         }
@@ -172,6 +210,7 @@ extern "C" fn fiber_entry(fiber: usize, data: usize) -> ! {
     // live: the fiber runs.
     let fiber = unsafe { FiberPtr::from_addr(fiber) };
     let s = fiber.get().sched();
+    asan::finish_switch(s, None);
     if data != 0 {
         reap(s, data);
     }
@@ -181,6 +220,7 @@ extern "C" fn fiber_entry(fiber: usize, data: usize) -> ! {
 }
 
 /// Leaves a retiring fiber for good (X-I3).
+#[cfg_attr(asan, sanitize(address = "off"))]
 fn exit(s: &Scheduler, me: FiberPtr, to: Ctx) -> ! {
     // SAFETY: `slot` names a live slot (its doc).
     let target = unsafe { &*slot(s, to) }.take();
@@ -189,6 +229,7 @@ fn exit(s: &Scheduler, me: FiberPtr, to: Ctx) -> ! {
     }
     // Nobody ever resumes this context: its save goes nowhere that matters.
     let dead = Cell::new(arch::Saved::default());
+    asan::retire(s, to);
     // SAFETY: as in `switch`; the landing side releases this fiber only
     // after the jump left its stack (X-I3), and `dead` is only written by
     // the jump, before it leaves.
@@ -209,6 +250,97 @@ fn reap(s: &Scheduler, data: usize) {
     }));
     if released.is_err() {
         die("panic while releasing a retired fiber");
+    }
+}
+
+/// ASan's view of the jumps (module doc, "AddressSanitizer"); every
+/// function is empty without `cfg(asan)`.
+#[cfg(not(asan))]
+mod asan {
+    use super::{Ctx, Scheduler};
+
+    #[inline(always)]
+    pub(super) fn start_switch(_s: &Scheduler, _from: Ctx, _to: Ctx) {}
+    #[inline(always)]
+    pub(super) fn finish_switch(_s: &Scheduler, _me: Option<Ctx>) {}
+    #[inline(always)]
+    pub(super) fn retire(_s: &Scheduler, _to: Ctx) {}
+}
+
+#[cfg(asan)]
+mod asan {
+    use std::ffi::c_void;
+
+    use super::{state, Ctx, Scheduler};
+
+    extern "C" {
+        fn __sanitizer_start_switch_fiber(
+            fake_stack_save: *mut *mut c_void,
+            bottom: *const c_void,
+            size: usize,
+        );
+        fn __sanitizer_finish_switch_fiber(
+            fake_stack_save: *mut c_void,
+            bottom_old: *mut *const c_void,
+            size_old: *mut usize,
+        );
+    }
+
+    /// `(bottom, size)` of the stack `ctx` runs on.
+    fn bounds(s: &Scheduler, ctx: Ctx) -> (usize, usize) {
+        match ctx {
+            Ctx::Root => s.root.context.bounds.get(),
+            Ctx::Fiber(f) => {
+                let slot = f.get().stack;
+                (slot.base - slot.usable, slot.usable)
+            }
+        }
+    }
+
+    /// Runs `f` on the fake-stack slot of `ctx`.
+    fn with_fake<R>(s: &Scheduler, ctx: Ctx, f: impl FnOnce(&std::cell::Cell<usize>) -> R) -> R {
+        match ctx {
+            Ctx::Root => f(&s.root.context.fake),
+            Ctx::Fiber(fiber) => f(&state(&fiber).fake),
+        }
+    }
+
+    #[sanitize(address = "off")]
+    fn begin(fake_save: *mut *mut c_void, (bottom, size): (usize, usize)) {
+        // SAFETY: the ASan runtime is linked (cfg(asan)); `fake_save` is
+        // NULL or a writable slot, and the bounds are those of the stack we
+        // are about to jump to.
+        unsafe { __sanitizer_start_switch_fiber(fake_save, bottom as *const c_void, size) };
+    }
+
+    /// Before a jump from `from` to `to`.
+    pub(super) fn start_switch(s: &Scheduler, from: Ctx, to: Ctx) {
+        s.root.context.from_root.set(from == Ctx::Root);
+        let mut fake: *mut c_void = std::ptr::null_mut();
+        begin(&mut fake, bounds(s, to));
+        with_fake(s, from, |slot| slot.set(fake as usize));
+    }
+
+    /// Before a retiring fiber's last jump: NULL lets ASan free its fake
+    /// stack (X-I5).
+    #[sanitize(address = "off")]
+    pub(super) fn retire(s: &Scheduler, to: Ctx) {
+        s.root.context.from_root.set(false);
+        begin(std::ptr::null_mut(), bounds(s, to));
+    }
+
+    /// After landing: `me` is the context that resumed, `None` for a fresh
+    /// fiber's first landing (it has no fake stack yet).
+    pub(super) fn finish_switch(s: &Scheduler, me: Option<Ctx>) {
+        let fake = me.map_or(0, |ctx| with_fake(s, ctx, |slot| slot.get()));
+        let (mut bottom, mut size) = (std::ptr::null::<c_void>(), 0usize);
+        // SAFETY: the ASan runtime is linked; `fake` is what our own
+        // `start_switch` stored (or NULL), the out-pointers are locals.
+        unsafe { __sanitizer_finish_switch_fiber(fake as *mut c_void, &mut bottom, &mut size) };
+        if s.root.context.from_root.replace(false) {
+            // X-I4: the stack we came from is the root's.
+            s.root.context.bounds.set((bottom as usize, size));
+        }
     }
 }
 
@@ -303,6 +435,7 @@ mod arch {
     /// `to` is a context saved by a jump or made by `make`, taken from its
     /// slot (resumed once), on a stack still mapped; `save` stays valid
     /// until this context is resumed.
+    #[cfg_attr(asan, sanitize(address = "off"))]
     pub(super) unsafe fn jump(
         save: &Cell<Saved>,
         to: Saved,
