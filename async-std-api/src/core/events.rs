@@ -381,3 +381,45 @@ pub(crate) fn emit(event: Event) {
 pub(crate) fn subscribed() -> bool {
     tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
 }
+
+/// An informational line (which backends were loaded, `auto`'s choice) for
+/// a program without a `tracing` subscriber: printed to stderr as `INFO
+/// <target>: <line>` only if `RUST_LOG` asks for info (or more) globally or
+/// for `async_std_api`, the variable such programs are run with to see more.
+pub(crate) fn info_fallback(target: &str, line: &str) {
+    if !subscribed() && info_wanted(std::env::var("RUST_LOG").ok().as_deref()) {
+        eprintln!("INFO {target}: {line}");
+    }
+}
+
+/// Whether a `RUST_LOG` value enables info for this crate: a bare level
+/// (`info`, `debug`, `trace`) or an `async_std_api...=<level>` directive.
+fn info_wanted(rust_log: Option<&str>) -> bool {
+    let verbose = |level: &str| {
+        matches!(
+            level.trim().to_ascii_lowercase().as_str(),
+            "info" | "debug" | "trace"
+        )
+    };
+    rust_log.is_some_and(|v| {
+        v.split(',').any(|d| match d.split_once('=') {
+            Some((target, level)) => target.trim().starts_with("async_std_api") && verbose(level),
+            None => verbose(d),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::info_wanted;
+
+    #[test]
+    fn rust_log_enables_the_info_fallback_globally_or_for_this_crate() {
+        assert!(info_wanted(Some("info")));
+        assert!(info_wanted(Some("warn,async_std_api=debug")));
+        assert!(info_wanted(Some("async_std_api::runtime=info")));
+        assert!(!info_wanted(Some("warn")));
+        assert!(!info_wanted(Some("tokio=trace")));
+        assert!(!info_wanted(None));
+    }
+}

@@ -33,6 +33,7 @@ pub mod events;
 pub(crate) mod failure;
 pub(crate) mod id;
 pub(crate) mod join;
+pub(crate) mod panic_hook;
 pub(crate) mod runtime;
 pub(crate) mod slab;
 pub(crate) mod state;

@@ -17,7 +17,7 @@
 //!   `AA_PRIORITY_HIGH`, which the scheduler queues at the head: it runs
 //!   before normal work queued earlier. A hint: users must not rely on it.
 //! - **Supervisor** [`Supervisor`]: each task in its own child scope of the
-//!   supervisor's scope, disposed when the task finishes; a failing task
+//!   supervisor's scope, cancelled when the task finishes; a failing task
 //!   cancels its own children, not its siblings.
 //!
 //! Every type that implements only `ScopeProvider` in the RFC implements
@@ -185,16 +185,17 @@ impl SpawnStrategy for HiPriority {
 /// A group of tasks in which a failure stops the failing task's own
 /// children but not its siblings: the RFC's `Supervisor` sketch.
 ///
-/// Built exactly as the RFC sketches it, from the pieces above: the
-/// supervisor owns a scope; [`provide_scope`](ScopeProvider::provide_scope)
-/// gives each task a new child scope of it (detached: owned by the task);
+/// Built from the RFC's sketch and the pieces above: the supervisor owns a
+/// scope; [`provide_scope`](ScopeProvider::provide_scope) gives each task a
+/// new child scope of it (detached: owned by the task);
 /// [`before_coroutine_enqueue`](SpawnStrategy::before_coroutine_enqueue)
-/// registers an `on_finally` on the task that disposes that child scope
-/// when the task finishes. One addition the RFC's own error flow requires:
-/// a child-scope exception handler on the supervisor's scope, which keeps
-/// the failures (see [`failures`](Supervisor::failures)); without it a
-/// task's failure would go on to the supervisor's scope and cancel the
-/// siblings.
+/// registers an `on_finally` on the task that cancels that child scope when
+/// the task finishes (the RFC's sketch disposes it, which also warns about
+/// each child it stops; stopping them is the point here). One addition the
+/// RFC's own error flow requires: a child-scope exception handler on the
+/// supervisor's scope, which keeps the failures (see
+/// [`failures`](Supervisor::failures)); without it a task's failure would go
+/// on to the supervisor's scope and cancel the siblings.
 ///
 /// Dropping the supervisor drops its scope handle: if it was the last,
 /// what still runs is cancelled (D-9).
@@ -278,7 +279,9 @@ impl ScopeProvider for Supervisor {
 
 impl SpawnStrategy for Supervisor {
     fn before_coroutine_enqueue(&self, coroutine: &Coroutine, scope: &ScopeRef) {
+        // The task's children stop with it: a cancel (a dispose would warn
+        // about each, though stopping them is the point).
         let scope = scope.clone();
-        coroutine.on_finally(move || scope.dispose());
+        coroutine.on_finally(move || scope.cancel());
     }
 }

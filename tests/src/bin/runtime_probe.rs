@@ -13,6 +13,8 @@
 //!   coroutine must still run (it frees the descriptors), and the loop then
 //!   accepts the waiting connections. Prints `accepted 3 after N failures`.
 //!   Without the cooperative budget (D-28) it would spin forever.
+//! - `runtime_probe panic`: a coroutine panics; stderr names it before
+//!   std's own panic message.
 //! - `runtime_probe zombie [handler]`: safely disposes a scope whose
 //!   coroutine sleeps, with a 20 ms zombie timeout and no `tracing`
 //!   subscriber: the runtime's warnings go to stderr; with `handler`, an
@@ -40,6 +42,11 @@ fn main() -> Result<(), async_std_api::Error> {
             .reactor("embedded")
             .run(|| println!("{PROBE_MARKER}")),
         "emfile" => run(emfile),
+        "panic" => run(|| {
+            let h = spawn(|| panic!("boom"));
+            println!("spawned {} at {}", h.id(), h.coroutine().spawn_location());
+            let _ = h.join();
+        }),
         "zombie" => zombie(std::env::args().nth(2).as_deref() == Some("handler")),
         _ => run(|| println!("{PROBE_MARKER}")),
     }

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use async_abi::*;
 
 use super::harness::{create_raw, Loop, Rec};
-use super::plugin::Reactor;
+use super::plugin::{capture_log, Reactor};
 
 /// Checks that the descriptor names a reactor of this ABI major with a
 /// name and version, and that `aa.reactor.v1` has a sized header.
@@ -58,28 +58,68 @@ pub fn run_once_on_an_empty_loop_returns_zero(reactor: &Reactor) {
     lp.finish();
 }
 
-/// Checks that keys with another plugin's prefix are ignored.
+/// Checks that keys with another plugin's prefix are ignored, the other
+/// built-in reactor's included, so one list of options serves
+/// `ASYNC_REACTOR=auto` (docs/abi/reactor-guide.md, "Options").
 pub fn options_of_other_plugins_are_ignored(reactor: &Reactor) {
-    let lp = Loop::with_options(reactor, &[("conformance-other.key", "1")])
+    let other = if reactor.option_prefix() == "mio." {
+        "uring.x"
+    } else {
+        "mio.x"
+    };
+    let lp = Loop::with_options(reactor, &[("conformance-other.key", "1"), (other, "1")])
         .unwrap_or_else(|(s, m)| panic!("create refused a foreign option: {s}: {m}"));
     lp.finish();
 }
 
-/// Checks that an unknown key in the reactor's own prefix fails `create`
-/// with `AA_E_INVALID` and a message naming it.
-pub fn unknown_option_in_own_prefix_is_refused_with_its_name(reactor: &Reactor) {
-    let key = format!("{}conformance-no-such-option", reactor.option_prefix());
-    match Loop::with_options(reactor, &[(&key, "1")]) {
+/// Creates a loop with `key = "1"`, which must fail with `AA_E_INVALID`
+/// and one non-empty line in `err_buf` naming the key, and nothing logged
+/// at warn or error: the host prints `err_buf` once, so a log record of
+/// the same failure would print it twice. Returns the line.
+#[track_caller]
+fn refused_in_one_line(reactor: &Reactor, key: &str) -> String {
+    let (created, logged) = capture_log(|| Loop::with_options(reactor, &[(key, "1")]));
+    let msg = match created {
         Ok(lp) => {
             lp.finish();
-            panic!("create accepted the unknown option {key:?}");
+            panic!("create accepted the option {key:?}");
         }
         Err((status, msg)) => {
-            assert_eq!(status, AA_E_INVALID);
-            assert!(msg.contains(&key), "message {msg:?} does not name {key:?}");
-            assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+            assert_eq!(status, AA_E_INVALID, "status of the refusal of {key:?}");
+            msg
         }
-    }
+    };
+    assert!(!msg.is_empty(), "refused {key:?} with an empty err_buf");
+    assert!(msg.contains(key), "message {msg:?} does not name {key:?}");
+    assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+    let loud: Vec<_> = logged.iter().filter(|r| r.level <= AA_LOG_WARN).collect();
+    assert!(
+        loud.is_empty(),
+        "a failing create wrote err_buf and also logged {loud:?}: the host would print the error twice"
+    );
+    msg
+}
+
+/// Checks that an unknown key in the reactor's own prefix fails `create`
+/// with `AA_E_INVALID`, one line in `err_buf` naming it, and no warning
+/// or error in the log.
+pub fn unknown_option_in_own_prefix_is_refused_with_its_name(reactor: &Reactor) {
+    let key = format!("{}conformance-no-such-option", reactor.option_prefix());
+    refused_in_one_line(reactor, &key);
+}
+
+/// Checks that a key without a prefix fails `create` with `AA_E_INVALID`,
+/// one line in `err_buf` naming it and saying how options are written (it
+/// names the reactor's own prefix), and no warning or error in the log: no
+/// reactor reads such a key, so ignoring it would hide the mistake.
+pub fn unprefixed_option_is_refused_with_how_to_write_it(reactor: &Reactor) {
+    let key = "conformance_no_prefix";
+    let msg = refused_in_one_line(reactor, key);
+    let prefix = reactor.option_prefix();
+    assert!(
+        msg.contains(&prefix),
+        "message {msg:?} does not say options are written {prefix}<option>"
+    );
 }
 
 /// Checks that a config whose `struct_size` is too small is refused.

@@ -19,7 +19,9 @@
 //! # Tiers
 //!
 //! - [`lifecycle`]: create and destroy, `AA_E_BUSY` with live events,
-//!   options, `last_error_message`, the descriptor.
+//!   options (an unknown own or unprefixed key refused in one line of
+//!   `err_buf` and not logged, another plugin's key ignored),
+//!   `last_error_message`, the descriptor.
 //! - [`timers`]: deadline order, one-shot and periodic, re-arm, cancel,
 //!   a fresh clock before arming, a blocking `run_once` cut by the nearest
 //!   timer.
@@ -68,7 +70,7 @@ pub mod timers;
 pub mod trigger;
 
 pub use harness::{skip_without, Ev, FireHandle, Loop, Rec, Submit, WakeHandle};
-pub use plugin::Reactor;
+pub use plugin::{capture_log, LogRecord, Reactor};
 
 /// Expands to one `#[test]` per conformance case, each calling
 /// `$loader` (an expression of type [`Reactor`]) to get the reactor under
@@ -88,6 +90,7 @@ macro_rules! reactor_conformance_tests {
                 run_once_on_an_empty_loop_returns_zero,
                 options_of_other_plugins_are_ignored,
                 unknown_option_in_own_prefix_is_refused_with_its_name,
+                unprefixed_option_is_refused_with_how_to_write_it,
                 config_struct_size_too_small_is_invalid,
                 last_error_message_describes_the_last_failure,
                 now_ns_advances_with_the_loop,

@@ -3,12 +3,14 @@
 //!
 //! Negotiation follows `async_abi::plugin` step by step: check the
 //! descriptor's major version, size and role; `init` with a small host API
-//! (logs go to stderr, which the test harness captures); fetch
+//! (logs go to stderr, which the test harness captures, and to
+//! [`capture_log`] while a case listens); fetch
 //! `"aa.reactor.v1"`, check its size and copy it into a zeroed table (a
 //! missing trailing slot reads as `None`); require the slots up to
 //! `dispose`. A library is opened with `RTLD_NOW | RTLD_LOCAL |
 //! RTLD_NODELETE` and never closed (AA-R7).
 
+use std::cell::RefCell;
 use std::ffi::{c_void, CStr};
 use std::mem::{size_of, MaybeUninit};
 use std::path::Path;
@@ -26,6 +28,43 @@ pub struct Reactor {
     ctx: *mut AaPluginCtx,
 }
 
+/// One record a plugin logged through the kit's host API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    /// `AA_LOG_*`.
+    pub level: u32,
+    /// The plugin's target (its module path).
+    pub target: String,
+    /// The message.
+    pub message: String,
+}
+
+thread_local! {
+    /// The records of this thread while [`capture_log`] runs. Per thread,
+    /// because the kit's host API is one static shared by every case, and
+    /// cases run in parallel; a `[loop]` call logs on its caller's thread.
+    static CAPTURED: RefCell<Option<Vec<LogRecord>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` and returns, with its result, every record the plugin logged
+/// through the host on this thread meanwhile (they still go to stderr too).
+/// A record logged from another thread (a resolver thread) is not seen.
+pub fn capture_log<R>(f: impl FnOnce() -> R) -> (R, Vec<LogRecord>) {
+    /// Restores the outer capture, also when `f` panics.
+    struct Restore(Option<Vec<LogRecord>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            CAPTURED.with(|c| *c.borrow_mut() = outer);
+        }
+    }
+    let restore = Restore(CAPTURED.with(|c| c.borrow_mut().replace(Vec::new())));
+    let result = f();
+    let records = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    drop(restore);
+    (result, records)
+}
+
 unsafe extern "C" fn host_log(
     _ctx: *mut c_void,
     level: u32,
@@ -36,11 +75,26 @@ unsafe extern "C" fn host_log(
 ) {
     // SAFETY: AA-R2: the strings are borrowed for the call.
     let (target, msg) = unsafe { (target.as_bytes(), msg.as_bytes()) };
-    eprintln!(
-        "[plugin log {level}] {}: {}",
-        String::from_utf8_lossy(target),
-        String::from_utf8_lossy(msg)
-    );
+    let target = String::from_utf8_lossy(target).into_owned();
+    let message = String::from_utf8_lossy(msg).into_owned();
+    // A panic must not unwind into the plugin (a closed stderr makes
+    // `eprintln!` panic); the record is then dropped.
+    let _ = std::panic::catch_unwind(move || {
+        eprintln!("[plugin log {level}] {target}: {message}");
+        CAPTURED.with(|c| {
+            // `try_borrow_mut`: a record logged while the capture is being
+            // swapped is only printed.
+            if let Ok(mut captured) = c.try_borrow_mut() {
+                if let Some(records) = captured.as_mut() {
+                    records.push(LogRecord {
+                        level,
+                        target,
+                        message,
+                    });
+                }
+            }
+        });
+    });
 }
 
 unsafe extern "C" fn host_log_enabled(_ctx: *mut c_void, level: u32, _target: AaStr) -> bool {

@@ -101,3 +101,28 @@ fn a_named_plugin_that_is_nowhere_lists_the_directories_searched() {
         "cannot find reactor plugin \"uring\" (libreactor_uring.so): looked in {b}, {e}"
     ));
 }
+
+#[test]
+fn a_plugin_built_with_the_other_profile_is_named_not_loaded() {
+    // target/debug/runtime_probe (this suite is a debug build) beside a
+    // target/release that has the plugin: the release build is not loaded
+    // into a debug program; the error says where it is and what to build.
+    let dir = scratch("profiles");
+    let (debug, release) = (dir.join("debug"), dir.join("release"));
+    std::fs::create_dir_all(&debug).unwrap();
+    std::fs::create_dir_all(&release).unwrap();
+    let exe = debug.join("runtime_probe");
+    let tmp = debug.join(format!("runtime_probe.{}", std::process::id()));
+    std::fs::copy(PROBE, &tmp).unwrap();
+    std::fs::rename(&tmp, &exe).unwrap();
+    let plugin = release.join("libreactor_mio.so");
+    std::fs::write(&plugin, b"not loaded").unwrap();
+    let exe = exe.display().to_string();
+    let env = [("ASYNC_REACTOR", "mio"), ("CARGO_TARGET_DIR", "")];
+    run_child(&exe, &[], &env).assert_config_error(&format!(
+        "cannot find reactor plugin \"mio\" (libreactor_mio.so): looked in {}; a release build of \
+         it is at {} (build the plugins with the program's profile: cargo build -p reactor-mio)",
+        debug.display(),
+        plugin.display()
+    ));
+}

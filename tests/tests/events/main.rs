@@ -396,3 +396,29 @@ fn an_events_text_names_the_coroutine_as_logs_do() {
         format!("coroutine {} (spawned at {at})", c.id)
     );
 }
+
+#[test]
+fn a_coroutines_panic_message_names_the_coroutine() {
+    let out = run_child(PROBE, &["panic"], &[("RUST_BACKTRACE", "0")]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let spawned = out
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("spawned ");
+    let (id, at) = spawned.split_once(" at ").unwrap();
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(
+        lines[0],
+        format!("coroutine {id} (spawned at {at}) panicked:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        lines[1].starts_with("thread 'main'") && lines[1].contains("panicked at"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(lines[2], "boom");
+}

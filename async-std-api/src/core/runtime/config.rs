@@ -322,8 +322,26 @@ pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Result<P
         }
     }
     let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let hint = other_profile_build(file, dirs).map_or_else(String::new, |p| {
+        format!(
+            "; a {} build of it is at {} (build the plugins with the program's profile: cargo \
+             build{} -p {})",
+            if PROFILE == "release" {
+                "debug"
+            } else {
+                "release"
+            },
+            p.display(),
+            if PROFILE == "release" {
+                " --release"
+            } else {
+                ""
+            },
+            package_of(file)
+        )
+    });
     Err(format!(
-        "cannot find {} plugin \"{name}\" ({file}): looked in {}",
+        "cannot find {} plugin \"{name}\" ({file}): looked in {}{hint}",
         role.name(),
         if looked.is_empty() {
             "no directory".to_owned()
@@ -333,6 +351,38 @@ pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Result<P
     ))
 }
 
+/// The cargo profile directory this program was built for: a plugin from
+/// the other one would mix debug and release code.
+const PROFILE: &str = if cfg!(debug_assertions) {
+    "debug"
+} else {
+    "release"
+};
+
+/// Where the other profile's build of `file` is, beside one of the
+/// searched profile directories, if anywhere: said in the error rather than
+/// loaded silently.
+fn other_profile_build(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    let other = if PROFILE == "release" {
+        "debug"
+    } else {
+        "release"
+    };
+    dirs.iter()
+        .filter(|d| d.file_name().is_some_and(|n| n == PROFILE))
+        .filter_map(|d| d.parent())
+        .map(|target| target.join(other).join(file))
+        .find(|p| p.is_file())
+}
+
+/// The workspace package that builds `file` (`libreactor_uring.so` is
+/// `reactor-uring`).
+fn package_of(file: &str) -> String {
+    file.trim_start_matches("lib")
+        .trim_end_matches(".so")
+        .replace('_', "-")
+}
+
 fn push_unique(dirs: &mut Vec<PathBuf>, dir: PathBuf) {
     if !dirs.contains(&dir) {
         dirs.push(dir);
@@ -340,7 +390,9 @@ fn push_unique(dirs: &mut Vec<PathBuf>, dir: PathBuf) {
 }
 
 /// Next to the executable, the cargo target directory it lives in, and
-/// `$CARGO_TARGET_DIR/{debug,release}`.
+/// `$CARGO_TARGET_DIR/<profile>`, the profile the program was built with
+/// (never the other: debug plugins in a release program, or the reverse,
+/// are named in the error instead).
 fn default_search_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -356,8 +408,7 @@ fn default_search_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     }
     if let Some(t) = env("CARGO_TARGET_DIR").filter(|t| !t.is_empty()) {
         let t = PathBuf::from(t);
-        push_unique(&mut dirs, t.join("debug"));
-        push_unique(&mut dirs, t.join("release"));
+        push_unique(&mut dirs, t.join(PROFILE));
     }
     dirs
 }

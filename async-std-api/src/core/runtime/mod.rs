@@ -59,7 +59,7 @@ pub(crate) use ffi::io;
 pub(crate) use ffi::{new_state, Reactor, Scheduler, SignalEvent, TimerEvent};
 pub(crate) use lifecycle::deadlock_seen;
 
-use super::events::Handler;
+use super::events::{self, Handler};
 use super::failure::Failure;
 use super::state::{Body, CoroState, WATCHED};
 use config::{Choice, Resolved};
@@ -335,12 +335,13 @@ fn load_image(
 
 fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64, origin: &str) {
     let (name, version) = loader::describe(desc);
-    tracing::info!(
-        target: "async_std_api::runtime",
+    let line = format!(
         "loaded {} \"{label}\": {name} {version} (ABI 1.{}, caps {caps:#x}) from {origin}",
         role.name(),
         desc.abi_minor,
     );
+    tracing::info!(target: "async_std_api::runtime", "{line}");
+    events::info_fallback("async_std_api::runtime", &line);
 }
 
 fn start_reactor(
@@ -373,10 +374,9 @@ fn create_reactor(cfg: &Resolved) -> Result<Reactor, Error> {
     {
         Ok(r) => Ok(r),
         Err(e) => {
-            tracing::info!(
-                target: "async_std_api::runtime",
-                "reactor auto: uring unavailable ({e}); using mio"
-            );
+            let line = format!("reactor auto: uring unavailable ({e}); using mio");
+            tracing::info!(target: "async_std_api::runtime", "{line}");
+            events::info_fallback("async_std_api::runtime", &line);
             let mio = Choice::Named("mio".to_owned());
             let (label, image, origin) = match load_image(Role::Reactor, &mio, &cfg.search_dirs) {
                 Ok(found) => found,
@@ -400,6 +400,7 @@ impl Runtime {
         }
         let cfg = config::resolve(explicit, &|k| std::env::var(k).ok())
             .map_err(|m| Error::new(ErrorKind::Config, m))?;
+        super::panic_hook::install();
 
         // Load both images first, so a bad scheduler is reported before any
         // reactor is created (R3).

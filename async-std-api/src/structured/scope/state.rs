@@ -58,7 +58,7 @@ use crate::core::failure::{Failure, FailureOrigin};
 use crate::core::id::ScopeId;
 use crate::core::runtime::{self, TimerEvent};
 use crate::core::slab::Slab;
-use crate::core::state::{CoroState, Membership, IN_GROUP, ZOMBIE};
+use crate::core::state::{CoroState, Membership, BODY_DONE, IN_GROUP, ZOMBIE};
 use crate::core::waiters::Notify;
 use crate::structured::{shutdown, zombie};
 
@@ -407,8 +407,10 @@ impl ScopeState {
                 Mode::Cancel | Mode::Shutdown => cancel_member(&m, walk.cancel),
                 Mode::Dispose => {
                     // R-TG5: a task group's explicit tasks are disposed with
-                    // their group, without a warning.
-                    if !m.is_cancellation_requested() && !m.has_flag(IN_GROUP) {
+                    // their group, without a warning; a member whose body is
+                    // done is finishing (a scope disposed from its own
+                    // on_finally handler), not cancelled.
+                    if !m.is_cancellation_requested() && !m.has_flag(IN_GROUP | BODY_DONE) {
                         dispose_warnings.push(m.event_ref());
                     }
                     cancel_member(&m, walk.cancel);
