@@ -155,7 +155,7 @@ fn d26_the_token_still_ends_the_wait_at_once_and_carries_the_failure() {
         let fire = Rc::new(Cell::new(false));
         let scope = Scope::new();
         let rel = release.clone();
-        spawn_in(&scope, move || {
+        let cleanup = spawn_in(&scope, move || {
             if delay(60_000).is_err() {
                 // A cleanup that outlives the token.
                 while !rel.get() {
@@ -163,7 +163,8 @@ fn d26_the_token_still_ends_the_wait_at_once_and_carries_the_failure() {
                 }
             }
         })
-        .unwrap();
+        .unwrap()
+        .coroutine();
         // The token: a coroutine that finishes once the failure was
         // delivered (no timing involved).
         let f = fire.clone();
@@ -171,7 +172,9 @@ fn d26_the_token_still_ends_the_wait_at_once_and_carries_the_failure() {
         let (s, f) = (scope.clone(), fire.clone());
         let main = async_std_api::current();
         spawn(move || {
-            yield_until(|| main.is_suspended());
+            // Main waits, and the sibling is in its delay (not cancelled
+            // before it started, which would leave no cleanup to wait for).
+            yield_until(|| main.is_suspended() && cleanup.is_suspended());
             spawn_in(&s, || panic!("boom")).unwrap();
             yield_until(|| s.is_cancelled());
             f.set(true);
@@ -193,14 +196,15 @@ fn d26_the_waiters_own_cancellation_ends_the_wait_at_once_and_carries_the_failur
         let received = Rc::new(Cell::new(false));
         let scope = Scope::new();
         let rel = release.clone();
-        spawn_in(&scope, move || {
+        let cleanup = spawn_in(&scope, move || {
             if delay(60_000).is_err() {
                 while !rel.get() {
                     let _ = suspend();
                 }
             }
         })
-        .unwrap();
+        .unwrap()
+        .coroutine();
         let (s, got) = (scope.clone(), received.clone());
         let waiter = spawn(move || {
             let err = s.await_completion(&timeout(10_000)).unwrap_err();
@@ -209,7 +213,7 @@ fn d26_the_waiters_own_cancellation_ends_the_wait_at_once_and_carries_the_failur
             assert_eq!(err.failure().unwrap().panic_message(), Some("boom"));
             got.set(true);
         });
-        yield_until(|| waiter.coroutine().is_suspended());
+        yield_until(|| waiter.coroutine().is_suspended() && cleanup.is_suspended());
         spawn_in(&scope, || panic!("boom")).unwrap();
         yield_until(|| scope.is_cancelled());
         waiter.coroutine().cancel_with("stop");
