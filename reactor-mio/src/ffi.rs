@@ -436,16 +436,16 @@ unsafe extern "C" fn create(
             _ => (ptr::null_mut(), 0),
         };
         let fail = |e: Error| {
-            // SAFETY: `err_buf` is NULL or writable for `err_cap` bytes
-            // (AaReactorConfig contract).
-            unsafe { sdk::copy_message(&e.message, err_buf.0, err_buf.1) };
-            // The host reports `err_buf` as its one line; logging the same
-            // line as an error too would print it twice. Without a buffer
-            // the log is the only place the reason can go.
-            if err_buf.0.is_null() || err_buf.1 == 0 {
+            // The reason goes to `err_buf` only: the host prints it once,
+            // naming the plugin, so logging it too would print it twice
+            // (`AaReactorVTable::create`). A buffer with no room for a
+            // character leaves the log as the one place it can go.
+            if err_buf.0.is_null() || err_buf.1 < 2 {
                 async_abi::plugin_error!("{}", e.message);
             } else {
-                async_abi::plugin_debug!("create failed: {}", e.message);
+                // SAFETY: `err_buf` is writable for `err_cap` bytes
+                // (AaReactorConfig contract).
+                unsafe { sdk::copy_message(&e.message, err_buf.0, err_buf.1) };
             }
             e.status
         };

@@ -460,10 +460,17 @@ unsafe extern "C" fn create(
             _ => (ptr::null_mut(), 0),
         };
         let fail = |e: Error| {
-            // SAFETY: `err_buf` is NULL or writable for `err_cap` bytes
-            // (AaReactorConfig contract).
-            unsafe { sdk::copy_message(&e.message, err_buf.0, err_buf.1) };
-            async_abi::plugin_error!("{}", e.message);
+            // The reason goes to `err_buf` only: the host prints it once,
+            // naming the plugin, so logging it too would print it twice
+            // (`AaReactorVTable::create`). A buffer with no room for a
+            // character leaves the log as the one place it can go.
+            if err_buf.0.is_null() || err_buf.1 < 2 {
+                async_abi::plugin_error!("{}", e.message);
+            } else {
+                // SAFETY: `err_buf` is writable for `err_cap` bytes
+                // (AaReactorConfig contract).
+                unsafe { sdk::copy_message(&e.message, err_buf.0, err_buf.1) };
+            }
             e.status
         };
         if out.is_null() || ctx.is_null() {
