@@ -1,14 +1,27 @@
-//! `create` options: keys prefixed `uring.`; other plugins' keys are
-//! ignored.
+//! `create` options.
 //!
 //! | key | value | default |
 //! |---|---|---|
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
+//!
+//! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"), the
+//! same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
+//! and a key without a prefix (no dot, or an empty prefix) fail `create`
+//! with one line that names the key and lists the known ones; a key with
+//! another plugin's prefix (`mio.events_capacity`) is ignored, so one list
+//! of options serves `ASYNC_REACTOR=auto`, which tries this reactor and
+//! then mio. An unprefixed key is refused rather than ignored because no
+//! reactor would ever read it: accepting it silently hid mistakes such as
+//! `sq_entries=1024`.
 
 use crate::error::{Error, Result};
 
-/// The prefix of this reactor's option keys.
-pub(crate) const PREFIX: &str = "uring.";
+/// The prefix of this reactor's option keys, without its dot.
+const PREFIX: &str = "uring";
+
+/// Every key this reactor reads, for the message refusing an unknown one.
+/// `from_options` matches the same names (a unit test checks both agree).
+const KNOWN: &[&str] = &["uring.sq_entries"];
 
 /// The largest submission queue the kernel accepts (`IORING_MAX_ENTRIES`).
 const MAX_SQ_ENTRIES: u32 = 32768;
@@ -52,8 +65,17 @@ impl Config {
                     )))
                 }
             };
-            let Some(name) = key.strip_prefix(PREFIX) else {
-                continue;
+            let name = match key.split_once('.') {
+                Some((PREFIX, name)) => name,
+                // Another plugin's option: one configuration serves every
+                // reactor `auto` may pick.
+                Some((prefix, _)) if !prefix.is_empty() => continue,
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "unknown reactor option {key:?}: reactor options are written {PREFIX}.<option> (known: {})",
+                        KNOWN.join(", ")
+                    )))
+                }
             };
             match name {
                 "sq_entries" => {
@@ -68,7 +90,8 @@ impl Config {
                 }
                 _ => {
                     return Err(Error::invalid(format!(
-                        "unknown reactor option \"{key}\""
+                        "unknown reactor option {key:?} (known: {})",
+                        KNOWN.join(", ")
                     )))
                 }
             }
@@ -87,7 +110,11 @@ mod tests {
 
     #[test]
     fn sq_entries_is_read_and_other_prefixes_are_ignored() {
-        let config = parse(&[("uring.sq_entries", "8"), ("mio.events_capacity", "64")]);
+        let config = parse(&[
+            ("uring.sq_entries", "8"),
+            ("mio.events_capacity", "64"),
+            ("mio.x", "1"),
+        ]);
         assert_eq!(
             config.map(|c| c.sq_entries),
             Ok(8),
@@ -97,10 +124,60 @@ mod tests {
     }
 
     #[test]
-    fn unknown_uring_key_is_refused_with_its_name() {
+    fn unknown_uring_key_is_refused_with_its_name_and_the_known_keys() {
         let err = parse(&[("uring.foo", "1")]).unwrap_err();
         assert_eq!(err.status, async_abi::AA_E_INVALID);
-        assert_eq!(err.message, "unknown reactor option \"uring.foo\"");
+        assert_eq!(
+            err.message,
+            "unknown reactor option \"uring.foo\" (known: uring.sq_entries)"
+        );
+        let err = parse(&[("uring.", "1")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "unknown reactor option \"uring.\" (known: uring.sq_entries)"
+        );
+    }
+
+    #[test]
+    fn unprefixed_key_is_refused_with_how_to_write_it() {
+        let err = parse(&[("foo", "1")]).unwrap_err();
+        assert_eq!(err.status, async_abi::AA_E_INVALID);
+        assert_eq!(
+            err.message,
+            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries)"
+        );
+        // The usual mistake: the option's name without its prefix.
+        let err = parse(&[("sq_entries", "1024")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+        );
+    }
+
+    #[test]
+    fn empty_prefix_is_unprefixed_not_foreign() {
+        // `.sq_entries` names no plugin, so no plugin would read it.
+        let err = parse(&[(".sq_entries", "8")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+        );
+    }
+
+    #[test]
+    fn a_key_is_shown_escaped_so_the_message_stays_one_line() {
+        let err = parse(&[("a\nb", "1")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries)"
+        );
+    }
+
+    #[test]
+    fn every_known_key_is_read() {
+        for key in KNOWN {
+            assert!(parse(&[(*key, "1")]).is_ok(), "{key} is listed but refused");
+        }
     }
 
     #[test]

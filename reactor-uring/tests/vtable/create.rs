@@ -8,9 +8,22 @@ use crate::support::*;
 fn unknown_uring_option_is_refused_and_other_prefixes_are_ignored() {
     let (status, message) = create(&[("uring.foo", "1")]).err().unwrap();
     assert_eq!(status, AA_E_INVALID);
-    assert_eq!(message, "unknown reactor option \"uring.foo\"");
+    assert_eq!(
+        message,
+        "unknown reactor option \"uring.foo\" (known: uring.sq_entries)"
+    );
     let lp = crate::uring_loop!(&[("mio.events_capacity", "64"), ("uring.sq_entries", "8")]);
     lp.finish();
+}
+
+#[test]
+fn unprefixed_option_is_refused_with_how_to_write_it() {
+    let (status, message) = create(&[("foo", "1")]).err().unwrap();
+    assert_eq!(status, AA_E_INVALID);
+    assert_eq!(
+        message,
+        "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries)"
+    );
 }
 
 #[test]
