@@ -337,10 +337,14 @@ typedef const AaPluginDesc *(*AaPluginEntryFn)(void);
 
 // One backend-specific option, `"uring.sq_entries" = "256"`.
 //
-// Options let tuning pass through without ABI changes. A plugin ignores
-// keys it does not know that start with another plugin's prefix, and fails
-// `create` with [`crate::AA_E_INVALID`] (and a log line) for a bad value of
-// its own keys.
+// Options let tuning pass through without ABI changes. A key is
+// `<name>.<option>` (`uring.sq_entries`); a scheduler also takes its own
+// keys bare (`engine`). A plugin ignores keys with another plugin's
+// prefix, so one list serves whichever plugin the host picks
+// (`ASYNC_REACTOR=auto` tries uring, then mio). It fails `create` with
+// [`crate::AA_E_INVALID`] for a bad value or an unknown key of its own,
+// and a reactor for a key without a prefix, writing one line naming the
+// key into `err_buf` (not also into the log).
 typedef struct {
   // The key.
   AaStr key;
@@ -355,12 +359,17 @@ typedef struct {
   // Zero; reserved.
   uint32_t flags;
   // Backend options (`"uring.sq_entries" = "256"`), borrowed (AA-R2).
+  // Keys are `<name>.<option>`, `<name>` being the plugin's name without
+  // `reactor-`. A reactor refuses an unknown key of its own prefix and a
+  // key without a prefix, and ignores another plugin's prefix, so one
+  // list serves every reactor the host may try (see [`AaKv`]).
   const AaKv *options;
   // Number of entries in `options`.
   size_t n_options;
   // Where `create` writes a one-line, NUL-terminated message when it fails
   // (truncated to `err_cap`), naming the option or system call at fault.
-  // May be NULL.
+  // The host prints it once, naming the plugin, so `create` does not also
+  // log it. May be NULL.
   uint8_t *err_buf;
   // Capacity of `err_buf` in bytes.
   size_t err_cap;
@@ -506,8 +515,11 @@ typedef struct {
   // `AA_CAP_*` bits.
   uint64_t caps;
   // Creates a loop; the calling thread becomes its loop thread. On
-  // failure, the reason is logged through the host and the status says
-  // which kind (`-ENOSYS`, `-EPERM` for a refused io_uring, ...). `[loop]`
+  // failure, the status says which kind (`AA_E_INVALID` for an option,
+  // `-ENOSYS`, `-EPERM` for a refused io_uring, ...) and the one-line
+  // reason is written into `cfg->err_buf`, not also logged: the host
+  // prints it once, and a log record of it would print it twice. Only
+  // without a buffer does the reason go to the host's log. `[loop]`
   AaStatus (*create)(AaPluginCtx *ctx, const AaReactorConfig *cfg, AaReactor **out);
   // Destroys a loop. `AA_E_BUSY` while events are alive (not yet disposed,
   // or disposed but still held by the kernel); the host then runs the loop
@@ -629,7 +641,9 @@ typedef struct {
   // Number of entries in `options`.
   size_t n_options;
   // Where `create` writes a one-line, NUL-terminated message when it fails
-  // (truncated to `err_cap`), naming the option at fault. May be NULL.
+  // (truncated to `err_cap`), naming the option at fault. The host prints
+  // it once, naming the plugin, so `create` does not also log it. May be
+  // NULL.
   uint8_t *err_buf;
   // Capacity of `err_buf` in bytes.
   size_t err_cap;

@@ -67,12 +67,17 @@ pub struct AaReactorConfig {
     /// Zero; reserved.
     pub flags: u32,
     /// Backend options (`"uring.sq_entries" = "256"`), borrowed (AA-R2).
+    /// Keys are `<name>.<option>`, `<name>` being the plugin's name without
+    /// `reactor-`. A reactor refuses an unknown key of its own prefix and a
+    /// key without a prefix, and ignores another plugin's prefix, so one
+    /// list serves every reactor the host may try (see [`AaKv`]).
     pub options: *const AaKv,
     /// Number of entries in `options`.
     pub n_options: usize,
     /// Where `create` writes a one-line, NUL-terminated message when it fails
     /// (truncated to `err_cap`), naming the option or system call at fault.
-    /// May be NULL.
+    /// The host prints it once, naming the plugin, so `create` does not also
+    /// log it. May be NULL.
     pub err_buf: *mut u8,
     /// Capacity of `err_buf` in bytes.
     pub err_cap: usize,
@@ -90,8 +95,11 @@ pub struct AaReactorVTable {
     pub caps: u64,
 
     /// Creates a loop; the calling thread becomes its loop thread. On
-    /// failure, the reason is logged through the host and the status says
-    /// which kind (`-ENOSYS`, `-EPERM` for a refused io_uring, ...). `[loop]`
+    /// failure, the status says which kind (`AA_E_INVALID` for an option,
+    /// `-ENOSYS`, `-EPERM` for a refused io_uring, ...) and the one-line
+    /// reason is written into `cfg->err_buf`, not also logged: the host
+    /// prints it once, and a log record of it would print it twice. Only
+    /// without a buffer does the reason go to the host's log. `[loop]`
     pub create: Option<
         unsafe extern "C" fn(
             ctx: *mut AaPluginCtx,

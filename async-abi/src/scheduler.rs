@@ -60,7 +60,9 @@ pub struct AaSchedulerConfig {
     /// Number of entries in `options`.
     pub n_options: usize,
     /// Where `create` writes a one-line, NUL-terminated message when it fails
-    /// (truncated to `err_cap`), naming the option at fault. May be NULL.
+    /// (truncated to `err_cap`), naming the option at fault. The host prints
+    /// it once, naming the plugin, so `create` does not also log it. May be
+    /// NULL.
     pub err_buf: *mut u8,
     /// Capacity of `err_buf` in bytes.
     pub err_cap: usize,

@@ -69,10 +69,14 @@ pub struct AaBytes {
 
 /// One backend-specific option, `"uring.sq_entries" = "256"`.
 ///
-/// Options let tuning pass through without ABI changes. A plugin ignores
-/// keys it does not know that start with another plugin's prefix, and fails
-/// `create` with [`crate::AA_E_INVALID`] (and a log line) for a bad value of
-/// its own keys.
+/// Options let tuning pass through without ABI changes. A key is
+/// `<name>.<option>` (`uring.sq_entries`); a scheduler also takes its own
+/// keys bare (`engine`). A plugin ignores keys with another plugin's
+/// prefix, so one list serves whichever plugin the host picks
+/// (`ASYNC_REACTOR=auto` tries uring, then mio). It fails `create` with
+/// [`crate::AA_E_INVALID`] for a bad value or an unknown key of its own,
+/// and a reactor for a key without a prefix, writing one line naming the
+/// key into `err_buf` (not also into the log).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct AaKv {
