@@ -4,7 +4,7 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::marker::PhantomData;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::rc::Rc;
 
@@ -421,5 +421,21 @@ impl AsRawFd for TcpStream {
 impl AsRawFd for TcpListener {
     fn as_raw_fd(&self) -> RawFd {
         self.sock.as_raw_fd()
+    }
+}
+
+impl AsFd for TcpStream {
+    /// The socket, borrowed: for socket options this type does not wrap
+    /// (`socket2::SockRef::from(&stream)`). Do not close it or make it
+    /// blocking: the reactor owns its mode.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.get().as_fd()
+    }
+}
+
+impl AsFd for TcpListener {
+    /// The socket, borrowed (see [`TcpStream`]'s `as_fd`).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.get().as_fd()
     }
 }

@@ -106,6 +106,9 @@ fn emfile() {
             Err(e) => panic!("unexpected: {e}"),
         }
     }
+    // Out of descriptors, a connect fails at once with the OS's error.
+    let err = TcpStream::connect(addr).unwrap_err();
+    println!("connect: errno {:?}", err.raw_os_error());
     let filler = Rc::new(RefCell::new(filler));
     let failures = Rc::new(Cell::new(0u64));
     // Frees the descriptors once the loop has failed a while: it runs only

@@ -3,4 +3,5 @@
 mod tcp_cancel;
 mod tcp_echo;
 mod tcp_fairness;
+mod tcp_faults;
 mod tcp_races;

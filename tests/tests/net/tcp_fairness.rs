@@ -99,6 +99,11 @@ fn d28_a_retry_loop_over_a_failing_accept_lets_a_timer_run_and_then_recovers() {
     // In a child process: it uses up every descriptor it has.
     let out = run_child_keeping(PROBE, &["emfile"], &[], true);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        out.stdout.lines().next(),
+        Some("connect: errno Some(24)"),
+        "a connect without descriptors is EMFILE"
+    );
     let line = out.stdout.lines().last().unwrap_or_default();
     assert!(line.starts_with("accepted 3 after "), "{line}");
     let failures: u64 = line
