@@ -15,6 +15,8 @@
 //! - `check-semantics`: rule ids cited are defined in `docs/semantics.md` and
 //!   checked by tests; no path points outside the repository.
 //! - `memcheck`: a representative part of the suite under valgrind.
+//! - `soak --secs N`: the echo server under steady load: requests/s,
+//!   errors, the RSS trend, then a graceful stop on SIGINT.
 
 use std::process::ExitCode;
 
@@ -27,6 +29,7 @@ mod layers;
 mod matrix;
 mod memcheck;
 mod semantics;
+mod soak;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -39,6 +42,7 @@ commands:
   chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
   check-semantics                         rule ids defined in docs/semantics.md and tested
   memcheck                                part of the suite under valgrind: 0 errors, 0 leaks
+  soak --secs N [--reactor R] [--conns C] the echo server under load: requests/s, errors, RSS
 ";
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         "chaos" => chaos::run(&rest),
         "check-semantics" => semantics::run(&rest),
         "memcheck" => memcheck::run(&rest),
+        "soak" => soak::run(&rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
