@@ -131,3 +131,34 @@ fn the_builder_beats_the_environment() {
         "unknown scheduler \"nope\": expected embedded, fifo, context, corosensei, chaos or a path to a shared library",
     );
 }
+
+#[test]
+fn auto_does_not_hide_a_refused_option_behind_its_fallback() {
+    // `auto` falls back to mio when io_uring is unavailable; an option the
+    // uring reactor refuses is a mistake in the configuration, not an
+    // unavailable kernel feature: it is reported, not skipped over.
+    let uring = run_child(PROBE, &[], &[("ASYNC_REACTOR", "uring")]);
+    if uring.code != Some(0) {
+        eprintln!(
+            "skipped: io_uring is unavailable here ({})",
+            uring.stderr.trim()
+        );
+        return;
+    }
+    let env = [
+        ("ASYNC_REACTOR", "auto"),
+        ("ASYNC_REACTOR_OPTIONS", "uring.bogus=1"),
+    ];
+    run_child(PROBE, &[], &env).assert_config_error(
+        "cannot start reactor \"uring\": unknown reactor option \"uring.bogus\" (known: \
+         uring.sq_entries)",
+    );
+    // Another reactor's option is still ignored by uring (one configuration
+    // serves auto's both choices).
+    let env = [
+        ("ASYNC_REACTOR", "auto"),
+        ("ASYNC_REACTOR_OPTIONS", "mio.events_capacity=64"),
+    ];
+    let out = run_child(PROBE, &[], &env);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+}

@@ -352,12 +352,16 @@ fn start_reactor(
 ) -> Result<Reactor, Error> {
     let loaded = loader::reactor(label, image).map_err(|m| Error::new(ErrorKind::Load, m))?;
     let desc = loaded.desc;
-    let reactor = Reactor::create(loaded, options).map_err(|(loaded, msg)| {
+    let reactor = Reactor::create(loaded, options).map_err(|(loaded, msg, status)| {
         loaded.deinit();
-        Error::new(
-            ErrorKind::Plugin,
-            format!("cannot start reactor \"{label}\": {msg}"),
-        )
+        // A refused option is a configuration error: `auto` must not hide
+        // it by falling back to another reactor.
+        let kind = if status == async_abi::AA_E_INVALID {
+            ErrorKind::Config
+        } else {
+            ErrorKind::Plugin
+        };
+        Error::new(kind, format!("cannot start reactor \"{label}\": {msg}"))
     })?;
     log_loaded(Role::Reactor, label, &desc, reactor.caps(), origin);
     Ok(reactor)
@@ -373,6 +377,7 @@ fn create_reactor(cfg: &Resolved) -> Result<Reactor, Error> {
         .and_then(|(l, i, o)| start_reactor(&l, &i, &o, &cfg.reactor_options))
     {
         Ok(r) => Ok(r),
+        Err(e) if e.kind() == ErrorKind::Config => Err(e),
         Err(e) => {
             let line = format!("reactor auto: uring unavailable ({e}); using mio");
             tracing::info!(target: "async_std_api::runtime", "{line}");

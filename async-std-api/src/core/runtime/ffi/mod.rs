@@ -96,11 +96,13 @@ pub(crate) struct Reactor {
 }
 
 impl Reactor {
-    /// Creates a reactor; the error is the plugin's one-line message.
+    /// Creates a reactor; the error is the plugin's one-line message and
+    /// status (`AA_E_INVALID`: the configuration is at fault, not the
+    /// system).
     pub(crate) fn create(
         plugin: Loaded<AaReactorVTable>,
         options: &[(String, String)],
-    ) -> Result<Reactor, (Loaded<AaReactorVTable>, String)> {
+    ) -> Result<Reactor, (Loaded<AaReactorVTable>, String, AaStatus)> {
         let kv = KvList::new(options);
         let mut err = [0u8; 512];
         let cfg = AaReactorConfig {
@@ -119,7 +121,7 @@ impl Reactor {
         let status = unsafe { create(plugin.ctx, &cfg, &mut out) };
         if status < 0 || out.is_null() {
             let msg = err_text(&err, status);
-            return Err((plugin, msg));
+            return Err((plugin, msg, status));
         }
         Ok(Reactor {
             plugin,
