@@ -12,13 +12,16 @@
 //! - `echo`: a TCP echo server over loopback under load from 100
 //!   connections with small messages (requests per second; see `echo.rs`);
 //! - `timers`: the lateness of 10,000 coroutines each sleeping 200 ms, per
-//!   reactor (see `timers.rs`).
+//!   reactor (see `timers.rs`);
+//! - `fairness`: a 2-byte echo every 20 ms on one connection while another
+//!   streams at full speed: the small echo's round trip (see `fairness.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
 //! Each measurement is the median of several repetitions.
 
 mod echo;
+mod fairness;
 mod ours;
 mod peers;
 mod report;
@@ -42,6 +45,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "timers",
         "lateness of 10,000 coroutines each sleeping 200 ms (µs: median, p99, max)",
+    ),
+    (
+        "fairness",
+        "2-byte echo every 20 ms beside a connection streaming at full speed (µs: median, p99, max)",
     ),
 ];
 
@@ -72,6 +79,9 @@ fn main() {
     }
     if wanted("timers") {
         timers_all(&mut report);
+    }
+    if wanted("fairness") {
+        fairness_all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);
@@ -229,6 +239,28 @@ fn echo_all(report: &mut Report) {
     for (name, serve, baseline) in servers {
         let r = echo::measure(serve);
         report.add_values(s, name, vec![r.server_ns_per_req, r.rps], baseline);
+    }
+}
+
+fn fairness_all(report: &mut Report) {
+    let s = "fairness";
+    report.scenario(s, Unit::Micros, &["median µs", "p99 µs", "max µs"]);
+    for (name, server, baseline) in [
+        (
+            "this runtime, mio reactor",
+            Box::new(echo::ours("mio")) as echo::Server,
+            true,
+        ),
+        (
+            "this runtime, io_uring reactor",
+            Box::new(echo::ours("uring")),
+            false,
+        ),
+        ("tokio current_thread", Box::new(echo::tokio_server), false),
+    ] {
+        let l = fairness::measure(server);
+        eprintln!("fairness: {name}: {} probes", l.probes);
+        report.add_values(s, name, vec![l.median_us, l.p99_us, l.max_us], baseline);
     }
 }
 
