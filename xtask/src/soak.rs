@@ -1,5 +1,6 @@
-//! `cargo xtask soak --secs N [--reactor R] [--conns C]`: the `echo_server`
-//! example under steady load, watched from outside.
+//! `cargo xtask soak --secs N [--reactor R] [--conns C] [--fd-limit L
+//! --flood F]`: the `echo_server` example under steady load, watched from
+//! outside.
 //!
 //! Builds the example and the plugins in release mode, starts the server on
 //! a free loopback port (with `ASYNC_REACTOR=R`, `mio` by default), and
@@ -11,6 +12,14 @@
 //! within 5 s (graceful shutdown). It fails if any request failed, the
 //! server died or did not stop, or the RSS at the end is more than twice
 //! the RSS after the first second (a leak under steady load).
+//!
+//! With `--fd-limit L --flood F` the server runs with at most `L` open
+//! descriptors, and after the clients connect, `F` more connections arrive
+//! and stay open for the first half of the run: far more than it can
+//! accept, so its `accept` fails with `EMFILE` until they leave. The run
+//! also fails then if any second went by without a served request: the
+//! connections the server holds must keep being served through the flood,
+//! and it must recover when the flood leaves.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -29,14 +38,19 @@ struct Args {
     secs: u64,
     reactor: String,
     conns: usize,
+    fd_limit: Option<u32>,
+    flood: usize,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
-    let usage = "usage: cargo xtask soak --secs N [--reactor mio|uring|...] [--conns C]";
+    let usage = "usage: cargo xtask soak --secs N [--reactor mio|uring|...] [--conns C] \
+                 [--fd-limit L --flood F]";
     let mut out = Args {
         secs: 0,
         reactor: "mio".into(),
         conns: 16,
+        fd_limit: None,
+        flood: 0,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -55,6 +69,18 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 out.conns = value()?
                     .parse()
                     .map_err(|_| format!("--conns: a number\n{usage}"))?
+            }
+            "--fd-limit" => {
+                out.fd_limit = Some(
+                    value()?
+                        .parse()
+                        .map_err(|_| format!("--fd-limit: a number\n{usage}"))?,
+                )
+            }
+            "--flood" => {
+                out.flood = value()?
+                    .parse()
+                    .map_err(|_| format!("--flood: a number\n{usage}"))?
             }
             other => return Err(format!("unknown soak argument \"{other}\"\n{usage}")),
         }
@@ -91,8 +117,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
-    let mut server = Command::new(&exe)
-        .arg(&addr)
+    // With a descriptor limit, through the shell's `ulimit` (the limit is
+    // inherited across its `exec`).
+    let mut command = match args.fd_limit {
+        Some(n) => {
+            let mut c = Command::new("bash");
+            c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$1\"")])
+                .arg(&exe)
+                .arg(&addr);
+            c
+        }
+        None => {
+            let mut c = Command::new(&exe);
+            c.arg(&addr);
+            c
+        }
+    };
+    let mut server = command
         .env("ASYNC_REACTOR", &args.reactor)
         .env_remove("ASYNC_SCHEDULER")
         .stderr(Stdio::piped())
@@ -115,10 +156,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         })
         .collect();
 
+    let flood = (args.flood > 0).then(|| {
+        let (addr, n, hold) = (addr.clone(), args.flood, Duration::from_secs(args.secs / 2));
+        thread::spawn(move || flood_for(&addr, n, hold))
+    });
     println!(
         "{:>5}  {:>10}  {:>7}  {:>8}",
         "secs", "requests/s", "errors", "RSS MB"
     );
+    let mut idle_seconds = Vec::new();
     let mut rss = Vec::new();
     let mut last = 0;
     let started = Instant::now();
@@ -133,6 +179,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             now - last,
             errors.load(Ordering::Relaxed)
         );
+        if now == last {
+            idle_seconds.push(sec);
+        }
         last = now;
         if let Ok(Some(status)) = server.try_wait() {
             done.store(true, Ordering::Relaxed);
@@ -157,8 +206,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         total as f64 / args.secs as f64
     );
 
+    if let Some(f) = flood {
+        match f.join() {
+            Ok(n) => println!("soak: flood: {n} connections held for the first half, then closed"),
+            Err(_) => println!("soak: flood: the flooding thread panicked"),
+        }
+    }
     let stopped = interrupt(&mut server)?;
     let mut problems = Vec::new();
+    if !idle_seconds.is_empty() {
+        problems.push(format!(
+            "no request was served in second(s) {idle_seconds:?}"
+        ));
+    }
     if failed > 0 {
         problems.push(format!("{failed} requests failed"));
     }
@@ -174,6 +234,21 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// Opens `n` connections that send one byte and stay open for `hold`;
+/// returns how many connected.
+fn flood_for(addr: &str, n: usize, hold: Duration) -> usize {
+    let started = Instant::now();
+    let mut held = Vec::new();
+    for _ in 0..n {
+        if let Ok(mut s) = TcpStream::connect(addr) {
+            let _ = s.write_all(b"f");
+            held.push(s);
+        }
+    }
+    thread::sleep(hold.saturating_sub(started.elapsed()));
+    held.len()
 }
 
 /// A free loopback port (bound and released; the server binds it next).
