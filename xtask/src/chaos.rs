@@ -11,7 +11,7 @@
 //!   assert an order that only the FIFO policy gives (the RFC leaves the
 //!   order to the scheduler, R-CO1), and each says which in a comment;
 //! - with `ASYNC_SCHEDULER=chaos ASYNC_SCHEDULER_OPTIONS=seed=<seed>
-//!   ASYNC_REACTOR=mio` ([`env`]): the order among runnable coroutines of
+//!   ASYNC_REACTOR=mio` ([`env()`]): the order among runnable coroutines of
 //!   equal priority is a pseudo-random function of the seed, the same on
 //!   every run (async-scheduler/README.md, "The chaos policy").
 

@@ -64,7 +64,7 @@ pub(crate) fn next_scope_id(rt: &Runtime) -> ScopeId {
 /// defaults; use [`Builder`] to set it in code. Coroutines still running
 /// when `f` returns run to completion before `run` returns (REF-3); zombies
 /// get the zombie timeout, then are cancelled (R-S10). `f` runs in the
-/// global scope: a plain [`spawn`] from it puts coroutines there.
+/// global scope: a plain [`spawn`](crate::spawn) from it puts coroutines there.
 ///
 /// # Errors
 ///
@@ -74,7 +74,7 @@ pub(crate) fn next_scope_id(rt: &Runtime) -> ScopeId {
 ///   reason;
 /// - [`ErrorKind::Deadlock`]: coroutines waited with nothing left to wake
 ///   them (the scheduler logged each of them); they were resumed with
-///   [`Cancelled`] (cause [`CancelCause::Deadlock`]);
+///   [`Cancelled`](crate::Cancelled) (cause [`CancelCause::Deadlock`](crate::CancelCause::Deadlock));
 /// - [`ErrorKind::AlreadyRunning`]: a runtime is already running on this
 ///   thread ("a runtime is already running on this thread");
 /// - [`ErrorKind::Failed`]: a coroutine failed and nothing handled it (the
@@ -84,7 +84,7 @@ pub(crate) fn next_scope_id(rt: &Runtime) -> ScopeId {
 ///   is that failure;
 /// - [`ErrorKind::Cancelled`]: the main coroutine ended cancelled, without
 ///   a value: its own cancellation was still undelivered when it returned
-///   (after [`graceful_shutdown`], main that caught the cancellation and
+///   (after [`graceful_shutdown`](crate::graceful_shutdown), main that caught the cancellation and
 ///   returned keeps its value, D-25), or it returned its cancellation.
 ///
 /// # Panics

@@ -35,8 +35,8 @@ use crate::core::runtime::with_runtime;
 ///
 /// Every coroutine of every scope is cancelled (cause
 /// [`CancelCause::Shutdown`]); no scope is closed, so cleanup code may still
-/// spawn; the program then ends naturally, and [`run`] returns the main
-/// coroutine's value (or [`ErrorKind::Cancelled`] if main ended cancelled).
+/// spawn; the program then ends naturally, and [`run`](crate::run) returns the main
+/// coroutine's value (or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) if main ended cancelled).
 /// A failure nothing handles during the shutdown starts its second phase:
 /// every coroutine's stack is unwound. Calling it again does nothing.
 ///
@@ -75,7 +75,7 @@ pub fn graceful_shutdown() {
 }
 
 /// [`graceful_shutdown`] with a reason every cancelled coroutine's
-/// [`Cancelled::reason`] carries.
+/// [`Cancelled::reason`](crate::Cancelled::reason) carries.
 ///
 /// # Panics
 ///

@@ -87,7 +87,7 @@ where
 ///
 /// Joining gives `Ok(value)`, or a [`JoinError`](crate::JoinError) whose
 /// [`failure`](crate::JoinError::failure) holds the error (downcast it
-/// with [`Failure::downcast_ref`]). Unawaited, the failure goes through the
+/// with [`Failure::downcast_ref`](crate::Failure::downcast_ref)). Unawaited, the failure goes through the
 /// scope's error flow, as a panic would.
 ///
 /// One exception (R-C1, P-01): an `Err` that *is* a cancellation (a

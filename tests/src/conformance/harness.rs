@@ -3,7 +3,7 @@
 //!
 //! # What a loop owns
 //!
-//! The `*mut AaReactor`, a copy of the vtable, the log, one [`Slot`] per
+//! The `*mut AaReactor`, a copy of the vtable, the log, one `Slot` per
 //! event (the callback's `ud`: its tag, an optional hook, the event it
 //! belongs to), and the descriptors the case opened.
 //!

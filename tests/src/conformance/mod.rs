@@ -5,7 +5,7 @@
 //!
 //! # Using it
 //!
-//! A test binary invokes [`reactor_conformance_tests!`] with an expression
+//! A test binary invokes [`reactor_conformance_tests!`](crate::reactor_conformance_tests) with an expression
 //! that yields a [`Reactor`]; the macro expands to one `#[test]` per case,
 //! grouped in modules named after the tiers:
 //!
