@@ -112,6 +112,8 @@
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
+//! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned |
+//! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
 //!
 //! Not offered: `getTrace`, UDP and Unix sockets, files, DNS without
 //! blocking.
@@ -135,6 +137,7 @@ mod structured;
 pub mod io;
 pub mod net;
 pub mod signal;
+pub mod sync;
 pub mod time;
 
 pub use crate::core::awaitable::{self, Awaitable};

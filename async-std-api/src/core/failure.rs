@@ -55,6 +55,9 @@ pub enum FailureOrigin {
     ExceptionHandler(ScopeId),
     /// An [`on_finally`](crate::ScopeRef::on_finally) handler of this scope.
     ScopeFinally(ScopeId),
+    /// A promise: the error given to a [`sync::Resolver`](crate::sync::Resolver)'s
+    /// or a [`sync::Promise`](crate::sync::Promise)'s `reject`.
+    Rejected,
 }
 
 enum Repr {
@@ -238,6 +241,7 @@ impl Failure {
             }
             FailureOrigin::ExceptionHandler(id) => format!("the exception handler of scope {id}"),
             FailureOrigin::ScopeFinally(id) => format!("an on_finally handler of scope {id}"),
+            FailureOrigin::Rejected => "a promise".to_owned(),
         };
         match &self.0.repr {
             Repr::Panic { message, .. } => write!(f, "{what} panicked: {message}"),

@@ -79,6 +79,24 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// The value under `key`, if present (SL1).
+    #[inline]
+    pub(crate) fn get(&self, key: usize) -> Option<&T> {
+        match self.entries.get(key)? {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        }
+    }
+
+    /// The value under `key`, mutable, if present (SL1).
+    #[inline]
+    pub(crate) fn get_mut(&mut self, key: usize) -> Option<&mut T> {
+        match self.entries.get_mut(key)? {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        }
+    }
+
     /// The number of values.
     pub(crate) fn len(&self) -> usize {
         self.len

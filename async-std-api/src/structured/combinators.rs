@@ -421,15 +421,20 @@ impl<A: Trigger> Engine<A> {
         Ok(())
     }
 
-    fn poll_all(&mut self) {
-        let mut i = 0;
-        while i < self.pending.len() {
-            match self.pending[i].1.poll_trigger(Token(())) {
-                Some(r) => {
-                    let (index, _) = self.pending.remove(i);
-                    self.ready.push_back((index, r));
-                }
-                None => i += 1,
+    /// Polls the pending inputs in input order and stops at the first that
+    /// is ready: polling takes its outcome (a join's value, a channel's
+    /// message), so the others keep theirs until they are asked for, and a
+    /// combinator dropped after one outcome loses nothing (CH4 in
+    /// `sync::channel`).
+    fn poll_first(&mut self) {
+        if !self.ready.is_empty() {
+            return;
+        }
+        for i in 0..self.pending.len() {
+            if let Some(r) = self.pending[i].1.poll_trigger(Token(())) {
+                let (index, _) = self.pending.remove(i);
+                self.ready.push_back((index, r));
+                return;
             }
         }
     }
@@ -444,7 +449,7 @@ impl<A: Trigger> Engine<A> {
         let mut first = true;
         loop {
             self.pull()?;
-            self.poll_all();
+            self.poll_first();
             if let Some((i, r)) = self.ready.pop_front() {
                 return Ok(Event::Item(i, r));
             }
