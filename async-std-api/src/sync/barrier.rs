@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 
 /// A meeting point for `n` coroutines: each [`wait`](Barrier::wait)s until
@@ -43,6 +43,7 @@ pub struct Barrier {
     arrived: Cell<usize>,
     waiters: RefCell<WaitQueue<()>>,
     created_at: &'static Location<'static>,
+    what: WaitText,
 }
 
 /// What [`Barrier::wait`] returns.
@@ -65,6 +66,7 @@ impl Barrier {
             arrived: Cell::new(0),
             waiters: RefCell::new(WaitQueue::default()),
             created_at: Location::caller(),
+            what: WaitText::default(),
         }
     }
 
@@ -97,11 +99,13 @@ impl Barrier {
         }
         self.arrived.set(arrived);
         let t = with_coroutine("Barrier::wait", |me| self.waiters.borrow_mut().push(me, ()));
-        let what = format!(
-            "sync::Barrier of {} (created at {}), {arrived} arrived",
-            self.n, self.created_at
-        );
-        wait_for_grant(self, t, &what, at).map(|()| BarrierWaitResult(false))
+        let what = self.what.get(|| {
+            format!(
+                "sync::Barrier of {} (created at {})",
+                self.n, self.created_at
+            )
+        });
+        wait_for_grant(self, t, what, at).map(|()| BarrierWaitResult(false))
     }
 }
 

@@ -27,7 +27,7 @@ use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 use crate::core::waiters::Notify;
 use crate::structured::combinators::sealed::{Token, Watch};
@@ -54,6 +54,8 @@ struct Chan<T> {
     /// sender parked, or the channel closed.
     watchers: Notify,
     created_at: &'static Location<'static>,
+    send_what: WaitText,
+    recv_what: WaitText,
 }
 
 /// A new bounded channel: at most `capacity` messages wait in it; a sender
@@ -118,6 +120,8 @@ fn make<T>(cap: Option<usize>, at: &'static Location<'static>) -> (Sender<T>, Re
         send_waiters: RefCell::new(WaitQueue::default()),
         watchers: Notify::new(),
         created_at: at,
+        send_what: WaitText::default(),
+        recv_what: WaitText::default(),
     });
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
@@ -298,11 +302,13 @@ impl<T> Sender<T> {
             self.chan.send_waiters.borrow_mut().push(me, slot.clone())
         });
         self.chan.watchers.wake_all();
-        let what = format!(
-            "send on sync::channel (created at {})",
-            self.chan.created_at
-        );
-        match wait_for_grant(&SendSide(&self.chan), t, &what, at) {
+        let what = self.chan.send_what.get(|| {
+            format!(
+                "send on sync::channel (created at {})",
+                self.chan.created_at
+            )
+        });
+        match wait_for_grant(&SendSide(&self.chan), t, what, at) {
             Ok(true) => Ok(()),
             Ok(false) => Err(SendError {
                 value: slot.take().expect("CH2: an undelivered value is parked"),
@@ -398,11 +404,13 @@ impl<T> Receiver<T> {
         let t = with_coroutine("Receiver::recv", |me| {
             self.chan.recv_waiters.borrow_mut().push(me, ())
         });
-        let what = format!(
-            "receive on sync::channel (created at {})",
-            self.chan.created_at
-        );
-        match wait_for_grant(&RecvSide(&self.chan), t, &what, at) {
+        let what = self.chan.recv_what.get(|| {
+            format!(
+                "receive on sync::channel (created at {})",
+                self.chan.created_at
+            )
+        });
+        match wait_for_grant(&RecvSide(&self.chan), t, what, at) {
             Ok(Some(v)) => Ok(v),
             Ok(None) => Err(RecvError { cancelled: None }),
             Err(c) => Err(RecvError::interrupted(c)),

@@ -18,6 +18,7 @@ use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 
+use super::queue::WaitText;
 use crate::core::awaitable::sealed::Sealed;
 use crate::core::awaitable::Awaitable;
 use crate::core::error::Cancelled;
@@ -46,6 +47,7 @@ struct Shared<T> {
     /// The receiving side still exists (DF2).
     receiver: std::cell::Cell<bool>,
     created_at: &'static Location<'static>,
+    what: WaitText,
 }
 
 impl<T> Shared<T> {
@@ -56,6 +58,7 @@ impl<T> Shared<T> {
             resolvers: std::cell::Cell::new(1),
             receiver: std::cell::Cell::new(true),
             created_at: at,
+            what: WaitText::default(),
         })
     }
 
@@ -77,7 +80,9 @@ impl<T> Shared<T> {
                 return Ok(());
             }
             let _sub = Subscription::new(&self.done, me);
-            let what = format!("{what} (created at {})", self.created_at);
+            let what = self
+                .what
+                .get(|| format!("{what} (created at {})", self.created_at));
             while !self.done.is_done() {
                 suspend_once(rt, me, what.as_bytes(), at)?;
             }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 
 /// A lock for data shared by the coroutines of one runtime: the coroutine
@@ -61,6 +61,7 @@ pub struct Mutex<T: ?Sized> {
     locked: Cell<bool>,
     waiters: RefCell<WaitQueue<()>>,
     created_at: &'static Location<'static>,
+    what: WaitText,
     value: RefCell<T>,
 }
 
@@ -72,6 +73,7 @@ impl<T> Mutex<T> {
             locked: Cell::new(false),
             waiters: RefCell::new(WaitQueue::default()),
             created_at: Location::caller(),
+            what: WaitText::default(),
             value: RefCell::new(value),
         }
     }
@@ -106,8 +108,10 @@ impl<T: ?Sized> Mutex<T> {
             return Ok(self.guard());
         }
         let t = with_coroutine("Mutex::lock", |me| self.waiters.borrow_mut().push(me, ()));
-        let what = format!("lock sync::Mutex (created at {})", self.created_at);
-        wait_for_grant(self, t, &what, at)?;
+        let what = self
+            .what
+            .get(|| format!("lock sync::Mutex (created at {})", self.created_at));
+        wait_for_grant(self, t, what, at)?;
         // Handed over: `locked` stayed true for us.
         Ok(self.guard())
     }

@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 
 /// A wake-up signal between coroutines, like tokio's `Notify`: a waiter
@@ -43,6 +43,7 @@ pub struct Notify {
     permit: Cell<bool>,
     waiters: RefCell<WaitQueue<()>>,
     created_at: &'static Location<'static>,
+    what: WaitText,
 }
 
 impl Notify {
@@ -53,6 +54,7 @@ impl Notify {
             permit: Cell::new(false),
             waiters: RefCell::new(WaitQueue::default()),
             created_at: Location::caller(),
+            what: WaitText::default(),
         }
     }
 
@@ -79,8 +81,10 @@ impl Notify {
         let t = with_coroutine("Notify::notified", |me| {
             self.waiters.borrow_mut().push(me, ())
         });
-        let what = format!("sync::Notify (created at {})", self.created_at);
-        wait_for_grant(self, t, &what, at)
+        let what = self
+            .what
+            .get(|| format!("sync::Notify (created at {})", self.created_at));
+        wait_for_grant(self, t, what, at)
     }
 
     /// Wakes the oldest waiter, or stores a permit if nobody waits.

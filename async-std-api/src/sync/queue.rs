@@ -29,7 +29,7 @@
 //!
 //! Everything is touched on the loop thread only.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::panic::Location;
 
 use async_abi::AaCoroutine;
@@ -160,6 +160,18 @@ impl<G, M> WaitQueue<G, M> {
     fn remove(&mut self, t: Ticket) -> Option<G> {
         self.unlink(t.0);
         self.nodes.remove(t.0).and_then(|n| n.grant)
+    }
+}
+
+/// A primitive's wait description (what a deadlock report says it waits
+/// for), made on its first wait and kept, so a wait formats nothing.
+#[derive(Default)]
+pub(crate) struct WaitText(OnceCell<Box<str>>);
+
+impl WaitText {
+    /// The text, made by `make` the first time.
+    pub(crate) fn get(&self, make: impl FnOnce() -> String) -> &str {
+        self.0.get_or_init(|| make().into_boxed_str())
     }
 }
 

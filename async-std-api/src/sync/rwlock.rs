@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 
 /// What a waiter of a [`RwLock`] wants.
@@ -51,6 +51,8 @@ pub struct RwLock<T: ?Sized> {
     writer: Cell<bool>,
     waiters: RefCell<WaitQueue<Access, Access>>,
     created_at: &'static Location<'static>,
+    read_what: WaitText,
+    write_what: WaitText,
     value: RefCell<T>,
 }
 
@@ -63,6 +65,8 @@ impl<T> RwLock<T> {
             writer: Cell::new(false),
             waiters: RefCell::new(WaitQueue::default()),
             created_at: Location::caller(),
+            read_what: WaitText::default(),
+            write_what: WaitText::default(),
             value: RefCell::new(value),
         }
     }
@@ -147,15 +151,12 @@ impl<T: ?Sized> RwLock<T> {
 
     fn wait(&self, access: Access, at: &'static Location<'static>) -> Result<(), Cancelled> {
         let t = with_coroutine("RwLock", |me| self.waiters.borrow_mut().push(me, access));
-        let what = format!(
-            "{} sync::RwLock (created at {})",
-            match access {
-                Access::Read => "read-lock",
-                Access::Write => "write-lock",
-            },
-            self.created_at
-        );
-        wait_for_grant(self, t, &what, at).map(|_| ())
+        let (text, verb) = match access {
+            Access::Read => (&self.read_what, "read-lock"),
+            Access::Write => (&self.write_what, "write-lock"),
+        };
+        let what = text.get(|| format!("{verb} sync::RwLock (created at {})", self.created_at));
+        wait_for_grant(self, t, what, at).map(|_| ())
     }
 
     fn read_guard(&self) -> RwLockReadGuard<'_, T> {

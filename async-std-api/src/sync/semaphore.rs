@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 
-use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue};
+use super::queue::{enter, wait_for_grant, with_coroutine, Grantor, WaitQueue, WaitText};
 use crate::core::error::Cancelled;
 
 /// A number of permits that coroutines acquire and give back: a limit on
@@ -59,6 +59,7 @@ pub struct Semaphore {
     permits: Cell<usize>,
     waiters: RefCell<WaitQueue<usize, usize>>,
     created_at: &'static Location<'static>,
+    what: WaitText,
 }
 
 impl Semaphore {
@@ -69,6 +70,7 @@ impl Semaphore {
             permits: Cell::new(permits),
             waiters: RefCell::new(WaitQueue::default()),
             created_at: Location::caller(),
+            what: WaitText::default(),
         }
     }
 
@@ -122,11 +124,13 @@ impl Semaphore {
         let t = with_coroutine("Semaphore::acquire", |me| {
             self.waiters.borrow_mut().push(me, n)
         });
-        let what = format!(
-            "acquire {n} permit(s) of sync::Semaphore (created at {})",
-            self.created_at
-        );
-        let got = wait_for_grant(self, t, &what, at)?;
+        let what = self.what.get(|| {
+            format!(
+                "acquire permits of sync::Semaphore (created at {})",
+                self.created_at
+            )
+        });
+        let got = wait_for_grant(self, t, what, at)?;
         Ok(SemaphorePermit { sem: self, n: got })
     }
 

@@ -14,7 +14,9 @@
 //! - `timers`: the lateness of 10,000 coroutines each sleeping 200 ms, per
 //!   reactor (see `timers.rs`);
 //! - `fairness`: a 2-byte echo every 20 ms on one connection while another
-//!   streams at full speed: the small echo's round trip (see `fairness.rs`).
+//!   streams at full speed: the small echo's round trip (see `fairness.rs`);
+//! - `sync`: channel ping-pong and throughput, an uncontended and a
+//!   contended mutex, a oneshot round trip (see `sync.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -25,6 +27,7 @@ mod fairness;
 mod ours;
 mod peers;
 mod report;
+mod sync;
 mod timers;
 
 use report::{Report, Unit};
@@ -45,6 +48,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "timers",
         "lateness of 10,000 coroutines each sleeping 200 ms (µs: median, p99, max)",
+    ),
+    (
+        "sync",
+        "channels, mutexes and a oneshot against tokio::sync, may and crossbeam (ns per operation)",
     ),
     (
         "fairness",
@@ -72,6 +79,9 @@ fn main() {
     if wanted("spawn") {
         spawn_ours(&mut report);
     }
+    if wanted("sync") {
+        sync_ours(&mut report);
+    }
     // The I/O scenarios pin their threads and run before may and tokio's
     // other measurements leave threads behind.
     if wanted("echo") {
@@ -88,6 +98,9 @@ fn main() {
     }
     if wanted("spawn") {
         spawn_peers(&mut report);
+    }
+    if wanted("sync") {
+        sync_peers(&mut report);
     }
     report.print();
 }
@@ -240,6 +253,83 @@ fn echo_all(report: &mut Report) {
         let r = echo::measure(serve);
         report.add_values(s, name, vec![r.server_ns_per_req, r.rps], baseline);
     }
+}
+
+const PINGPONG_ITERS: u64 = 200_000;
+const THROUGHPUT_ITERS: u64 = 1_000_000;
+const MUTEX_ITERS: u64 = 1_000_000;
+const CONTENDED_ITERS: u64 = 200_000;
+const ONESHOT_ITERS: u64 = 200_000;
+
+fn sync_ours(report: &mut Report) {
+    report.baseline(
+        "channel ping-pong",
+        "this runtime, sync::channel(1) x2",
+        sync::ours_pingpong(PINGPONG_ITERS),
+    );
+    report.baseline(
+        "channel throughput",
+        "this runtime, sync::channel(1024), 1M messages",
+        sync::ours_throughput(THROUGHPUT_ITERS),
+    );
+    report.baseline(
+        "mutex uncontended",
+        "this runtime, sync::Mutex",
+        sync::ours_mutex_uncontended(MUTEX_ITERS),
+    );
+    report.baseline(
+        "mutex contended",
+        "this runtime, sync::Mutex, 4 coroutines",
+        sync::ours_mutex_contended(CONTENDED_ITERS),
+    );
+    report.baseline(
+        "oneshot",
+        "this runtime, sync::Deferred",
+        sync::ours_oneshot(ONESHOT_ITERS),
+    );
+}
+
+fn sync_peers(report: &mut Report) {
+    report.add(
+        "channel ping-pong",
+        "tokio current_thread, mpsc::channel(1) x2",
+        sync::tokio_pingpong(PINGPONG_ITERS),
+    );
+    report.add(
+        "channel ping-pong",
+        "may (1 worker), sync::mpsc x2",
+        sync::may_pingpong(PINGPONG_ITERS),
+    );
+    report.add(
+        "channel ping-pong",
+        "crossbeam bounded(1) x2 between two threads (ceiling)",
+        sync::crossbeam_pingpong(PINGPONG_ITERS),
+    );
+    report.add(
+        "channel throughput",
+        "tokio current_thread, mpsc::channel(1024)",
+        sync::tokio_throughput(THROUGHPUT_ITERS),
+    );
+    report.add(
+        "channel throughput",
+        "crossbeam bounded(1024) between two threads (ceiling)",
+        sync::crossbeam_throughput(THROUGHPUT_ITERS),
+    );
+    report.add(
+        "mutex uncontended",
+        "tokio current_thread, sync::Mutex",
+        sync::tokio_mutex_uncontended(MUTEX_ITERS),
+    );
+    report.add(
+        "mutex contended",
+        "tokio current_thread, sync::Mutex, 4 tasks",
+        sync::tokio_mutex_contended(CONTENDED_ITERS),
+    );
+    report.add(
+        "oneshot",
+        "tokio current_thread, oneshot",
+        sync::tokio_oneshot(ONESHOT_ITERS),
+    );
 }
 
 fn fairness_all(report: &mut Report) {
