@@ -114,6 +114,7 @@
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned |
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
+//! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //!
 //! Not offered: `getTrace`, UDP and Unix sockets, files, DNS without
 //! blocking.
@@ -134,12 +135,15 @@
 mod core;
 mod structured;
 
+mod blocking;
+
 pub mod io;
 pub mod net;
 pub mod signal;
 pub mod sync;
 pub mod time;
 
+pub use crate::blocking::spawn_blocking;
 pub use crate::core::awaitable::{self, Awaitable};
 pub use crate::core::cancel::{check_cancelled, protect};
 pub use crate::core::coroutine::Coroutine;

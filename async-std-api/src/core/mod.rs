@@ -17,11 +17,15 @@
 //!   layer above plugs into.
 //! - `coroutine`, `join`, `task`: the handles and the questions a coroutine
 //!   asks about itself.
+//! - `offload`: running a closure on the blocking pool while the calling
+//!   coroutine waits (the pool and the door it reports back through are in
+//!   `runtime`).
 //! - `events`: warnings and errors as data, for a handler, `tracing` and
 //!   standard error.
 //! - `runtime`: configuration, plugin loading, the thread's runtime, the
 //!   FFI wrappers, the shutdown phase, the activity and cancellation
-//!   watchdogs.
+//!   watchdogs, the blocking pool and the door other threads reach the loop
+//!   through.
 
 pub mod awaitable;
 pub(crate) mod budget;
@@ -33,6 +37,7 @@ pub mod events;
 pub(crate) mod failure;
 pub(crate) mod id;
 pub(crate) mod join;
+pub(crate) mod offload;
 pub(crate) mod panic_hook;
 pub(crate) mod runtime;
 pub(crate) mod slab;

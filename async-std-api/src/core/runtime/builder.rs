@@ -192,6 +192,30 @@ impl Builder {
         self
     }
 
+    /// The most threads the blocking pool runs at once
+    /// ([`spawn_blocking`](crate::spawn_blocking), file operations on a
+    /// reactor without native file I/O, name resolution without the
+    /// reactor's DNS). Threads start only when work is queued and exit after
+    /// ten idle seconds. Defaults to four per core, at least 8; overrides
+    /// `ASYNC_BLOCKING_THREADS` and the config file's `[runtime]
+    /// blocking_threads`. Zero is refused when the runtime starts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::{spawn_blocking, Builder};
+    ///
+    /// let sum = Builder::new()
+    ///     .blocking_threads(2)
+    ///     .run(|| spawn_blocking(|| (1..=10).sum::<u32>()).join().unwrap())
+    ///     .unwrap();
+    /// assert_eq!(sum, 55);
+    /// ```
+    pub fn blocking_threads(mut self, threads: usize) -> Builder {
+        self.explicit.blocking_threads = Some(threads);
+        self
+    }
+
     /// Installs a handler for the runtime's [`Event`](crate::events::Event)s
     /// (zombies, disposals, unhandled failures, deadlocks, stuck
     /// cancellations, the activity watchdog): see [`events`](crate::events).

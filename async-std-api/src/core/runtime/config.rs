@@ -27,6 +27,8 @@ pub(crate) struct Explicit {
     pub(crate) max_activity_interval: Option<Duration>,
     /// `Some(ZERO)`: explicitly off.
     pub(crate) cancellation_timeout: Option<Duration>,
+    /// The blocking pool's size.
+    pub(crate) blocking_threads: Option<usize>,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
 }
@@ -67,6 +69,8 @@ pub(crate) struct Resolved {
     pub(crate) max_activity_interval: Option<Duration>,
     /// D-1(c): the cancellation timeout (`None`: no report).
     pub(crate) cancellation_timeout: Option<Duration>,
+    /// The blocking pool's size (`core::runtime::pool`).
+    pub(crate) blocking_threads: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,13 +81,14 @@ struct FileConfig {
     runtime: Option<RuntimeTable>,
 }
 
-/// The `[runtime]` table: the host's own settings, in milliseconds.
+/// The `[runtime]` table: the host's own settings (times in milliseconds).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuntimeTable {
     zombie_coroutine_timeout: Option<u64>,
     max_activity_interval: Option<u64>,
     cancellation_timeout: Option<u64>,
+    blocking_threads: Option<usize>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -204,6 +209,22 @@ pub(crate) fn resolve(
             .unwrap_or(DEFAULT_CANCELLATION_TIMEOUT),
     )
     .filter(|d| !d.is_zero());
+    let env_threads = match env("ASYNC_BLOCKING_THREADS").filter(|v| !v.trim().is_empty()) {
+        None => None,
+        Some(v) => Some(v.trim().parse::<usize>().map_err(|_| {
+            format!("invalid ASYNC_BLOCKING_THREADS \"{v}\": expected a number of threads")
+        })?),
+    };
+    let blocking_threads = explicit
+        .blocking_threads
+        .or(env_threads)
+        .or(file_runtime.blocking_threads)
+        .unwrap_or_else(super::pool::default_threads);
+    if blocking_threads == 0 {
+        return Err(
+            "invalid blocking_threads 0: the blocking pool needs at least one thread".into(),
+        );
+    }
 
     let builder_sched = Layer {
         value: explicit.scheduler.clone(),
@@ -237,6 +258,7 @@ pub(crate) fn resolve(
         zombie_timeout,
         max_activity_interval,
         cancellation_timeout,
+        blocking_threads,
     })
 }
 
@@ -609,6 +631,42 @@ mod tests {
         assert_eq!(
             r.scheduler_options,
             vec![("a".into(), "builder".into()), ("b".into(), "env".into())]
+        );
+    }
+
+    #[test]
+    fn blocking_threads_has_every_source_and_refuses_zero() {
+        let r = resolve(&Explicit::default(), &env_of(&[])).unwrap();
+        assert_eq!(r.blocking_threads, super::super::pool::default_threads());
+        let r = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_BLOCKING_THREADS", "3")]),
+        )
+        .unwrap();
+        assert_eq!(r.blocking_threads, 3);
+        let explicit = Explicit {
+            blocking_threads: Some(5),
+            ..Explicit::default()
+        };
+        let r = resolve(&explicit, &env_of(&[("ASYNC_BLOCKING_THREADS", "3")])).unwrap();
+        assert_eq!(r.blocking_threads, 5, "the builder wins");
+        let e = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_BLOCKING_THREADS", "many")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid ASYNC_BLOCKING_THREADS \"many\": expected a number of threads"
+        );
+        let e = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_BLOCKING_THREADS", "0")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid blocking_threads 0: the blocking pool needs at least one thread"
         );
     }
 }

@@ -40,6 +40,8 @@ mod ffi;
 mod host_log;
 pub(crate) mod lifecycle;
 mod loader;
+pub(crate) mod pool;
+pub(crate) mod remote;
 pub(crate) mod watchdog;
 
 use std::any::Any;
@@ -206,6 +208,10 @@ pub(crate) struct Runtime {
     pub(crate) cancel_watch: cancel_watch::CancelWatch,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<Handler>,
+    /// The door for other threads (`remote`).
+    pub(crate) remote: Rc<remote::Remote>,
+    /// The blocking pool (`pool`).
+    pub(crate) pool: pool::Pool,
     /// The layer above's record (R5): the global scope and what hangs off
     /// it. Set once, right after `start`.
     upper: OnceCell<Box<dyn Any>>,
@@ -352,7 +358,7 @@ fn start_reactor(
 ) -> Result<Reactor, Error> {
     let loaded = loader::reactor(label, image).map_err(|m| Error::new(ErrorKind::Load, m))?;
     let desc = loaded.desc;
-    let reactor = Reactor::create(loaded, options).map_err(|(loaded, msg, status)| {
+    let reactor = Reactor::create(loaded, label, options).map_err(|(loaded, msg, status)| {
         loaded.deinit();
         // A refused option is a configuration error: `auto` must not hide
         // it by falling back to another reactor.
@@ -440,6 +446,7 @@ impl Runtime {
             }
         };
         log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
+        let remote = remote::Remote::new(reactor.clone());
         Ok(Runtime {
             sched,
             reactor,
@@ -451,6 +458,8 @@ impl Runtime {
                 .map(|i| watchdog::Watchdog::start(i, explicit.events.clone())),
             cancel_watch: cancel_watch::CancelWatch::new(cfg.cancellation_timeout),
             events: explicit.events.clone(),
+            remote,
+            pool: pool::Pool::new(cfg.blocking_threads),
             upper: OnceCell::new(),
             main_panic: RefCell::new(None),
             spare_states: RefCell::new(Vec::new()),
@@ -493,6 +502,8 @@ impl Runtime {
     /// layer above dropped its timers (R5).
     pub(crate) fn teardown(&self) {
         self.cancel_watch.clear();
+        self.pool.close();
+        self.remote.close();
         let mut destroyed = self.sched.destroy();
         if destroyed == async_abi::AA_E_BUSY {
             let _ = self.sched.shutdown(AA_E_SHUTDOWN);

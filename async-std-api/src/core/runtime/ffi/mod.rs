@@ -23,6 +23,10 @@
 //! - **F6** The hot slots (`coroutine_new`, `coroutine_id`, `enqueue`,
 //!   `suspend`) are copied out of the validated vtable once, at `create`
 //!   (F1), so a call is one indirect call with no `Option` check.
+//! - **F7** A trigger's [`Firer`] (the one thing here another thread
+//!   touches) fires it only while its [`TriggerEvent`] lives: it fires
+//!   under a lock, and the event's drop empties it under that lock before
+//!   disposing the event.
 //!
 //! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
 //!
@@ -40,12 +44,13 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use async_abi::{
     AaCoroutine, AaCoroutineEntry, AaCoroutineInfo, AaEvent, AaKv, AaReactor, AaReactorConfig,
     AaReactorVTable, AaScheduler, AaSchedulerConfig, AaSchedulerVTable, AaSpawnOptions, AaStatus,
-    AaStr, AaWaitInfo, AA_CAP_SIGNAL, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED, AA_OK,
-    AA_SCHED_CAP_WAIT_YIELD, AA_WAIT_YIELD,
+    AaStr, AaWaitInfo, AA_CAP_SIGNAL, AA_CAP_TRIGGER, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED,
+    AA_OK, AA_SCHED_CAP_WAIT_YIELD, AA_WAIT_YIELD,
 };
 
 use super::loader::Loaded;
@@ -88,6 +93,9 @@ fn err_text(buf: &[u8], status: AaStatus) -> String {
 /// A reactor instance and its plugin.
 pub(crate) struct Reactor {
     plugin: Loaded<AaReactorVTable>,
+    /// The name the configuration chose it by (`mio`, `uring`, a path), for
+    /// messages.
+    label: String,
     r: std::cell::Cell<*mut AaReactor>,
     /// The vtable the scheduler gets while the watchdog is on: the plugin's,
     /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
@@ -101,6 +109,7 @@ impl Reactor {
     /// system).
     pub(crate) fn create(
         plugin: Loaded<AaReactorVTable>,
+        label: &str,
         options: &[(String, String)],
     ) -> Result<Reactor, (Loaded<AaReactorVTable>, String, AaStatus)> {
         let kv = KvList::new(options);
@@ -125,6 +134,7 @@ impl Reactor {
         }
         Ok(Reactor {
             plugin,
+            label: label.to_owned(),
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
         })
@@ -153,6 +163,11 @@ impl Reactor {
 
     pub(crate) fn caps(&self) -> u64 {
         self.plugin.vt.caps
+    }
+
+    /// The name the configuration chose the reactor by.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
     }
 
     /// Destroys the reactor. On `AA_E_BUSY`, runs it with `run_once(0)` up
@@ -286,6 +301,56 @@ impl Reactor {
         }
     }
 
+    /// Creates a trigger, unreferenced (it keeps the loop alive only after
+    /// [`TriggerEvent::set_ref`]): `on_fire` runs from inside `run_once`
+    /// after one or more [`FireHandle::fire`]s. `AA_E_UNSUPPORTED` if the
+    /// reactor lacks `AA_CAP_TRIGGER`.
+    pub(crate) fn trigger(
+        self: &Rc<Self>,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TriggerEvent, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let vt = &self.plugin.vt;
+        let (Some(trigger_new), Some(fire), Some(set_ref)) =
+            (vt.trigger_new, vt.trigger_fire, vt.set_ref)
+        else {
+            return Err(AA_E_UNSUPPORTED);
+        };
+        if vt.caps & AA_CAP_TRIGGER == 0 {
+            return Err(AA_E_UNSUPPORTED);
+        }
+        let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_fire));
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `trigger_cb` matches `AaTriggerCb`; `ud`
+        // stays valid until the event is disposed (F5).
+        let status = unsafe { trigger_new(r, 0, Some(trigger_cb), ud.cast(), &mut ev) };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => {
+                // SAFETY: `ev` is a live event of this live reactor.
+                unsafe { set_ref(ev.as_ptr(), false) };
+                Ok(TriggerEvent {
+                    reactor: self.clone(),
+                    ev,
+                    ud,
+                    set_ref,
+                    firer: Firer(Arc::new(Mutex::new(Some(FireSlot {
+                        fire,
+                        ev: ev.as_ptr(),
+                    })))),
+                })
+            }
+            _ => {
+                // SAFETY: AA-R8: a failed constructor created nothing and
+                // never calls back, so `ud` is ours again.
+                drop(unsafe { Box::from_raw(ud) });
+                Err(if status < 0 { status } else { AA_E_INVALID })
+            }
+        }
+    }
+
     fn dispose(&self, ev: NonNull<AaEvent>) {
         if self.r.get().is_null() {
             return;
@@ -351,6 +416,88 @@ impl Drop for SignalEvent {
         self.reactor.dispose(self.ev);
         // SAFETY: disposed above: no callback runs any more (F5).
         drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
+unsafe extern "C" fn trigger_cb(_ev: *mut AaEvent, status: AaStatus, ud: *mut c_void) {
+    // SAFETY: `ud` is the `Box<dyn Fn>` made in `Reactor::trigger`, alive
+    // until the event is disposed (F5), and callbacks never run after
+    // dispose.
+    let f = unsafe { &*ud.cast::<Box<dyn Fn(AaStatus)>>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| f(status)));
+}
+
+/// A cross-thread trigger; dropping it disposes the event (no callback
+/// after). Other threads fire it through a [`Firer`].
+pub(crate) struct TriggerEvent {
+    reactor: Rc<Reactor>,
+    ev: NonNull<AaEvent>,
+    ud: *mut Box<dyn Fn(AaStatus)>,
+    set_ref: unsafe extern "C" fn(*mut AaEvent, bool),
+    firer: Firer,
+}
+
+impl TriggerEvent {
+    /// Whether the trigger keeps the loop alive (libuv's ref/unref).
+    pub(crate) fn set_ref(&self, referenced: bool) {
+        if self.reactor.r.get().is_null() {
+            return;
+        }
+        // SAFETY: `ev` is a live event of this live reactor (F2), not yet
+        // disposed (that happens in our drop).
+        unsafe { (self.set_ref)(self.ev.as_ptr(), referenced) }
+    }
+
+    /// What other threads fire the trigger with.
+    pub(crate) fn firer(&self) -> Firer {
+        self.firer.clone()
+    }
+}
+
+impl Drop for TriggerEvent {
+    fn drop(&mut self) {
+        // F7: retired under its lock before the event goes.
+        self.firer.retire();
+        if self.reactor.r.get().is_null() {
+            return; // as for `TimerEvent`
+        }
+        self.reactor.dispose(self.ev);
+        // SAFETY: disposed above: no callback runs any more (F5).
+        drop(unsafe { Box::from_raw(self.ud) });
+    }
+}
+
+/// Fires a [`TriggerEvent`] from any thread, while it lives (F7).
+#[derive(Clone)]
+pub(crate) struct Firer(Arc<Mutex<Option<FireSlot>>>);
+
+struct FireSlot {
+    fire: unsafe extern "C" fn(*const AaEvent) -> AaStatus,
+    ev: *const AaEvent,
+}
+
+// SAFETY: `trigger_fire` is an `[any]`-thread slot, and the event pointer is
+// only passed to it, under the lock that F7 retires it under.
+unsafe impl Send for FireSlot {}
+
+impl Firer {
+    /// Fires the trigger (coalescing); false once the trigger is gone.
+    pub(crate) fn fire(&self) -> bool {
+        let slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match &*slot {
+            Some(s) => {
+                // SAFETY: F7: the slot is filled, so the event has not been
+                // disposed, and cannot be while we hold the lock;
+                // `trigger_fire` may be called from any thread.
+                unsafe { (s.fire)(s.ev) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn retire(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
