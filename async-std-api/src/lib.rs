@@ -111,13 +111,14 @@
 //! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
-//! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
+//! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`], [`net::UnixStream`], [`net::UnixListener`], [`net::UnixDatagram`] with `std::io::Read`/`Write` and std's methods | existing synchronous code works unchanged (D-33) |
+//! | the poll event descriptor (the design) | [`io::Async`] over any non-blocking descriptor: `readable`, `writable`, `read_with`, `write_with` | sockets and pipes made by other crates, driven without blocking (D-33) |
+//! | the DNS event descriptor (the design) | [`net::lookup_host`], and host names in every socket constructor ([`net::ToSocketAddrs`]) | resolved by the reactor or the pool while only the caller suspends (D-34) |
 //! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned |
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //!
-//! Not offered: `getTrace`, UDP and Unix sockets, files, DNS without
-//! blocking.
+//! Not offered: `getTrace`, files.
 //!
 //! # Configuration
 //!

@@ -38,7 +38,11 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod current;
+mod dns;
 pub(crate) mod io;
+mod poll;
+
+pub(crate) use poll::PollEvent;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
