@@ -274,9 +274,7 @@ pub unsafe fn read(op: *const AaIoOp) -> Result<Request, Refusal> {
                 ));
             }
             if op.len > isize::MAX as usize || op.offset < -1 {
-                return Err(invalid(
-                    "io_submit: length or offset out of range".into(),
-                ));
+                return Err(invalid("io_submit: length or offset out of range".into()));
             }
             req.buf = op.buf;
             req.len = op.len;
@@ -512,10 +510,7 @@ mod tests {
         );
         let mut op = AaIoOp::new(AA_IO_MKDIRAT, AA_IO_CWD);
         op.path = AaBytes::from_slice(b"a\0b");
-        assert_eq!(
-            refused(&op).message,
-            "io_submit: path contains a NUL byte"
-        );
+        assert_eq!(refused(&op).message, "io_submit: path contains a NUL byte");
         let op = AaIoOp::new(AA_IO_FSYNC, AA_IO_CWD);
         assert_eq!(refused(&op).status, -libc::EBADF);
         let mut stat = AaStat::default();

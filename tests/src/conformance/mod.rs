@@ -164,7 +164,7 @@ macro_rules! reactor_conformance_tests {
                 poll_new_on_a_bad_fd_fails,
                 io_submit_on_a_bad_fd_fails_with_and_without_inline,
                 io_submit_with_a_short_struct_size_is_invalid,
-                io_submit_with_unknown_opcode_or_flags_is_invalid,
+                io_submit_with_unknown_opcode_is_unsupported_and_unknown_flags_invalid,
                 io_submit_read_with_null_buffer_is_invalid,
                 io_submit_with_null_op_is_invalid,
                 cancel_with_a_non_negative_reason_or_nothing_pending_fails,
