@@ -17,6 +17,18 @@ use super::requests::{
     unix_addr, unix_dgram,
 };
 
+/// The cases of this tier, for a caller that checks which ran.
+pub const CASES: &[&str] = &[
+    "udp_sendto_and_recvfrom_carry_data_and_the_sender_address",
+    "recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries",
+    "peek_leaves_the_data_for_the_next_read",
+    "unix_datagrams_carry_path_abstract_and_unnamed_senders",
+    "sendto_without_address_needs_a_connection_and_a_closed_port_refuses",
+    "cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback",
+    "dispose_of_a_pending_recvfrom_never_calls_back",
+    "peek_on_a_pipe_or_a_send_is_invalid",
+];
+
 const REASON: AaStatus = -4646;
 
 /// Sends bytes to the descriptor under test, behind the reactor's back.

@@ -18,6 +18,16 @@ use super::os::TempDir;
 use super::plugin::Reactor;
 use super::requests::{path_bytes, skip_without_instance};
 
+/// The cases of this tier, for a caller that checks which ran.
+pub const CASES: &[&str] = &[
+    "openat_creates_opens_and_reports_errno",
+    "statx_matches_std_metadata_and_follows_links_unless_nofollow",
+    "fsync_and_datasync_flush_a_file",
+    "mkdirat_renameat_unlinkat_change_the_tree",
+    "ftruncate_sets_the_length",
+    "cancel_and_dispose_of_file_requests",
+];
+
 const REASON: AaStatus = -4747;
 
 /// A loop for `case`, or `None` (printed as skipped) if its instance lacks
