@@ -101,3 +101,70 @@ pub(super) fn finish_statx(req: &Request, stat: &StatxBuf) {
     // callback, which has not run yet.
     unsafe { write_stat(req.buf.ptr, &stat_from_statx(kernel)) };
 }
+
+#[cfg(test)]
+mod tests {
+    //! The refusal a host falls back on, for a kernel without the file
+    //! opcodes (forced through `Config::without` on a kernel that has them).
+
+    use std::ptr;
+
+    use async_abi::*;
+
+    use crate::config::Config;
+    use crate::ffi::{create_with, VTABLE};
+
+    unsafe extern "C" fn never(_: *mut AaEvent, _: i64, _: *mut std::ffi::c_void) {
+        panic!("a refused request called back");
+    }
+
+    fn last_error(r: *mut AaReactor) -> String {
+        let mut buf = [0u8; 256];
+        // SAFETY: a live reactor; `buf` is a local of its length.
+        let n = unsafe { (VTABLE.last_error_message.unwrap())(r, buf.as_mut_ptr(), buf.len()) };
+        String::from_utf8_lossy(&buf[..n.min(buf.len() - 1)]).into_owned()
+    }
+
+    #[test]
+    fn an_instance_without_the_file_opcodes_refuses_them_naming_the_opcode() {
+        let without = AA_CAP_IO_FILE | AA_CAP_IO_FTRUNCATE;
+        let Some(r) = create_with(&Config {
+            without,
+            ..Config::default()
+        }) else {
+            return;
+        };
+        // SAFETY: a live reactor of this thread.
+        let caps = unsafe { (VTABLE.instance_caps.unwrap())(r) };
+        assert_eq!(caps, VTABLE.caps & !without);
+        let cases = [
+            (AA_IO_OPENAT, "IORING_OP_OPENAT (linux 5.6)"),
+            (AA_IO_FTRUNCATE, "IORING_OP_FTRUNCATE (linux 6.9)"),
+        ];
+        for (opcode, lacking) in cases {
+            let mut op = AaIoOp::new(opcode, AA_IO_CWD);
+            op.path = AaBytes::from_slice(b"/");
+            op.offset = 0;
+            if opcode == AA_IO_FTRUNCATE {
+                op.fd = 0;
+            }
+            let mut ev = ptr::null_mut();
+            // SAFETY: a live reactor; `op` and its path are valid for the
+            // call; the callback must never run.
+            let status = unsafe {
+                (VTABLE.io_submit.unwrap())(r, &mut op, 0, Some(never), ptr::null_mut(), &mut ev)
+            };
+            assert_eq!(status, AA_E_UNSUPPORTED);
+            assert!(ev.is_null());
+            let name = async_abi::sdk::request::Opcode::from_raw(opcode).unwrap().name();
+            assert_eq!(
+                last_error(r),
+                format!("io_submit: {name} needs {lacking}, which this kernel's io_uring lacks")
+            );
+        }
+        // SAFETY: a live reactor of this thread.
+        assert!(unsafe { (VTABLE.run_once.unwrap())(r, 0) } >= 0);
+        // SAFETY: as above; nothing was created.
+        assert_eq!(unsafe { (VTABLE.destroy.unwrap())(r) }, AA_OK);
+    }
+}
