@@ -156,7 +156,9 @@ mod tests {
             };
             assert_eq!(status, AA_E_UNSUPPORTED);
             assert!(ev.is_null());
-            let name = async_abi::sdk::request::Opcode::from_raw(opcode).unwrap().name();
+            let name = async_abi::sdk::request::Opcode::from_raw(opcode)
+                .unwrap()
+                .name();
             assert_eq!(
                 last_error(r),
                 format!("io_submit: {name} needs {lacking}, which this kernel's io_uring lacks")

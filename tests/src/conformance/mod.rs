@@ -50,7 +50,7 @@
 //!   truncation and message boundaries, `AA_IO_PEEK`, connected sockets
 //!   and refused ports, cancel (buffer kept until the callback, no datagram
 //!   lost) and dispose of a pending `RECVFROM`, misplaced peeks.
-//! - [`file`] (ABI 1.1, `AA_CAP_IO_FILE`, `AA_CAP_IO_FTRUNCATE`): open,
+//! - [`file`](mod@file) (ABI 1.1, `AA_CAP_IO_FILE`, `AA_CAP_IO_FTRUNCATE`): open,
 //!   statx against std's `Metadata`, fsync, mkdir, rename, unlink,
 //!   truncate, with their errno results; cancel and dispose (no leaked
 //!   descriptor).
