@@ -66,8 +66,8 @@
 //! Every case records its callbacks into a log, asserts exact sequences and
 //! counts, and ends with [`Loop::finish`]: everything disposed, nothing
 //! alive, nothing running afterwards, `destroy` returns `AA_OK` (the name
-//! resolution cases allow `AA_E_BUSY` for a while, as a host does:
-//! [`Loop::finish_when_idle`]). A case whose capability the reactor lacks
+//! resolution cases, and the file case that disposes a pending open, allow
+//! `AA_E_BUSY` for a while, as a host does: [`Loop::finish_when_idle`]). A case whose capability the reactor lacks
 //! prints `SKIPPED` and why.
 
 pub mod compat;
