@@ -27,7 +27,7 @@ impl Reactor {
     /// True if the reactor resolves names itself.
     pub(crate) fn has_dns(&self) -> bool {
         let vt = &self.plugin.vt;
-        vt.caps & AA_CAP_DNS != 0 && vt.dns_resolve.is_some()
+        self.caps & AA_CAP_DNS != 0 && vt.dns_resolve.is_some()
     }
 
     /// Starts resolving `node` (a host name; `service` empty) with

@@ -47,7 +47,7 @@ impl Reactor {
         let (Some(poll_new), Some(set_interest)) = (vt.poll_new, vt.poll_set_interest) else {
             return Err(AA_E_UNSUPPORTED);
         };
-        if vt.caps & AA_CAP_POLL == 0 {
+        if self.caps & AA_CAP_POLL == 0 {
             return Err(AA_E_UNSUPPORTED);
         }
         let ud: *mut OnReady = Box::into_raw(Box::new(on_ready));
