@@ -116,6 +116,7 @@
 //! | the DNS event descriptor (the design) | [`net::lookup_host`], and host names in every socket constructor ([`net::ToSocketAddrs`]) | resolved by the reactor or the pool while only the caller suspends (D-34) |
 //! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned; [`sync::ThreadResolver`] and [`sync::ThreadSender`] reach them from other threads through the reactor's trigger (D-35) |
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
+//! | `Fiber`, `FiberError`, `Fiber::suspend` (the Fibers RFC) | [`fiber::Fiber`]`<V, R>`, [`fiber::FiberError`] | typed values both ways; a suspension returns to the resumer, fibers nest, a blocking call inside suspends the coroutine (D-36) |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //!
 //! Not offered: `getTrace`, files.
@@ -138,6 +139,7 @@ mod structured;
 
 mod blocking;
 
+pub mod fiber;
 pub mod io;
 pub mod net;
 pub mod signal;

@@ -21,10 +21,15 @@
 //!   cancelled. An operation that completed is never undone by a
 //!   cancellation: it returns, and the cancellation waits for the next
 //!   suspension point (P-08).
+//! - **RD5** A descriptor its owner closes directly (a user's, through
+//!   `io::Async`) is watched through a duplicate the reactor owns and
+//!   closes after deregistering it: epoll keeps a registration until every
+//!   descriptor of the file is closed, so watching the user's own number
+//!   would leave a stale registration under a number the kernel reuses.
 
 use std::cell::Cell;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
@@ -66,7 +71,6 @@ struct Shared {
 /// A descriptor's readiness watch and its waiters. The descriptor is not
 /// owned: its owner drops this first, then closes it.
 pub(crate) struct Readiness {
-    fd: RawFd,
     event: PollEvent,
     shared: Rc<Shared>,
     /// The interest the watch is armed with (RD3).
@@ -83,42 +87,57 @@ impl Readiness {
     /// `Unsupported` naming the reactor if it has no `AA_CAP_POLL`; the
     /// reactor's error otherwise.
     pub(crate) fn new(rt: &Runtime, fd: RawFd) -> io::Result<Readiness> {
+        Readiness::make(rt, fd, None)
+    }
+
+    /// Watches a duplicate of `fd` that the reactor owns and closes with
+    /// the watch (RD5): for a descriptor its owner closes directly, not
+    /// through the reactor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Readiness::new`], and the operating system's error duplicating
+    /// the descriptor (`EMFILE`).
+    pub(crate) fn new_dup(rt: &Runtime, fd: BorrowedFd<'_>) -> io::Result<Readiness> {
+        let dup = fd.try_clone_to_owned()?;
+        let raw = dup.as_raw_fd();
+        Readiness::make(rt, raw, Some(dup))
+    }
+
+    fn make(rt: &Runtime, fd: RawFd, owned: Option<OwnedFd>) -> io::Result<Readiness> {
         let shared = Rc::new(Shared {
             ready: Cell::new(0),
             readers: Notify::new(),
             writers: Notify::new(),
         });
         let s = shared.clone();
-        let event = rt
-            .reactor
-            .poll(
-                fd,
-                0,
-                Box::new(move |status, bits| {
-                    // A watch that ended (the descriptor closed under it)
-                    // wakes everyone: the next attempt reports the error.
-                    let bits = if status < 0 {
-                        AA_POLL_READABLE | AA_POLL_WRITABLE
-                    } else {
-                        bits
-                    };
-                    let bits = if bits & (AA_POLL_ERROR | AA_POLL_HUP) != 0 {
-                        bits | AA_POLL_READABLE | AA_POLL_WRITABLE
-                    } else {
-                        bits
-                    };
-                    s.ready.set(s.ready.get() | bits);
-                    if bits & AA_POLL_READABLE != 0 {
-                        s.readers.wake_all();
-                    }
-                    if bits & AA_POLL_WRITABLE != 0 {
-                        s.writers.wake_all();
-                    }
-                }),
-            )
-            .map_err(|status| poll_error(rt, fd, status))?;
+        let on_ready: Box<dyn Fn(async_abi::AaStatus, u32)> = Box::new(move |status, bits| {
+            // A watch that ended (the descriptor closed under it)
+            // wakes everyone: the next attempt reports the error.
+            let bits = if status < 0 {
+                AA_POLL_READABLE | AA_POLL_WRITABLE
+            } else {
+                bits
+            };
+            let bits = if bits & (AA_POLL_ERROR | AA_POLL_HUP) != 0 {
+                bits | AA_POLL_READABLE | AA_POLL_WRITABLE
+            } else {
+                bits
+            };
+            s.ready.set(s.ready.get() | bits);
+            if bits & AA_POLL_READABLE != 0 {
+                s.readers.wake_all();
+            }
+            if bits & AA_POLL_WRITABLE != 0 {
+                s.writers.wake_all();
+            }
+        });
+        let event = match owned {
+            Some(dup) => rt.reactor.poll_owned(dup, 0, on_ready),
+            None => rt.reactor.poll(fd, 0, on_ready),
+        }
+        .map_err(|status| poll_error(rt, fd, status))?;
         Ok(Readiness {
-            fd,
             event,
             shared,
             armed: Cell::new(0),
@@ -259,11 +278,6 @@ impl Readiness {
             self.armed.set(interest);
             let _ = self.event.set_interest(interest);
         }
-    }
-
-    /// The descriptor watched.
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd
     }
 }
 

@@ -135,8 +135,9 @@ impl<T: AsFd> Async<T> {
     #[track_caller]
     pub fn readable(&self) -> io::Result<()> {
         let at = Location::caller();
-        let w = self.watch()?;
-        w.wait(Direction::Read, &|| format!("readable fd {}", w.fd()), at)
+        let fd = self.as_raw_fd();
+        self.watch()?
+            .wait(Direction::Read, &|| format!("readable fd {fd}"), at)
     }
 
     /// Waits until the descriptor is writable; see [`readable`](Async::readable).
@@ -151,8 +152,9 @@ impl<T: AsFd> Async<T> {
     #[track_caller]
     pub fn writable(&self) -> io::Result<()> {
         let at = Location::caller();
-        let w = self.watch()?;
-        w.wait(Direction::Write, &|| format!("writable fd {}", w.fd()), at)
+        let fd = self.as_raw_fd();
+        self.watch()?
+            .wait(Direction::Write, &|| format!("writable fd {fd}"), at)
     }
 
     /// Runs `op` until it does not fail with `WouldBlock`, waiting for
@@ -210,10 +212,11 @@ impl<T: AsFd> Async<T> {
     ) -> io::Result<R> {
         let at = Location::caller();
         self.watch()?;
+        let fd = self.as_raw_fd();
         // Disjoint fields: the watch borrowed shared, `io` mutably.
         let r = self.readiness.get().expect("made above");
         let io = self.io.as_mut().expect("present until into_inner");
-        run_on(r, Direction::Read, "read", at, || op(io))
+        run_on(r, fd, Direction::Read, "read", at, || op(io))
     }
 
     /// Runs `op` until it does not fail with `WouldBlock`, waiting for
@@ -248,10 +251,11 @@ impl<T: AsFd> Async<T> {
     ) -> io::Result<R> {
         let at = Location::caller();
         self.watch()?;
+        let fd = self.as_raw_fd();
         // Disjoint fields: the watch borrowed shared, `io` mutably.
         let r = self.readiness.get().expect("made above");
         let io = self.io.as_mut().expect("present until into_inner");
-        run_on(r, Direction::Write, "write", at, || op(io))
+        run_on(r, fd, Direction::Write, "write", at, || op(io))
     }
 
     fn run<R>(
@@ -263,7 +267,7 @@ impl<T: AsFd> Async<T> {
     ) -> io::Result<R> {
         let io = self.get_ref();
         let r = self.watch()?;
-        run_on(r, dir, what, at, || op(io))
+        run_on(r, self.as_raw_fd(), dir, what, at, || op(io))
     }
 
     /// The watch, made on first use.
@@ -271,20 +275,21 @@ impl<T: AsFd> Async<T> {
         if let Some(r) = self.readiness.get() {
             return Ok(r);
         }
-        let fd = self.get_ref().as_fd().as_raw_fd();
-        let r = with_me("a readiness wait", |rt, _| Readiness::new(rt, fd))?;
+        let fd = self.get_ref().as_fd();
+        let r = with_me("a readiness wait", |rt, _| Readiness::new_dup(rt, fd))?;
         Ok(self.readiness.get_or_init(|| r))
     }
 }
 
 fn run_on<R>(
     r: &Readiness,
+    fd: RawFd,
     dir: Direction,
     what: &str,
     at: &'static Location<'static>,
     op: impl FnMut() -> io::Result<R>,
 ) -> io::Result<R> {
-    r.io(dir, &|| format!("{what} fd {}", r.fd()), at, op)
+    r.io(dir, &|| format!("{what} fd {fd}"), at, op)
 }
 
 impl<T: AsFd> AsFd for Async<T> {

@@ -72,3 +72,27 @@ fn d33_a_cancelled_wait_takes_nothing() {
     })
     .unwrap();
 }
+
+#[test]
+fn d33_descriptor_numbers_reused_after_a_drop_are_watched_afresh() {
+    run(|| {
+        // Each round's descriptors reuse the previous round's numbers; the
+        // descriptor also stays open through a duplicate, so the kernel
+        // would keep a registration made on the user's own number (RD5).
+        let mut kept = Vec::new();
+        for round in 0..4u8 {
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            kept.push(b.try_clone().unwrap());
+            let b = Async::new(b).unwrap();
+            let reader = spawn(move || {
+                let mut buf = [0u8; 1];
+                b.read_with(|mut s| s.read(&mut buf)).unwrap();
+                buf[0]
+            });
+            yield_until_waiting(&[&reader.coroutine()]);
+            (&a).write_all(&[round]).unwrap();
+            assert_eq!(reader.join().unwrap(), round);
+        }
+    })
+    .unwrap();
+}

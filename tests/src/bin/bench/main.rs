@@ -19,7 +19,9 @@
 //!   contended mutex, a oneshot round trip (see `sync.rs`);
 //! - `udp`: a 64-byte UDP ping-pong between two coroutines, per reactor
 //!   (see `udp.rs`);
-//! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`).
+//! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`);
+//! - `fiber`: a fiber resume/suspend round trip against a raw `corosensei`
+//!   switch (see `fiber.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -27,6 +29,7 @@
 
 mod echo;
 mod fairness;
+mod fiber;
 mod ours;
 mod peers;
 mod report;
@@ -69,6 +72,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         "blocking",
         "spawn_blocking(|| 1) and wait for it, one at a time (ns per round trip)",
     ),
+    (
+        "fiber",
+        "Fiber resume + Fiber::suspend round trip against raw corosensei (ns per round trip)",
+    ),
 ];
 
 fn main() {
@@ -110,6 +117,18 @@ fn main() {
     }
     if wanted("blocking") {
         blocking_all(&mut report);
+    }
+    if wanted("fiber") {
+        report.baseline(
+            "fiber round trip",
+            "this runtime, fiber::Fiber",
+            fiber::ours(FIBER_ITERS),
+        );
+        report.add(
+            "fiber round trip",
+            "raw corosensei resume + suspend",
+            fiber::raw_corosensei(FIBER_ITERS),
+        );
     }
     if wanted("switch") {
         switch_peers(&mut report);
@@ -448,3 +467,5 @@ fn blocking_all(report: &mut Report) {
         udp::tokio_blocking(BLOCKING_ITERS),
     );
 }
+
+const FIBER_ITERS: u64 = 1_000_000;

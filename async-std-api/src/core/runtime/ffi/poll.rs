@@ -16,12 +16,14 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
-use async_abi::{AaEvent, AaStatus, AA_CAP_POLL, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED};
+use async_abi::{
+    AaEvent, AaStatus, AA_CAP_POLL, AA_EVF_OWNS_FD, AA_E_CLOSED, AA_E_INVALID, AA_E_UNSUPPORTED,
+};
 
 use super::Reactor;
 
@@ -37,6 +39,36 @@ impl Reactor {
         self: &Rc<Self>,
         fd: RawFd,
         interest: u32,
+        on_ready: OnReady,
+    ) -> Result<PollEvent, AaStatus> {
+        self.poll_flags(fd, interest, 0, on_ready)
+    }
+
+    /// [`Reactor::poll`] on a descriptor the reactor then owns
+    /// (`AA_EVF_OWNS_FD`): it deregisters and closes it when the watch is
+    /// disposed, so the descriptor number is never reused under a stale
+    /// registration. On failure the descriptor is closed here.
+    pub(crate) fn poll_owned(
+        self: &Rc<Self>,
+        fd: OwnedFd,
+        interest: u32,
+        on_ready: OnReady,
+    ) -> Result<PollEvent, AaStatus> {
+        let raw = fd.into_raw_fd();
+        let made = self.poll_flags(raw, interest, AA_EVF_OWNS_FD, on_ready);
+        if made.is_err() {
+            // SAFETY: AA-R8: a failed constructor took nothing, so `raw`
+            // (ours from `into_raw_fd` above) is still ours to close.
+            drop(unsafe { OwnedFd::from_raw_fd(raw) });
+        }
+        made
+    }
+
+    fn poll_flags(
+        self: &Rc<Self>,
+        fd: RawFd,
+        interest: u32,
+        flags: u32,
         on_ready: OnReady,
     ) -> Result<PollEvent, AaStatus> {
         let r = self.r.get();
@@ -59,7 +91,7 @@ impl Reactor {
                 r,
                 async_abi::AaOsHandle::from(fd),
                 interest,
-                0,
+                flags,
                 Some(poll_cb),
                 ud.cast::<c_void>(),
                 &mut ev,
