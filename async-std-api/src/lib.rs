@@ -140,6 +140,7 @@ mod blocking;
 
 pub mod io;
 pub mod net;
+pub mod process;
 pub mod signal;
 pub mod sync;
 pub mod time;
