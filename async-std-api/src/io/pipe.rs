@@ -68,7 +68,12 @@ impl PipeFd {
             return Ok(0);
         }
         let fd = self.get().as_raw_fd();
-        let n = submit(self.get(), IoReq::Read(buf), || format!("read pipe fd {fd}"), at)?;
+        let n = submit(
+            self.get(),
+            IoReq::Read(buf),
+            || format!("read pipe fd {fd}"),
+            at,
+        )?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 

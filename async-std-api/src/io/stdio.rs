@@ -342,7 +342,6 @@ impl fmt::Debug for Stdin {
     }
 }
 
-
 // ---- standard output and error ----
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -134,6 +134,12 @@ impl Child {
         };
         let watch = runtime::with_runtime(|rt| rt.reactor.process(pid, on_exit))
             .unwrap_or(Err(async_abi::AA_E_CLOSED));
+        #[cfg(test)]
+        let watch = if tests::FORCE_POOL.get() {
+            Err(async_abi::AA_E_UNSUPPORTED)
+        } else {
+            watch
+        };
         let watch = match watch {
             Ok(ev) => Watch::Reactor(ev),
             Err(status) => {
@@ -286,7 +292,11 @@ impl Child {
         let e = io::Error::from_raw_os_error(errno);
         Some(Err(io::Error::new(
             e.kind(),
-            format!("cannot wait for process {}: {}", self.pid, status_text(-errno)),
+            format!(
+                "cannot wait for process {}: {}",
+                self.pid,
+                status_text(-errno)
+            ),
         )))
     }
 
@@ -313,8 +323,8 @@ impl Child {
             }
             Ok(Err(panic)) => resume_unwind(panic),
             Err(OffloadError::Unavailable(e)) if e.kind() == io::ErrorKind::Unsupported => {
-                let label = runtime::with_runtime(|rt| rt.reactor.label().to_owned())
-                    .unwrap_or_default();
+                let label =
+                    runtime::with_runtime(|rt| rt.reactor.label().to_owned()).unwrap_or_default();
                 Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     format!(
@@ -455,7 +465,9 @@ fn both(out: ChildStdout, err: ChildStderr) -> io::Result<(Vec<u8>, Vec<u8>)> {
             if let Some(c) = e.interrupted_by().or(e.cancelled()) {
                 return Err(c.clone().into());
             }
-            Err(io::Error::other(format!("reading the child's stderr failed: {e}")))
+            Err(io::Error::other(format!(
+                "reading the child's stderr failed: {e}"
+            )))
         }
     }
 }
@@ -481,5 +493,103 @@ impl Drop for Child {
         // hand the child on.
         self.watch = Watch::Done;
         orphan::adopt(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The blocking-pool fallback (a reactor without a process watch),
+    //! which the built-in reactors never need: forced here.
+
+    use std::cell::Cell;
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    use std::rc::Rc;
+
+    use crate::core::task::suspend;
+    use crate::process::{Command, Stdio};
+    use crate::structured::run::run;
+    use crate::structured::spawn::spawn;
+
+    thread_local! {
+        pub(super) static FORCE_POOL: Cell<bool> = const { Cell::new(false) };
+    }
+
+    fn pool<T: 'static>(f: impl FnOnce() -> T + 'static) -> T {
+        FORCE_POOL.set(true);
+        let r = run(f);
+        FORCE_POOL.set(false);
+        r.unwrap()
+    }
+
+    /// Gone from `/proc`: reaped (not a zombie), without reaping it here.
+    fn is_reaped(pid: u32) -> bool {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn d32_the_pool_fallback_waits_reports_codes_and_signals() {
+        pool(|| {
+            let status = Command::new("sh").args(["-c", "exit 3"]).status().unwrap();
+            assert_eq!(status.code(), Some(3));
+            let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+            assert!(matches!(child.watch, super::Watch::Pool(_)));
+            assert_eq!(child.try_wait().unwrap(), None);
+            child.kill().unwrap();
+            assert_eq!(child.wait().unwrap().signal(), Some(9));
+            assert!(is_reaped(child.id()));
+        });
+    }
+
+    #[test]
+    fn d32_a_cancelled_pool_wait_leaves_the_child_for_the_next_wait() {
+        pool(|| {
+            let mut child = Command::new("cat")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let pid = child.id();
+            let slot = Rc::new(Cell::new(None));
+            let s = slot.clone();
+            let waiter = spawn(move || {
+                let err = child.wait().unwrap_err();
+                assert!(crate::io::cancelled(&err).is_some());
+                s.set(Some(child));
+            });
+            while !waiter.coroutine().is_suspended() {
+                suspend().unwrap();
+            }
+            waiter.cancel();
+            assert!(waiter.join().unwrap_err().is_cancelled());
+            let mut child = slot.take().unwrap();
+            stdin.write_all(b"x").unwrap();
+            drop(stdin);
+            assert!(child.wait().unwrap().success());
+            assert!(is_reaped(pid));
+        });
+    }
+
+    #[test]
+    fn d32_a_dropped_child_is_reaped_in_the_background_with_the_pool_fallback() {
+        let pid = pool(|| {
+            let mut child = Command::new("cat")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdin = child.stdin.take().unwrap();
+            let pid = child.id();
+            drop(child);
+            assert!(!is_reaped(pid));
+            drop(stdin);
+            pid
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !is_reaped(pid) {
+            assert!(std::time::Instant::now() < deadline, "not reaped");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }

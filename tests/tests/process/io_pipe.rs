@@ -105,7 +105,9 @@ fn a_write_blocked_on_a_full_pipe_is_cancelled_writing_nothing_and_the_pipe_stay
         let wrote = Rc::new(Cell::new(None));
         let out = wrote.clone();
         let blocked = spawn(move || {
-            out.set(Some((&*w).write(b"x").map_err(|e| io::cancelled(&e).is_some())));
+            out.set(Some(
+                (&*w).write(b"x").map_err(|e| io::cancelled(&e).is_some()),
+            ));
         });
         yield_until(|| blocked.coroutine().is_suspended());
         blocked.cancel();
@@ -134,7 +136,10 @@ fn writing_after_every_reader_is_dropped_is_a_broken_pipe() {
         let mut err = None;
         for _ in 0..10_000 {
             match writer.write(b"x") {
-                Ok(_) => suspend().unwrap(),
+                Ok(n) => {
+                    assert_eq!(n, 1);
+                    suspend().unwrap();
+                }
                 Err(e) => {
                     err = Some(e);
                     break;
@@ -143,7 +148,10 @@ fn writing_after_every_reader_is_dropped_is_a_broken_pipe() {
         }
         let err = err.expect("the close took effect");
         assert_eq!(err.kind(), ErrorKind::BrokenPipe);
-        assert_eq!(writer.write(b"x").unwrap_err().kind(), ErrorKind::BrokenPipe);
+        assert_eq!(
+            writer.write(b"x").unwrap_err().kind(),
+            ErrorKind::BrokenPipe
+        );
     })
     .unwrap();
 }
@@ -185,7 +193,11 @@ fn a_pipe_end_given_to_a_child_is_blocking_for_the_child_and_the_parent_reads_it
             .find_map(|l| l.strip_prefix("flags:"))
             .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
             .expect("fdinfo has a flags line");
-        assert_eq!(flags & libc::O_NONBLOCK as u32, 0, "the child's stdout blocks");
+        assert_eq!(
+            flags & libc::O_NONBLOCK as u32,
+            0,
+            "the child's stdout blocks"
+        );
 
         let (reader, _writer) = io::pipe().unwrap();
         let raw = reader.into_raw_fd();

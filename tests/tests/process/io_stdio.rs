@@ -65,7 +65,11 @@ fn child_copy() {
     out.write_all(b">>>").unwrap();
     // SI1: the shared descriptors were never made non-blocking.
     let flags_ok = !is_nonblocking(0) && !is_nonblocking(1) && !is_nonblocking(2);
-    writeln!(io::stderr(), "<<<copied {n}, descriptors unchanged: {flags_ok}>>>").unwrap();
+    writeln!(
+        io::stderr(),
+        "<<<copied {n}, descriptors unchanged: {flags_ok}>>>"
+    )
+    .unwrap();
 }
 
 fn child_lines() {
@@ -142,7 +146,11 @@ fn read_until(c: &mut Child, needle: &str) -> String {
     };
     while !done(&seen) {
         let n = out.read(&mut buf).unwrap();
-        assert!(n > 0, "the child ended before {needle:?}: {}", String::from_utf8_lossy(&seen));
+        assert!(
+            n > 0,
+            "the child ended before {needle:?}: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&buf[..n]);
     }
     String::from_utf8(seen).unwrap()
@@ -158,7 +166,10 @@ fn std_io_copy_from_stdin_to_stdout_moves_several_mib_through_pipes() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "child failed: {stderr}");
         let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(between(&stdout).as_bytes() == data, "stdin came back on stdout");
+        assert!(
+            between(&stdout).as_bytes() == data,
+            "stdin came back on stdout"
+        );
         assert_eq!(
             between(&stderr),
             format!("copied {}, descriptors unchanged: true", data.len())
@@ -184,7 +195,10 @@ fn a_cancelled_stdin_read_loses_nothing_and_other_coroutines_ran_meanwhile() {
     run(|| {
         let mut c = child("cancel");
         let seen = read_until(&mut c, "ready");
-        assert!(seen.contains("ready true"), "the read was cancelled: {seen}");
+        assert!(
+            seen.contains("ready true"),
+            "the read was cancelled: {seen}"
+        );
         let mut stdin = c.stdin.take().unwrap();
         stdin.write_all(b"abc\n").unwrap();
         drop(stdin);

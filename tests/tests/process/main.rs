@@ -56,6 +56,10 @@ pub(crate) fn wait_until_reaped(pid: u32) {
 pub(crate) fn is_nonblocking(fd: std::os::fd::RawFd) -> bool {
     // SAFETY: `fcntl(F_GETFL)` on a descriptor the caller keeps open.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    assert!(flags >= 0, "fcntl({fd}): {}", std::io::Error::last_os_error());
+    assert!(
+        flags >= 0,
+        "fcntl({fd}): {}",
+        std::io::Error::last_os_error()
+    );
     flags & libc::O_NONBLOCK != 0
 }

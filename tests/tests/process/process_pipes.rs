@@ -48,7 +48,10 @@ fn cat_fed_by_one_coroutine_is_read_back_by_another() {
 fn closing_stdin_is_the_end_of_the_childs_input() {
     run(|| {
         let mut child = Command::new("sh")
-            .args(["-c", "n=0; while read l; do n=$((n+1)); done; echo \"$n lines\""])
+            .args([
+                "-c",
+                "n=0; while read l; do n=$((n+1)); done; echo \"$n lines\"",
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -93,7 +96,8 @@ fn a_pipeline_of_children_connects_one_stdout_to_the_next_stdin() {
         // The command holds its copy of the pipe until dropped (as std's).
         drop(sort);
         let mut uniq = Command::new("uniq");
-        uniq.arg("-c").stdin(Stdio::from(sorted.stdout.take().unwrap()));
+        uniq.arg("-c")
+            .stdin(Stdio::from(sorted.stdout.take().unwrap()));
         let counted = uniq.output().unwrap();
         assert!(first.wait().unwrap().success());
         assert!(sorted.wait().unwrap().success());

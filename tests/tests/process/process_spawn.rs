@@ -70,7 +70,9 @@ fn a_missing_program_is_not_found_naming_the_program() {
             err.to_string(),
             "cannot spawn \"definitely-not-a-program-9f2c\": no such file or directory (os error 2)"
         );
-        let os = err.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        let os = err
+            .source()
+            .and_then(|s| s.downcast_ref::<std::io::Error>());
         assert_eq!(os.and_then(|e| e.raw_os_error()), Some(libc::ENOENT));
         // output and status report the same error.
         let err = Command::new("/nonexistent/dir/prog").output().unwrap_err();
@@ -96,10 +98,15 @@ fn arguments_environment_and_working_directory_reach_the_child() {
     run(|| {
         let dir = std::env::temp_dir().canonicalize().unwrap();
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo \"$0|$1|$FOO|${HOME-unset}|$(pwd)\"", "zero", "one"])
-            .env("FOO", "bar")
-            .env_remove("HOME")
-            .current_dir(&dir);
+        cmd.args([
+            "-c",
+            "echo \"$0|$1|$FOO|${HOME-unset}|$(pwd)\"",
+            "zero",
+            "one",
+        ])
+        .env("FOO", "bar")
+        .env_remove("HOME")
+        .current_dir(&dir);
         assert_eq!(cmd.get_program(), "sh");
         assert_eq!(cmd.get_args().count(), 4);
         assert_eq!(cmd.get_current_dir(), Some(dir.as_path()));

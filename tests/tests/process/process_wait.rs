@@ -241,7 +241,10 @@ fn d32_a_wait_keeps_the_loop_alive_and_an_unwaited_child_does_not() {
     assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) }, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !is_reaped(pid) {
-        assert!(std::time::Instant::now() < deadline, "not reaped after the runtime ended");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not reaped after the runtime ended"
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
