@@ -53,8 +53,11 @@
 //! - A reactor without `AA_CAP_PROCESS` (or a kernel without pidfds, where
 //!   the built-in reactors refuse the watch) falls back to the blocking
 //!   pool: a pool thread waits for the exit (`waitid(WNOWAIT)`) and the
-//!   loop thread reaps, so cancellation and reaping behave the same. Each
-//!   such wait holds a pool thread while the child runs. A reactor with
+//!   loop thread reaps (so `kill` can never reach a recycled pid). A
+//!   cancelled wait still leaves the child waitable, but an exited child
+//!   whose wait was cancelled is reaped only by the next `wait`,
+//!   `try_wait` or the drop, not in the background. Each such wait holds a
+//!   pool thread while the child runs. A reactor with
 //!   neither the process watch nor `AA_CAP_TRIGGER` makes a wait fail with
 //!   [`Unsupported`](std::io::ErrorKind::Unsupported), naming the reactor.
 //! - Pipes need the reactor's I/O requests (`AA_CAP_IO`), as sockets do.
