@@ -19,7 +19,9 @@
 //!   contended mutex, a oneshot round trip (see `sync.rs`);
 //! - `udp`: a 64-byte UDP ping-pong between two coroutines, per reactor
 //!   (see `udp.rs`);
-//! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`).
+//! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`);
+//! - `process`: spawning a child and waiting for it, and collecting a
+//!   child's output, against std and tokio::process (see `process.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -29,6 +31,7 @@ mod echo;
 mod fairness;
 mod ours;
 mod peers;
+mod process;
 mod report;
 mod sync;
 mod timers;
@@ -68,6 +71,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "blocking",
         "spawn_blocking(|| 1) and wait for it, one at a time (ns per round trip)",
+    ),
+    (
+        "process",
+        "spawn `true` and wait for it; `echo hi` with its output collected (ns per child; see `process.rs`)",
     ),
 ];
 
@@ -110,6 +117,9 @@ fn main() {
     }
     if wanted("blocking") {
         blocking_all(&mut report);
+    }
+    if wanted("process") {
+        process::all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);
