@@ -34,7 +34,9 @@
 //!   one of ours for longer than a copy: only pool threads block.
 //!
 //! Standard input is read through std's `io::stdin()` (its buffer
-//! included, so mixing the two loses nothing); standard output and error
+//! included, so mixing the two loses nothing; but the pool thread holds
+//! std's lock while it waits for input, so std's own `stdin()` used on the
+//! loop thread meanwhile blocks the loop); standard output and error
 //! are written after std's own buffer was flushed, under std's lock, so
 //! `println!` and these writes do not interleave within a line.
 

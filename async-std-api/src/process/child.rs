@@ -100,6 +100,11 @@ enum Watch {
 /// it: it runs on. Unlike std's, it does not become a zombie once it exits:
 /// it is reaped in the background (the [module](super) doc says how). To
 /// stop it, [`kill`](Child::kill) it, then [`wait`](Child::wait).
+///
+/// Wait for a child or drop it before its runtime ends: a `Child` that
+/// outlives its runtime (returned out of [`run`](crate::run)) still holds
+/// its exit watch when the reactor is destroyed, which then leaks the
+/// reactor with a warning.
 pub struct Child {
     /// Our end of the child's standard input, if piped.
     pub stdin: Option<ChildStdin>,
