@@ -311,6 +311,21 @@ macro_rules! fd_conversions {
             }
         }
 
+        // The one unsafe item: std's trait, forwarded to `From<OwnedFd>`.
+        #[allow(unsafe_code)]
+        impl std::os::fd::FromRawFd for $t {
+            /// Takes ownership of the descriptor, as `From<OwnedFd>`.
+            ///
+            /// # Safety
+            ///
+            /// `fd` must be an open pipe end that nothing else owns (std's
+            /// contract).
+            unsafe fn from_raw_fd(fd: RawFd) -> $t {
+                // SAFETY: the caller's contract is std's.
+                $t::from(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+        }
+
         impl fmt::Debug for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct(stringify!($t)).field("fd", &self.0).finish()
