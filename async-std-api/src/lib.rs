@@ -118,6 +118,7 @@
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
 //! | `Fiber`, `FiberError`, `Fiber::suspend` (the Fibers RFC) | [`fiber::Fiber`]`<V, R>`, [`fiber::FiberError`] | typed values both ways; a suspension returns to the resumer, fibers nest, a blocking call inside suspends the coroutine (D-36) |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
+//! | the process and pipe event descriptors (the design) | [`process::Command`] (`spawn`, `output`, `status`), [`process::Child`] (`wait`, `try_wait`, `kill`, `wait_with_output`, piped handles with `Read`/`Write`), [`io::pipe`], [`io::stdin`], [`io::stdout`], [`io::stderr`] | std's names; exits watched by the reactor (pidfd), a cancelled wait leaves the child watched and reaped, a dropped `Child` is reaped in the background (D-32); standard streams on the blocking pool, since their descriptors are shared with other processes |
 //!
 //! Not offered: `getTrace`, files.
 //!
@@ -142,6 +143,7 @@ mod blocking;
 pub mod fiber;
 pub mod io;
 pub mod net;
+pub mod process;
 pub mod signal;
 pub mod sync;
 pub mod time;

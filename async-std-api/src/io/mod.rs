@@ -6,8 +6,13 @@
 //! and `write_all` would silently retry).
 
 mod async_fd;
+mod pipe;
+mod stdio;
 
 pub use async_fd::Async;
+pub(crate) use pipe::PipeFd;
+pub use pipe::{pipe, PipeReader, PipeWriter};
+pub use stdio::{stderr, stdin, stdout, Lines, Stderr, Stdin, Stdout};
 
 use crate::core::error::Cancelled;
 

@@ -58,6 +58,7 @@ pub(crate) use ffi::current::{
     installed, running, take_budget, with_current, with_running, with_runtime,
 };
 pub(crate) use ffi::io;
+pub(crate) use ffi::process;
 pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent};
 pub(crate) use lifecycle::deadlock_seen;
 

@@ -21,7 +21,9 @@
 //!   (see `udp.rs`);
 //! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`);
 //! - `fiber`: a fiber resume/suspend round trip against a raw `corosensei`
-//!   switch (see `fiber.rs`).
+//!   switch (see `fiber.rs`);
+//! - `process`: spawning a child and waiting for it, and collecting a
+//!   child's output, against std and tokio::process (see `process.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -32,6 +34,7 @@ mod fairness;
 mod fiber;
 mod ours;
 mod peers;
+mod process;
 mod report;
 mod sync;
 mod timers;
@@ -75,6 +78,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "fiber",
         "Fiber resume + Fiber::suspend round trip against raw corosensei (ns per round trip)",
+    ),
+    (
+        "process",
+        "spawn `true` and wait for it; `echo hi` with its output collected (ns per child; see `process.rs`)",
     ),
 ];
 
@@ -129,6 +136,9 @@ fn main() {
             "raw corosensei resume + suspend",
             fiber::raw_corosensei(FIBER_ITERS),
         );
+    }
+    if wanted("process") {
+        process::all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);

@@ -41,6 +41,7 @@ pub(crate) mod current;
 mod dns;
 pub(crate) mod io;
 mod poll;
+pub(crate) mod process;
 
 pub(crate) use poll::PollEvent;
 
