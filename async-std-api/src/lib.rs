@@ -111,13 +111,13 @@
 //! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
+//! | files, directories, filesystem events (the design's file and fs-watch event descriptors) | [`fs::File`], [`fs::OpenOptions`], [`fs::read`], [`fs::write`], [`fs::read_dir`], ... (std's names); [`fs::watch`] `->` [`fs::Watcher`] | reads and writes are ring operations on io_uring, the blocking pool elsewhere; the file keeps its cursor, so a cancelled read or write leaves it; a watcher is read in a loop, bounded with `next_until`, and is an [`Awaitable`] (D-31) |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
 //! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned |
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //!
-//! Not offered: `getTrace`, UDP and Unix sockets, files, DNS without
-//! blocking.
+//! Not offered: `getTrace`, UDP and Unix sockets, DNS without blocking.
 //!
 //! # Configuration
 //!
@@ -137,6 +137,7 @@ mod structured;
 
 mod blocking;
 
+pub mod fs;
 pub mod io;
 pub mod net;
 pub mod signal;

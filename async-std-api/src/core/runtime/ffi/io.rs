@@ -46,6 +46,11 @@ pub(crate) enum IoReq<'a> {
     Read(&'a mut [u8]),
     /// `send` from the buffer.
     Write(&'a [u8]),
+    /// `pread` into the buffer at the file offset (never the descriptor's
+    /// cursor, which it leaves alone).
+    ReadAt(&'a mut [u8], u64),
+    /// `pwrite` from the buffer at the file offset.
+    WriteAt(&'a [u8], u64),
     /// `accept`; the peer address is written into the slot.
     Accept(&'a mut AaSockAddr),
     /// `connect` to the address.
@@ -126,19 +131,28 @@ pub(crate) fn perform(
         waiter: me.clone(),
         addr: UnsafeCell::new(AaSockAddr::EMPTY),
     });
-    let (opcode, buf, len, accept_out) = match req {
-        IoReq::Read(b) => (AA_IO_READ, b.as_mut_ptr(), b.len(), None),
-        IoReq::Write(b) => (AA_IO_WRITE, b.as_ptr().cast_mut(), b.len(), None),
-        IoReq::Accept(slot) => (AA_IO_ACCEPT, ptr::null_mut(), 0, Some(slot)),
+    let (opcode, buf, len, offset, accept_out) = match req {
+        IoReq::Read(b) => (AA_IO_READ, b.as_mut_ptr(), b.len(), -1, None),
+        IoReq::Write(b) => (AA_IO_WRITE, b.as_ptr().cast_mut(), b.len(), -1, None),
+        IoReq::ReadAt(b, at) => (AA_IO_READ, b.as_mut_ptr(), b.len(), file_offset(at), None),
+        IoReq::WriteAt(b, at) => (
+            AA_IO_WRITE,
+            b.as_ptr().cast_mut(),
+            b.len(),
+            file_offset(at),
+            None,
+        ),
+        IoReq::Accept(slot) => (AA_IO_ACCEPT, ptr::null_mut(), 0, -1, Some(slot)),
         IoReq::Connect(addr) => {
             // SAFETY: the record is fresh and not shared with the reactor yet.
             unsafe { *rec.addr.get() = *addr };
-            (AA_IO_CONNECT, ptr::null_mut(), 0, None)
+            (AA_IO_CONNECT, ptr::null_mut(), 0, -1, None)
         }
     };
     let mut op = AaIoOp::new(opcode, i64::from(fd));
     op.buf = buf;
     op.len = len;
+    op.offset = offset;
     if opcode == AA_IO_ACCEPT || opcode == AA_IO_CONNECT {
         op.addr = rec.addr.get();
     }
@@ -214,6 +228,14 @@ pub(crate) fn perform(
     }
 }
 
+/// The ABI's offset for a positional request. An offset past `i64::MAX`
+/// cannot be expressed (-1 would mean "the cursor"); the kernel refuses
+/// such offsets with `EINVAL` anyway, and so does the reactor for any
+/// negative offset but -1, so it becomes -2.
+fn file_offset(at: u64) -> i64 {
+    i64::try_from(at).unwrap_or(-2)
+}
+
 unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {
     // The close's one callback: the event is ours to dispose (F5).
     let _ = catch_unwind(|| {
@@ -257,6 +279,20 @@ pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
         // the reactor (AA-R8), so we still own it.
         drop(unsafe { OwnedFd::from_raw_fd(raw) });
     }
+}
+
+/// Whether the open file description behind `fd` appends every write
+/// (`O_APPEND`, from `fcntl(F_GETFL)`): positional writes cannot keep a
+/// cursor of their own on it (the kernel appends whatever the offset).
+pub(crate) fn is_append(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `F_GETFL` only reads the flags of a descriptor the borrow
+    // keeps open; it takes no pointer.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(flags & libc::O_APPEND != 0)
 }
 
 /// Takes ownership of a descriptor an accept request returned (ABI: "the

@@ -38,6 +38,7 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod current;
+pub(crate) mod fs_watch;
 pub(crate) mod io;
 
 use std::ffi::c_void;
