@@ -3,7 +3,7 @@
 //!
 //! The names and signatures are [`std::fs`]'s, so code ports by changing
 //! the import (`use async_std_api::fs;` for `use std::fs;`): [`File`] and
-//! [`OpenOptions`], [`read`], [`write`], [`read_dir`], [`metadata`], ...
+//! [`OpenOptions`], [`read`], [`write`](fn@write), [`read_dir`], [`metadata`], ...
 //! [`File`] implements [`std::io::Read`], [`Write`](std::io::Write) and
 //! [`Seek`](std::io::Seek) (also for `&File`) and
 //! [`std::os::unix::fs::FileExt`], so `std::io::copy`, `BufReader` and
@@ -58,7 +58,7 @@
 //! coroutine is cancelled returns the cancellation at once and is
 //! *detached*: it runs to its end on its thread and its result is dropped
 //! (as [`spawn_blocking`](crate::spawn_blocking), D-30). So a cancelled
-//! [`write`] or [`remove_dir_all`] may still complete; a cancelled read
+//! [`write`](fn@write) or [`remove_dir_all`] may still complete; a cancelled read
 //! changes nothing the caller can see. A native request is cancelled in
 //! the kernel and waited for: the caller's buffer is never written after
 //! the call returned (AA-R5), and data read before the cancellation is

@@ -73,7 +73,7 @@ pub enum WatchEvent {
         /// The new name.
         to: PathBuf,
     },
-    /// Changes were lost (the watcher's queue of [`QUEUE_CAP`](self) events
+    /// Changes were lost (the watcher's queue of 1,024 events
     /// or the system's overflowed): look at the directory again.
     Overflow,
 }
