@@ -518,3 +518,128 @@ impl sealed::Sealed for Watcher {
 }
 
 impl Awaitable for Watcher {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            root: std::env::temp_dir().join(format!("watch-unit-{}", std::process::id())),
+            queue: RefCell::new(VecDeque::new()),
+            lost: Cell::new(false),
+            end: Cell::new(None),
+            end_told: Cell::new(false),
+            arrived: Notify::new(),
+            first: Completion::new(),
+        }
+    }
+
+    fn drain(sh: &Shared) -> Vec<WatchEvent> {
+        std::iter::from_fn(|| sh.take().flatten().map(Result::unwrap)).collect()
+    }
+
+    fn created(n: &str) -> WatchEvent {
+        WatchEvent::Created(n.into())
+    }
+
+    fn removed(n: &str) -> WatchEvent {
+        WatchEvent::Removed(n.into())
+    }
+
+    #[test]
+    fn a_removal_then_an_appearance_of_another_name_is_a_rename() {
+        let sh = shared();
+        sh.push(removed("a"));
+        sh.push(created("b"));
+        // The same name back again is not a rename; nor is the watched
+        // path itself.
+        sh.push(removed("c"));
+        sh.push(created("c"));
+        sh.push(removed(""));
+        sh.push(created("d"));
+        assert_eq!(
+            drain(&sh),
+            [
+                WatchEvent::Renamed {
+                    from: "a".into(),
+                    to: "b".into()
+                },
+                removed("c"),
+                created("c"),
+                removed(""),
+                created("d"),
+            ]
+        );
+    }
+
+    #[test]
+    fn identical_events_in_a_row_are_one() {
+        let sh = shared();
+        for _ in 0..3 {
+            sh.push(WatchEvent::Modified("m".into()));
+        }
+        sh.push(created("m"));
+        sh.push(WatchEvent::Modified("m".into()));
+        assert_eq!(
+            drain(&sh),
+            [
+                WatchEvent::Modified("m".into()),
+                created("m"),
+                WatchEvent::Modified("m".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_full_queue_drops_changes_and_marks_where() {
+        let sh = shared();
+        for i in 0..QUEUE_CAP + 10 {
+            sh.push(created(&format!("f{i}")));
+        }
+        assert_eq!(sh.queue.borrow().len(), QUEUE_CAP);
+        // Room again: the marker goes before the next event.
+        assert_eq!(sh.take().flatten().unwrap().unwrap(), created("f0"));
+        sh.push(created("late"));
+        let rest = drain(&sh);
+        assert_eq!(rest.len(), QUEUE_CAP + 1);
+        assert_eq!(rest[QUEUE_CAP - 2], created(&format!("f{}", QUEUE_CAP - 1)));
+        assert_eq!(rest[QUEUE_CAP - 1], WatchEvent::Overflow);
+        assert_eq!(rest[QUEUE_CAP], created("late"));
+        // A loss with nothing after it is reported when the queue empties.
+        sh.lost.set(true);
+        assert_eq!(drain(&sh), [WatchEvent::Overflow]);
+    }
+
+    #[test]
+    fn the_end_is_none_for_a_deletion_and_one_error_otherwise() {
+        let sh = shared();
+        sh.push(created("x"));
+        sh.end.set(Some(-ENOENT));
+        assert_eq!(drain(&sh), [created("x")]);
+        assert!(matches!(sh.take(), Some(None)));
+        let sh = shared();
+        sh.end.set(Some(async_abi::AA_E_CLOSED));
+        assert!(matches!(sh.take(), Some(Some(Err(_)))));
+        assert!(matches!(sh.take(), Some(None)));
+    }
+
+    #[test]
+    fn errors_name_the_path_and_keep_the_kind() {
+        let p = Path::new("/w");
+        let e = unsupported(p, "mine");
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        assert_eq!(
+            e.to_string(),
+            "cannot watch /w: reactor \"mine\" lacks AA_CAP_FS_WATCH"
+        );
+        let e = watch_error(p, -13);
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            e.to_string(),
+            "cannot watch /w: Permission denied (os error 13)"
+        );
+        let e = watch_error(p, AA_E_INVALID);
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+}

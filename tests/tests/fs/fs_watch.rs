@@ -2,11 +2,15 @@
 //! their names, read in a loop; a wait bounded by `until`; the watcher as
 //! an awaitable; the end of the watch; the bounded queue.
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use async_std_api::fs::{self, WatchEvent, Watcher};
 use async_std_api::{run, spawn, timeout, Awaitable};
+
+use tests::support::{join_cancelled, yield_until_waiting};
 
 use crate::scratch::Scratch;
 
@@ -214,6 +218,60 @@ fn d31_changes_beyond_the_queue_become_one_overflow_event() {
         fs::write(root.join("after"), "")?;
         let (_, skipped) = next_matching(&w, |e| *e == WatchEvent::Created(name("after")));
         assert!(skipped.is_empty(), "{skipped:?}");
+        Ok(())
+    })
+    .unwrap()
+    .unwrap();
+}
+
+#[test]
+fn d31_a_watched_file_reports_its_own_changes_with_an_empty_name() {
+    let dir = Scratch::new("watch-file");
+    let path = dir.join("f");
+    std::fs::write(&path, "x").unwrap();
+    run(move || -> io::Result<()> {
+        let w = fs::watch(&path)?;
+        assert_eq!(w.path(), path);
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&path)?
+            .write_all(b"y")?;
+        let (ev, _) = next_matching(&w, |_| true);
+        assert_eq!(ev, WatchEvent::Modified(name("")));
+        fs::remove_file(&path)?;
+        let rest: Vec<WatchEvent> = (&w).collect::<io::Result<_>>()?;
+        assert_eq!(
+            rest.last(),
+            Some(&WatchEvent::Removed(name(""))),
+            "{rest:?}"
+        );
+        Ok(())
+    })
+    .unwrap()
+    .unwrap();
+}
+
+#[test]
+fn d31_a_cancelled_reader_takes_no_event_and_the_watcher_stays_usable() {
+    let dir = Scratch::new("watch-cancel");
+    let root = dir.path().to_owned();
+    run(move || -> io::Result<()> {
+        let w = Rc::new(fs::watch(&root)?);
+        let got: Rc<RefCell<Option<io::Error>>> = Rc::default();
+        let (rw, g) = (w.clone(), got.clone());
+        let reader = spawn(move || {
+            let r = (&*rw).next().expect("not ended");
+            *g.borrow_mut() = r.err();
+        });
+        yield_until_waiting(&[&reader.coroutine()]);
+        reader.cancel();
+        join_cancelled(reader);
+        let err = got.take().expect("the reader got an error");
+        assert!(async_std_api::io::cancelled(&err).is_some(), "{err}");
+        fs::write(root.join("later"), "")?;
+        let (ev, skipped) = next_matching(&w, |_| true);
+        assert_eq!(ev, WatchEvent::Created(name("later")));
+        assert!(skipped.is_empty());
         Ok(())
     })
     .unwrap()
