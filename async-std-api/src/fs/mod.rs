@@ -49,7 +49,8 @@
 //!   the disk, they run on the pool through a buffer of the file's own, at
 //!   most 2 MiB per call (a larger request is a short read or write, as
 //!   `Read` and `Write` allow).
-//! - A [`File`] keeps its cursor itself (as tokio's and monoio's do), so a
+//! - A [`File`] keeps its cursor itself (as tokio's does; io_uring
+//!   runtimes such as monoio read files at offsets only), so a
 //!   read or write that is cancelled leaves it where it was (D-31).
 //!
 //! # Cancellation
