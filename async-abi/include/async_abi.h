@@ -19,6 +19,15 @@
  * min(theirs, ours) bytes into a zeroed value, so missing trailing slots are
  * NULL. A new major is a new entry symbol name.
  *
+ * Minor 1 (1.1) appended: datagram requests (AA_IO_RECVFROM, AA_IO_SENDTO,
+ * AA_IO_PEEK; AA_CAP_IO_DGRAM), file requests (AA_IO_OPENAT .. AA_IO_MKDIRAT
+ * with AaStat; AA_CAP_IO_FILE; AA_IO_FTRUNCATE, AA_CAP_IO_FTRUNCATE), the
+ * AaIoOp fields after `result`, the vtable slot instance_caps. A reactor
+ * accepts an AaIoOp of struct_size >= offsetof(AaIoOp, path) (1.0) and
+ * answers AA_E_UNSUPPORTED for an opcode it does not run; a host reads only
+ * the AA_CAPS_V1_0 bits of a reactor whose iface_minor is 0, so it never
+ * sends a 1.1 request to a 1.0 reactor.
+ *
  * Entry symbols, one per plugin role, of type AaPluginEntryFn:
  */
 #define AA_SCHEDULER_ENTRY_SYMBOL "aa_scheduler_entry_v1"
@@ -38,7 +47,8 @@
  * AA-R4 Asynchronous close: after close(ev, on_closed, ud) the only callback
  *       is one on_closed, from a later run_once; pending operations complete
  *       first with -ECANCELED, or their real result if the kernel finished.
- * AA-R5 In-flight buffers: for io_submit the host keeps buf and addr alive and
+ * AA-R5 In-flight buffers: for io_submit the host keeps buf and addr (and
+ *       since 1.1 path, path2 and the AaStat of AA_IO_STATX) alive and
  *       unmoved until the request's callback has run, -ECANCELED included; a
  *       disposed pending request keeps them lent until destroy returns AA_OK.
  * AA-R6 Descriptors: a reactor closes only descriptors it opened, or those
@@ -59,7 +69,16 @@
 #define AA_ABI_MAJOR 1
 
 // The minor version of this ABI: additions only, see the module doc.
-#define AA_ABI_MINOR 0
+//
+// - 1.0: the first stable version.
+// - 1.1: datagram requests (`AA_IO_RECVFROM`, `AA_IO_SENDTO`, the
+//   `AA_IO_PEEK` flag, `AA_CAP_IO_DGRAM`); file requests (`AA_IO_OPENAT`,
+//   `AA_IO_STATX` with `AaStat`, `AA_IO_FSYNC`, `AA_IO_UNLINKAT`,
+//   `AA_IO_RENAMEAT`, `AA_IO_MKDIRAT`, `AA_CAP_IO_FILE`;
+//   `AA_IO_FTRUNCATE`, `AA_CAP_IO_FTRUNCATE`); the `AaIoOp` fields
+//   `path`, `path2`, `fd2`, `open_flags`, `mode`; the vtable slot
+//   `instance_caps`; `AA_CAPS_V1_0`.
+#define AA_ABI_MINOR 1
 
 // The plugin is a scheduler: its interface is `"aa.scheduler.v1"`.
 #define AA_ROLE_SCHEDULER 1
@@ -113,6 +132,28 @@
 // readiness plus a system call.
 #define AA_CAP_IO_NATIVE (1 << 9)
 
+// Capability (1.1): datagram requests, `AA_IO_RECVFROM` and `AA_IO_SENDTO`
+// on UDP and Unix datagram sockets, and `AA_IO_PEEK`.
+#define AA_CAP_IO_DGRAM (1 << 10)
+
+// Capability (1.1): file requests that never block the loop:
+// `AA_IO_OPENAT`, `AA_IO_STATX`, `AA_IO_FSYNC`, `AA_IO_UNLINKAT`,
+// `AA_IO_RENAMEAT`, `AA_IO_MKDIRAT`. A readiness reactor does not set it
+// (regular files are always "ready" and their system calls block); the
+// host then runs these on its blocking pool.
+#define AA_CAP_IO_FILE (1 << 11)
+
+// Capability (1.1): `AA_IO_FTRUNCATE` without blocking the loop (io_uring
+// since Linux 6.9).
+#define AA_CAP_IO_FTRUNCATE (1 << 12)
+
+// Every capability bit ABI 1.0 defined. From a reactor whose vtable says
+// `iface_minor` 0, a host reads only these bits of `caps`.
+#define AA_CAPS_V1_0 ((1 << 10) - 1)
+
+// Every capability bit ABI 1.1 defines.
+#define AA_CAPS_V1_1 ((1 << 13) - 1)
+
 // Event kind: a timer, [`AaTimerCb`].
 #define AA_EVENT_TIMER 1
 
@@ -164,7 +205,8 @@
 #define AA_POLL_HUP (1 << 3)
 
 // Read up to `len` bytes into `buf` (`recv` on a socket). Result: bytes
-// read, 0 at end of stream.
+// read, 0 at end of stream. With `AA_IO_PEEK` in `op_flags` (1.1, sockets
+// only) the data is left queued (`MSG_PEEK`).
 #define AA_IO_READ 1
 
 // Write up to `len` bytes from `buf` (`send` on a socket, never raising
@@ -187,10 +229,87 @@
 // mistaken for the old one.
 #define AA_IO_CLOSE 5
 
+// 1.1, `AA_CAP_IO_DGRAM`. Receive one datagram (or stream data) on the
+// socket `fd` into `buf` (`len` bytes; a longer datagram is truncated, as
+// `recvfrom` does), writing the sender's address and its length to `addr`
+// if it is not NULL (length 0: the sender has no address, an unbound Unix
+// socket). `AA_IO_PEEK` leaves the datagram queued. Result: bytes received.
+// UDP and Unix datagram sockets; `AaSockAddr` holds a `sockaddr_un`.
+#define AA_IO_RECVFROM 6
+
+// 1.1, `AA_CAP_IO_DGRAM`. Send `len` bytes of `buf` as one datagram to
+// `addr` from the socket `fd` (`sendto`, never raising `SIGPIPE`). `addr`
+// may be NULL on a connected socket. Result: bytes sent.
+#define AA_IO_SENDTO 7
+
+// 1.1, `AA_CAP_IO_FILE`. Open `path` (relative to the directory `fd`, or
+// [`AA_IO_CWD`]) with `open_flags` (the platform's `O_*` values; the
+// reactor adds `O_CLOEXEC`) and `mode` (for `O_CREAT`/`O_TMPFILE`).
+// Result: the new descriptor, owned by the host. If the request was
+// disposed before the open completed, the reactor closes the descriptor;
+// a cancelled open that completed anyway reports the descriptor, which the
+// host then owns.
+#define AA_IO_OPENAT 8
+
+// 1.1, `AA_CAP_IO_FILE`. Read the metadata of `path` (relative to `fd` or
+// [`AA_IO_CWD`]), or of the descriptor `fd` itself when `path` is empty,
+// into the [`AaStat`] at `buf` (`len` is `sizeof(AaStat)` as the host was
+// compiled, at least the 1.1 size; `buf` aligned for it). A final symbolic
+// link is followed unless `op_flags` has `AA_IO_NOFOLLOW`. Result: 0.
+#define AA_IO_STATX 9
+
+// 1.1, `AA_CAP_IO_FILE`. Flush the file `fd` to its device (`fsync`, or
+// `fdatasync` with `AA_IO_DATASYNC`). Result: 0.
+#define AA_IO_FSYNC 10
+
+// 1.1, `AA_CAP_IO_FILE`. Remove the name `path` (relative to `fd` or
+// [`AA_IO_CWD`]): a file, or an empty directory with `AA_IO_REMOVEDIR`.
+// Result: 0.
+#define AA_IO_UNLINKAT 11
+
+// 1.1, `AA_CAP_IO_FILE`. Rename `path` (relative to `fd`) to `path2`
+// (relative to `fd2`), replacing what `path2` named (`renameat`). Result:
+// 0.
+#define AA_IO_RENAMEAT 12
+
+// 1.1, `AA_CAP_IO_FILE`. Make the directory `path` (relative to `fd` or
+// [`AA_IO_CWD`]) with the permission bits `mode` (less the umask). Result:
+// 0.
+#define AA_IO_MKDIRAT 13
+
+// 1.1, `AA_CAP_IO_FTRUNCATE`. Set the length of the file `fd` to `offset`
+// bytes (`ftruncate`; `offset` >= 0). Result: 0.
+#define AA_IO_FTRUNCATE 14
+
 // `io_submit` flag: the reactor may complete the request before returning,
 // writing the result to `AaIoOp::result` and returning `AA_DONE` (no event,
 // no callback). Without it, the result always comes through the callback.
 #define AA_IO_TRY_INLINE (1 << 0)
+
+// `AaIoOp::op_flags` bit (1.1): leave the data queued (`MSG_PEEK`). Valid
+// for `AA_IO_READ` on a socket and for `AA_IO_RECVFROM`; `AA_E_INVALID`
+// elsewhere.
+#define AA_IO_PEEK (1 << 0)
+
+// `AaIoOp::op_flags` bit (1.1): `AA_IO_FSYNC` flushes the data and only the
+// metadata needed to read it back (`fdatasync`).
+#define AA_IO_DATASYNC (1 << 1)
+
+// `AaIoOp::op_flags` bit (1.1): `AA_IO_UNLINKAT` removes a directory
+// (`AT_REMOVEDIR`).
+#define AA_IO_REMOVEDIR (1 << 2)
+
+// `AaIoOp::op_flags` bit (1.1): `AA_IO_STATX` does not follow a final
+// symbolic link (`AT_SYMLINK_NOFOLLOW`).
+#define AA_IO_NOFOLLOW (1 << 3)
+
+// `AaIoOp::fd` and `fd2` value (1.1): a path request's path is relative to
+// the current directory. Equal to Linux's `AT_FDCWD`.
+#define AA_IO_CWD -100
+
+// `AaStat::valid` bit (1.1): `btime` holds the file's creation time (not
+// every filesystem records one).
+#define AA_STAT_BTIME (1 << 0)
 
 // Capability bit of [`AaSchedulerVTable::caps`]: `suspend` honours
 // `AA_WAIT_YIELD` in [`AaWaitInfo::flags`], so a yield is one call instead
@@ -407,9 +526,12 @@ typedef void (*AaTriggerCb)(AaEvent *ev, AaStatus status, void *ud);
 
 // A socket address in the platform's `struct sockaddr_*` layout.
 //
-// `storage` holds a `struct sockaddr_in` or `struct sockaddr_in6` (or any
-// `struct sockaddr` that fits), aligned for all of them; `len` is the number
-// of valid bytes, the `socklen_t` the system calls take and return.
+// `storage` holds a `struct sockaddr_in`, `struct sockaddr_in6` or (for
+// the datagram requests of ABI 1.1 on Unix sockets) `struct sockaddr_un`,
+// 110 bytes on Linux, or any `struct sockaddr` that fits, aligned for all
+// of them; `len` is the number of valid bytes, the `socklen_t` the system
+// calls take and return. A Unix address may be abstract (a leading NUL in
+// `sun_path`) or unnamed (`len` 0 or just the family).
 typedef struct {
   // Valid bytes in `storage`.
   uint32_t len;
@@ -419,31 +541,63 @@ typedef struct {
   uint64_t storage[16];
 } AaSockAddr;
 
+// A borrowed byte string (paths, names): pointer and length, any bytes.
+typedef struct {
+  // First byte, or NULL when `len` is 0.
+  const uint8_t *ptr;
+  // Length in bytes.
+  size_t len;
+} AaBytes;
+
 // One I/O request, as passed to `io_submit`.
+//
+// Grows only at the end (see the module doc): the fields after `result`
+// are ABI 1.1, and `offsetof(AaIoOp, path)` is the size of a 1.0 request.
 typedef struct {
   // `sizeof(AaIoOp)` as the host was compiled.
   uint32_t struct_size;
   // One of the `AA_IO_*` operation codes.
   uint32_t opcode;
-  // The descriptor the request acts on.
+  // The descriptor the request acts on; for a path request, the
+  // directory `path` is relative to, or `AA_IO_CWD`.
   AaOsHandle fd;
-  // Data buffer for `AA_IO_READ` and `AA_IO_WRITE`; owned by the request
+  // Data buffer for `AA_IO_READ`, `AA_IO_WRITE`, `AA_IO_RECVFROM` and
+  // `AA_IO_SENDTO`; the `AaStat` of `AA_IO_STATX`. Owned by the request
   // until its callback has run (AA-R5).
   uint8_t *buf;
   // Length of `buf` in bytes.
   size_t len;
-  // File offset, or -1 for the current position / a stream.
+  // File offset, or -1 for the current position / a stream;
+  // `AA_IO_FTRUNCATE`: the new length.
   int64_t offset;
-  // `AA_IO_CONNECT`: the address to connect to. `AA_IO_ACCEPT`: where the
-  // peer address is written, or NULL. Owned by the request (AA-R5).
+  // `AA_IO_CONNECT`, `AA_IO_SENDTO`: the address to connect or send to.
+  // `AA_IO_ACCEPT`, `AA_IO_RECVFROM`: where the peer address is written,
+  // or NULL. Owned by the request (AA-R5).
   AaSockAddr *addr;
-  // Zero; reserved for per-operation flags.
+  // `AA_IO_PEEK`, `AA_IO_DATASYNC`, `AA_IO_REMOVEDIR`, `AA_IO_NOFOLLOW`
+  // (1.1), each valid only for the opcodes it names; zero otherwise. An
+  // unknown or misplaced bit is `AA_E_INVALID`.
   uint32_t op_flags;
   // Zero.
   uint32_t _reserved;
   // Out: the result of a request completed inline (`AA_DONE`): bytes,
   // a descriptor, 0, or `-errno`.
   int64_t result;
+  // 1.1: the path of `AA_IO_OPENAT`, `AA_IO_STATX`, `AA_IO_UNLINKAT`,
+  // `AA_IO_MKDIRAT`, and the old path of `AA_IO_RENAMEAT`: bytes, not
+  // NUL-terminated, no NUL inside. Owned by the request (AA-R5).
+  AaBytes path;
+  // 1.1: the new path of `AA_IO_RENAMEAT`, relative to `fd2`. Owned by
+  // the request (AA-R5).
+  AaBytes path2;
+  // 1.1: the directory `path2` is relative to, or `AA_IO_CWD`.
+  AaOsHandle fd2;
+  // 1.1: `AA_IO_OPENAT`'s `open(2)` flags, the platform's values
+  // (`O_RDONLY`, `O_CREAT | O_EXCL`, ...); the reactor adds `O_CLOEXEC`.
+  uint32_t open_flags;
+  // 1.1: the permission bits of `AA_IO_OPENAT` (with `O_CREAT`) and
+  // `AA_IO_MKDIRAT`, less the process umask.
+  uint32_t mode;
 } AaIoOp;
 
 // Called once when a request completes: `result` is bytes, a descriptor or
@@ -471,14 +625,6 @@ typedef struct {
 // Called once when the process exits (`status == 0`) or the watch fails or
 // is cancelled (`status < 0`, `exit` then NULL). `[loop]`
 typedef void (*AaProcessCb)(AaEvent *ev, AaStatus status, const AaExitStatus *exit, void *ud);
-
-// A borrowed byte string (paths, names): pointer and length, any bytes.
-typedef struct {
-  // First byte, or NULL when `len` is 0.
-  const uint8_t *ptr;
-  // Length in bytes.
-  size_t len;
-} AaBytes;
 
 // Called for each change (`status == 0`) with the entry's name relative to
 // the watched directory (empty for the watched file itself; valid only
@@ -620,6 +766,13 @@ typedef struct {
                           AaDnsCb cb,
                           void *ud,
                           AaEvent **out);
+  // 1.1. The capabilities of this reactor instance: `caps` less what the
+  // running kernel lacks (an io_uring reactor on a kernel without
+  // `IORING_OP_FTRUNCATE` clears `AA_CAP_IO_FTRUNCATE`); never a bit
+  // `caps` lacks. Constant for the instance's life. NULL (a 1.0 reactor):
+  // the instance has `caps`. A reactor asked for a request its instance
+  // lacks answers `AA_E_UNSUPPORTED`. `[loop]`
+  uint64_t (*instance_caps)(const AaReactor *r);
 } AaReactorVTable;
 
 // Creation parameters for a scheduler.
@@ -806,6 +959,58 @@ typedef struct {
   // `cap > 0`) and returns its full length. `[loop]`
   size_t (*last_error_message)(const AaScheduler *s, uint8_t *buf, size_t cap);
 } AaSchedulerVTable;
+
+// A point in time as seconds and nanoseconds since the Unix epoch (1.1).
+typedef struct {
+  // Whole seconds; negative before 1970.
+  int64_t sec;
+  // Nanoseconds, 0 to 999,999,999.
+  uint32_t nsec;
+  // Zero.
+  uint32_t _reserved;
+} AaTimespec;
+
+// The metadata `AA_IO_STATX` writes (1.1): the fields `std::fs::Metadata`
+// and `std::os::unix::fs::MetadataExt` report, in fixed-width integers.
+//
+// An ABI struct rather than the kernel's `struct statx`, so a host and a
+// reactor need no Linux header and a reactor on another system can fill
+// it. The io_uring reactor receives the kernel's `statx` into its own
+// memory and converts it on completion. Grows only at the end: the host
+// zeroes the buffer and passes its size in `AaIoOp::len`; a reactor writes
+// `min(len, its sizeof(AaStat))` bytes.
+typedef struct {
+  // `AA_STAT_*` bits: which optional fields hold values.
+  uint32_t valid;
+  // File type and permission bits, as `st_mode` (`S_IFREG | 0644`).
+  uint32_t mode;
+  // Number of hard links.
+  uint64_t nlink;
+  // Owner's user id.
+  uint32_t uid;
+  // Owner's group id.
+  uint32_t gid;
+  // Size in bytes.
+  uint64_t size;
+  // Allocated size in 512-byte blocks.
+  uint64_t blocks;
+  // Preferred I/O block size.
+  uint64_t blksize;
+  // Inode number.
+  uint64_t ino;
+  // Device of the filesystem, as `st_dev` (`makedev(major, minor)`).
+  uint64_t dev;
+  // Device a special file stands for, as `st_rdev`.
+  uint64_t rdev;
+  // Last access.
+  AaTimespec atime;
+  // Last modification of the contents.
+  AaTimespec mtime;
+  // Last change of the metadata.
+  AaTimespec ctime;
+  // Creation, if `valid` has `AA_STAT_BTIME`; zero otherwise.
+  AaTimespec btime;
+} AaStat;
 
 // Success.
 #define AA_OK 0

@@ -26,7 +26,10 @@
 //! both before it touches anything else. Within one major version, structs and
 //! vtables only ever grow at the end, so a host copies
 //! `min(theirs, ours)` bytes into a zeroed value and reads missing trailing
-//! slots as `NULL`.
+//! slots as `NULL`; a reactor reads an [`AaIoOp`] the same way. Capability
+//! bits a later minor defines count only from a plugin of that minor
+//! ([`AA_CAPS_V1_0`]), so an older plugin is never sent a request it cannot
+//! know. ABI 1.1 added datagram and file requests (see [`io_op`]).
 //!
 //! # Ownership rules (numbered; code and tests cite them)
 //!
@@ -46,10 +49,12 @@
 //!   and no accepted descriptor is lost).
 //! - **AA-R5 In-flight buffers.** For `io_submit`, the host keeps the buffer
 //!   and address alive and unmoved until that operation's callback has run,
-//!   including when it completes with `-ECANCELED`. Cancelling never shortens
-//!   this. If the host *disposes* a pending request, it gets no callback, so
-//!   the buffer stays lent until `destroy` returns `AA_OK`; to get a buffer
-//!   back earlier, cancel the request and wait for its callback.
+//!   including when it completes with `-ECANCELED`; since ABI 1.1 the same
+//!   holds for every memory an `AaIoOp` points to (`path`, `path2`, the
+//!   `AaStat` of `AA_IO_STATX`). Cancelling never shortens this. If the host
+//!   *disposes* a pending request, it gets no callback, so the buffer stays
+//!   lent until `destroy` returns `AA_OK`; to get a buffer back earlier,
+//!   cancel the request and wait for its callback.
 //! - **AA-R6 Descriptors.** A reactor never closes a descriptor it did not
 //!   open, unless asked to by `AA_IO_CLOSE` or the `AA_EVF_OWNS_FD` flag.
 //! - **AA-R7 Static strings.** Descriptor and vtable pointers, names and

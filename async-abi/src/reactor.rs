@@ -19,6 +19,11 @@
 //! Required slots: everything up to and including `dispose`. The rest may
 //! be NULL (the host reports `AA_E_UNSUPPORTED` for that kind); `caps` says
 //! which kinds are present.
+//!
+//! Capability bits of a later minor are meaningful only from a plugin that
+//! declares that minor: a host ignores the bits outside
+//! [`AA_CAPS_V1_0`] in the `caps` of a reactor whose vtable says
+//! `iface_minor` 0, so it never sends a 1.1 opcode to a 1.0 reactor.
 
 use core::ffi::c_void;
 
@@ -57,6 +62,24 @@ pub const AA_CAP_IO_INLINE: u64 = 1 << 8;
 /// Capability: the reactor completes I/O natively (io_uring), not by
 /// readiness plus a system call.
 pub const AA_CAP_IO_NATIVE: u64 = 1 << 9;
+/// Capability (1.1): datagram requests, `AA_IO_RECVFROM` and `AA_IO_SENDTO`
+/// on UDP and Unix datagram sockets, and `AA_IO_PEEK`.
+pub const AA_CAP_IO_DGRAM: u64 = 1 << 10;
+/// Capability (1.1): file requests that never block the loop:
+/// `AA_IO_OPENAT`, `AA_IO_STATX`, `AA_IO_FSYNC`, `AA_IO_UNLINKAT`,
+/// `AA_IO_RENAMEAT`, `AA_IO_MKDIRAT`. A readiness reactor does not set it
+/// (regular files are always "ready" and their system calls block); the
+/// host then runs these on its blocking pool.
+pub const AA_CAP_IO_FILE: u64 = 1 << 11;
+/// Capability (1.1): `AA_IO_FTRUNCATE` without blocking the loop (io_uring
+/// since Linux 6.9).
+pub const AA_CAP_IO_FTRUNCATE: u64 = 1 << 12;
+
+/// Every capability bit ABI 1.0 defined. From a reactor whose vtable says
+/// `iface_minor` 0, a host reads only these bits of `caps`.
+pub const AA_CAPS_V1_0: u64 = (1 << 10) - 1;
+/// Every capability bit ABI 1.1 defines.
+pub const AA_CAPS_V1_1: u64 = (1 << 13) - 1;
 
 /// Creation parameters for a reactor.
 #[repr(C)]
@@ -255,6 +278,14 @@ pub struct AaReactorVTable {
             out: *mut *mut AaEvent,
         ) -> AaStatus,
     >,
+
+    /// 1.1. The capabilities of this reactor instance: `caps` less what the
+    /// running kernel lacks (an io_uring reactor on a kernel without
+    /// `IORING_OP_FTRUNCATE` clears `AA_CAP_IO_FTRUNCATE`); never a bit
+    /// `caps` lacks. Constant for the instance's life. NULL (a 1.0 reactor):
+    /// the instance has `caps`. A reactor asked for a request its instance
+    /// lacks answers `AA_E_UNSUPPORTED`. `[loop]`
+    pub instance_caps: Option<unsafe extern "C" fn(r: *const AaReactor) -> u64>,
 }
 
 // SAFETY: a vtable is immutable static data (AA-R7) holding only function

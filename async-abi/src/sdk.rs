@@ -8,12 +8,15 @@
 //!   callback, so the application's one subscriber sees plugin records with
 //!   their own target, file and line;
 //! - [`options`] and [`copy_message`]: reading `AaKv` options and answering
-//!   `last_error_message`.
+//!   `last_error_message`;
+//! - [`request`]: reading an `AaIoOp` under the compatibility rule (a 1.0
+//!   host's shorter struct included) and checking it per opcode.
 //!
 //! A plugin statically linked into the host uses the same code: the host API
 //! it is given logs into the same subscriber, so nothing changes.
 
 pub mod dns;
+pub mod request;
 pub mod signal;
 
 use std::any::Any;

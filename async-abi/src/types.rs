@@ -67,6 +67,22 @@ pub struct AaBytes {
     pub len: usize,
 }
 
+impl AaBytes {
+    /// The empty byte string.
+    pub const EMPTY: AaBytes = AaBytes {
+        ptr: core::ptr::null(),
+        len: 0,
+    };
+
+    /// Borrows a Rust byte slice. The result is valid while `b` is.
+    pub const fn from_slice(b: &[u8]) -> AaBytes {
+        AaBytes {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        }
+    }
+}
+
 /// One backend-specific option, `"uring.sq_entries" = "256"`.
 ///
 /// Options let tuning pass through without ABI changes. A key is
@@ -91,9 +107,12 @@ pub type AaOsHandle = i64;
 
 /// A socket address in the platform's `struct sockaddr_*` layout.
 ///
-/// `storage` holds a `struct sockaddr_in` or `struct sockaddr_in6` (or any
-/// `struct sockaddr` that fits), aligned for all of them; `len` is the number
-/// of valid bytes, the `socklen_t` the system calls take and return.
+/// `storage` holds a `struct sockaddr_in`, `struct sockaddr_in6` or (for
+/// the datagram requests of ABI 1.1 on Unix sockets) `struct sockaddr_un`,
+/// 110 bytes on Linux, or any `struct sockaddr` that fits, aligned for all
+/// of them; `len` is the number of valid bytes, the `socklen_t` the system
+/// calls take and return. A Unix address may be abstract (a leading NUL in
+/// `sun_path`) or unnamed (`len` 0 or just the family).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct AaSockAddr {
@@ -119,4 +138,18 @@ impl AaSockAddr {
 pub struct AaPluginCtx {
     _opaque: [u8; 0],
     _not_send: PhantomData<*mut c_void>,
+}
+
+#[cfg(all(test, feature = "plugin"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_socket_address_of_the_platform_fits_in_aa_sock_addr() {
+        let room = core::mem::size_of_val(&AaSockAddr::EMPTY.storage);
+        assert_eq!(room, core::mem::size_of::<libc::sockaddr_storage>());
+        assert!(core::mem::size_of::<libc::sockaddr_un>() <= room);
+        assert!(core::mem::size_of::<libc::sockaddr_in6>() <= room);
+        assert!(core::mem::align_of::<AaSockAddr>() >= core::mem::align_of::<libc::sockaddr_un>());
+    }
 }

@@ -12,7 +12,16 @@
 pub const AA_ABI_MAJOR: u16 = 1;
 
 /// The minor version of this ABI: additions only, see the module doc.
-pub const AA_ABI_MINOR: u16 = 0;
+///
+/// - 1.0: the first stable version.
+/// - 1.1: datagram requests (`AA_IO_RECVFROM`, `AA_IO_SENDTO`, the
+///   `AA_IO_PEEK` flag, `AA_CAP_IO_DGRAM`); file requests (`AA_IO_OPENAT`,
+///   `AA_IO_STATX` with `AaStat`, `AA_IO_FSYNC`, `AA_IO_UNLINKAT`,
+///   `AA_IO_RENAMEAT`, `AA_IO_MKDIRAT`, `AA_CAP_IO_FILE`;
+///   `AA_IO_FTRUNCATE`, `AA_CAP_IO_FTRUNCATE`); the `AaIoOp` fields
+///   `path`, `path2`, `fd2`, `open_flags`, `mode`; the vtable slot
+///   `instance_caps`; `AA_CAPS_V1_0`.
+pub const AA_ABI_MINOR: u16 = 1;
 
 /// The entry symbol a scheduler plugin exports, with its terminating NUL.
 ///

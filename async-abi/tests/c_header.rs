@@ -106,7 +106,40 @@ fn layout_asserts() -> String {
             addr,
             op_flags,
             _reserved,
-            result
+            result,
+            path,
+            path2,
+            fd2,
+            open_flags,
+            mode
+        }
+    );
+    layout!(
+        o,
+        AaTimespec {
+            sec,
+            nsec,
+            _reserved
+        }
+    );
+    layout!(
+        o,
+        AaStat {
+            valid,
+            mode,
+            nlink,
+            uid,
+            gid,
+            size,
+            blocks,
+            blksize,
+            ino,
+            dev,
+            rdev,
+            atime,
+            mtime,
+            ctime,
+            btime
         }
     );
     layout!(o, AaExitStatus { code, signal });
@@ -146,6 +179,7 @@ fn layout_asserts() -> String {
             process_new,
             fs_watch_new,
             dns_resolve,
+            instance_caps,
         }
     );
     layout!(

@@ -181,6 +181,7 @@ static IDLE_REACTOR: AaReactorVTable = AaReactorVTable {
     process_new: None,
     fs_watch_new: None,
     dns_resolve: None,
+    instance_caps: None,
 };
 
 struct Sched {

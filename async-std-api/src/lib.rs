@@ -112,12 +112,14 @@
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
 //! | files, directories, filesystem events (the design's file and fs-watch event descriptors) | [`fs::File`], [`fs::OpenOptions`], [`fs::read`], [`fs::write`], [`fs::read_dir`], ... (std's names); [`fs::watch`] `->` [`fs::Watcher`] | reads and writes are ring operations on io_uring, the blocking pool elsewhere; the file keeps its cursor, so a cancelled read or write leaves it; a watcher is read in a loop, bounded with `next_until`, and is an [`Awaitable`] (D-31) |
-//! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`] with `std::io::Read`/`Write` | existing synchronous code works unchanged |
-//! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned |
+//! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`], [`net::UnixStream`], [`net::UnixListener`], [`net::UnixDatagram`] with `std::io::Read`/`Write` and std's methods | existing synchronous code works unchanged (D-33) |
+//! | the poll event descriptor (the design) | [`io::Async`] over any non-blocking descriptor: `readable`, `writable`, `read_with`, `write_with` | sockets and pipes made by other crates, driven without blocking (D-33) |
+//! | the DNS event descriptor (the design) | [`net::lookup_host`], and host names in every socket constructor ([`net::ToSocketAddrs`]) | resolved by the reactor or the pool while only the caller suspends (D-34) |
+//! | `DeferredResume`, `Future`, `Channel` (the design and the RFC's future scope) | [`sync::Deferred`] + [`sync::Resolver`], [`sync::Future`] + [`sync::Promise`], [`sync::channel`] / [`sync::unbounded`] | `Deferred`/`Future` are `until` triggers and combinator inputs, a `Receiver` a combinator input; a future's outcome is shared, not cloned; [`sync::ThreadResolver`] and [`sync::ThreadSender`] reach them from other threads through the reactor's trigger (D-35) |
 //! | locks and signals between coroutines | [`sync::Mutex`], [`sync::RwLock`], [`sync::Semaphore`], [`sync::Notify`], [`sync::Barrier`] | FIFO hand-off (no barging); a wait granted before its cancellation completes (D-29); a wait nothing can complete is a deadlock naming the primitive |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //!
-//! Not offered: `getTrace`, UDP and Unix sockets, DNS without blocking.
+//! Not offered: `getTrace`.
 //!
 //! # Configuration
 //!

@@ -209,27 +209,12 @@ pub(crate) enum IoPhase {
     Done,
 }
 
-/// The operation of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Opcode {
-    /// `AA_IO_READ`.
-    Read,
-    /// `AA_IO_WRITE`.
-    Write,
-    /// `AA_IO_ACCEPT`.
-    Accept,
-    /// `AA_IO_CONNECT`.
-    Connect,
-    /// `AA_IO_CLOSE`.
-    Close,
-}
-
-impl Opcode {
-    /// Whether the request waits for readability (else writability).
-    pub(crate) fn reads(self) -> bool {
-        matches!(self, Opcode::Read | Opcode::Accept)
-    }
-}
+/// The operation of a request: the SDK's, so both reactors and the SDK's
+/// reader of `AaIoOp` name opcodes alike. This reactor runs the socket
+/// requests and the datagram ones (1.1); `ffi.rs` refuses the file requests
+/// with `AA_E_UNSUPPORTED` (`AA_CAP_IO_FILE` is not set: regular files are
+/// not pollable).
+pub(crate) use async_abi::sdk::request::Opcode;
 
 /// A request, converted from `AaIoOp` by `ffi.rs`.
 #[derive(Debug)]
@@ -242,10 +227,13 @@ pub(crate) struct Request {
     pub(crate) buf: HostBuf,
     /// File offset, -1 for the current position or a stream.
     pub(crate) offset: i64,
-    /// Accept: where to write the peer address.
+    /// Accept, recvfrom: where to write the peer address.
     pub(crate) peer: Option<HostAddr>,
-    /// Connect: the reactor's copy of the address.
+    /// Connect, sendto: the reactor's copy of the address.
     pub(crate) target: Option<Box<AaSockAddr>>,
+    /// `AA_IO_PEEK`: leave the data queued (a read or recvfrom on a
+    /// socket).
+    pub(crate) peek: bool,
 }
 
 impl Event {

@@ -42,7 +42,7 @@ use async_abi::*;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::event::{Event, Opcode, Request, EVENT_MAGIC};
+use crate::event::{Event, Request, EVENT_MAGIC};
 use crate::ops::Submitted;
 use crate::reactor::Reactor;
 use crate::sys::dns::Hints;
@@ -273,7 +273,9 @@ unsafe extern "C" fn get_interface(_ctx: *mut AaPluginCtx, id: AaStr) -> *const 
 // The vtable
 // ---------------------------------------------------------------------------
 
-/// Capabilities: every event kind of the ABI, and inline completion.
+/// Capabilities: every event kind of the ABI, inline completion, and
+/// datagram requests; not file requests (regular files are not pollable, so
+/// their system calls would block the loop).
 const CAPS: u64 = AA_CAP_TIMER
     | AA_CAP_POLL
     | AA_CAP_IO
@@ -282,7 +284,8 @@ const CAPS: u64 = AA_CAP_TIMER
     | AA_CAP_SIGNAL
     | AA_CAP_PROCESS
     | AA_CAP_FS_WATCH
-    | AA_CAP_DNS;
+    | AA_CAP_DNS
+    | AA_CAP_IO_DGRAM;
 
 static VTABLE: AaReactorVTable = AaReactorVTable {
     hdr: AaIfaceHeader {
@@ -313,6 +316,7 @@ static VTABLE: AaReactorVTable = AaReactorVTable {
     process_new: Some(process_new),
     fs_watch_new: Some(fs_watch_new),
     dns_resolve: Some(dns_resolve),
+    instance_caps: Some(instance_caps),
 };
 
 // ---------------------------------------------------------------------------
@@ -521,6 +525,12 @@ unsafe extern "C" fn alive(r: *const AaReactor) -> u32 {
     })
 }
 
+/// Every instance has the plugin's capabilities: epoll needs nothing a
+/// kernel may lack beyond what `create` checks.
+unsafe extern "C" fn instance_caps(_r: *const AaReactor) -> u64 {
+    CAPS
+}
+
 unsafe extern "C" fn now_ns(r: *const AaReactor) -> u64 {
     sdk::guard_or("reactor-mio now_ns", 0, || {
         // SAFETY: F1.
@@ -663,87 +673,48 @@ fn to_fd(what: &str, fd: AaOsHandle) -> Result<i32> {
         .ok_or_else(|| Error::new(-libc::EBADF, format!("{what}: fd {fd} is not a descriptor")))
 }
 
-/// Converts an `AaIoOp` into a [`Request`] (AA-R2: the op itself is
-/// copied; its buffer and address are borrowed until the callback, AA-R5).
+/// Converts an `AaIoOp` into a [`Request`] (AA-R2: the op itself is read
+/// through the SDK, which copies `min(struct_size, ours)` bytes, so a 1.0
+/// host's shorter op is served; its buffer and address are borrowed until
+/// the callback, AA-R5). File requests are refused: this reactor does not
+/// run them (`AA_CAP_IO_FILE`, `AA_CAP_IO_FTRUNCATE` are not set).
 ///
 /// # Safety
 ///
-/// `op` must be valid for the call; its `buf` and `addr` must follow AA-R5.
-unsafe fn to_request(op: &AaIoOp) -> Result<Request> {
-    if (op.struct_size as usize) < size_of::<AaIoOp>() {
-        return Err(Error::invalid(format!(
-            "io_submit: op struct_size {} is smaller than {}",
-            op.struct_size,
-            size_of::<AaIoOp>()
-        )));
+/// `op` must be valid for its `struct_size` bytes for the call; its `buf`
+/// and `addr` must follow AA-R5.
+unsafe fn to_request(op: *const AaIoOp) -> Result<Request> {
+    // SAFETY: forwarded (the SDK reads within `struct_size`).
+    let req = unsafe { sdk::request::read(op) }.map_err(|r| Error::new(r.status, r.message))?;
+    if CAPS & req.opcode.capability() == 0 {
+        return Err(Error::new(
+            AA_E_UNSUPPORTED,
+            format!(
+                "io_submit: {} is a file request, which reactor-mio does not run \
+                 (regular files are not pollable; the host runs it on its blocking pool)",
+                req.opcode.name()
+            ),
+        ));
     }
-    if op.op_flags != 0 {
-        return Err(Error::invalid(format!(
-            "io_submit: unknown op_flags {:#x}",
-            op.op_flags
-        )));
-    }
-    let opcode = match op.opcode {
-        AA_IO_READ => Opcode::Read,
-        AA_IO_WRITE => Opcode::Write,
-        AA_IO_ACCEPT => Opcode::Accept,
-        AA_IO_CONNECT => Opcode::Connect,
-        AA_IO_CLOSE => Opcode::Close,
-        other => return Err(Error::invalid(format!("io_submit: unknown opcode {other}"))),
+    let peer = if req.peer.is_null() {
+        None
+    } else {
+        // SAFETY: AA-R5: the host keeps `addr` valid until the callback; the
+        // SDK checked it non-NULL and aligned.
+        Some(unsafe { HostAddr::new(req.peer) })
     };
-    let fd = to_fd("io_submit", op.fd)?;
-    let mut req = Request {
-        opcode,
-        fd,
-        // SAFETY: an empty buffer is never dereferenced.
-        buf: unsafe { HostBuf::new(ptr::null_mut(), 0) },
-        offset: -1,
-        peer: None,
-        target: None,
-    };
-    match opcode {
-        Opcode::Read | Opcode::Write => {
-            if op.buf.is_null() && op.len > 0 {
-                return Err(Error::invalid(
-                    "io_submit: NULL buffer with a non-zero length",
-                ));
-            }
-            if op.len > isize::MAX as usize || op.offset < -1 {
-                return Err(Error::invalid("io_submit: length or offset out of range"));
-            }
-            // SAFETY: AA-R5: the host keeps `buf` valid for `len` bytes until
-            // the callback runs (or the request completes inline now).
-            req.buf = unsafe { HostBuf::new(op.buf, op.len) };
-            req.offset = op.offset;
-        }
-        Opcode::Accept => {
-            if !op.addr.is_null() {
-                if !op.addr.is_aligned() {
-                    return Err(Error::invalid("io_submit: misaligned address"));
-                }
-                // SAFETY: AA-R5: the host keeps `addr` valid until the
-                // callback; it is non-NULL and aligned (checked).
-                req.peer = Some(unsafe { HostAddr::new(op.addr) });
-            }
-        }
-        Opcode::Connect => {
-            if op.addr.is_null() || !op.addr.is_aligned() {
-                return Err(Error::invalid("io_submit: connect needs an address"));
-            }
-            // SAFETY: non-NULL, aligned, valid for the call (AA-R2/AA-R5);
-            // copied so the reactor never reads host memory later.
-            let addr = unsafe { op.addr.read() };
-            if addr.len == 0 || addr.len as usize > size_of::<[u64; 16]>() {
-                return Err(Error::invalid(format!(
-                    "io_submit: address length {} is out of range",
-                    addr.len
-                )));
-            }
-            req.target = Some(Box::new(addr));
-        }
-        Opcode::Close => {}
-    }
-    Ok(req)
+    Ok(Request {
+        opcode: req.opcode,
+        fd: req.fd,
+        // SAFETY: AA-R5: the host keeps `buf` valid for `len` bytes until the
+        // callback runs (or the request completes inline now); the SDK
+        // checked a non-empty buffer non-NULL.
+        buf: unsafe { HostBuf::new(req.buf, req.len) },
+        offset: req.offset,
+        peer,
+        target: req.target.map(Box::new),
+        peek: req.has(AA_IO_PEEK),
+    })
 }
 
 unsafe extern "C" fn io_submit(
@@ -769,9 +740,8 @@ unsafe extern "C" fn io_submit(
                     flags & !AA_IO_TRY_INLINE
                 )));
             }
-            // SAFETY: `op` is non-NULL and valid for the call (AA-R2).
-            let op = unsafe { &mut *op };
-            // SAFETY: AA-R5 for the op's buffer and address.
+            // SAFETY: `op` is non-NULL and valid for its `struct_size` bytes
+            // (AA-R2); AA-R5 for its buffer and address.
             let req = unsafe { to_request(op) }?;
             let callback = HostCallback {
                 f: CallbackFn::Io(f),
@@ -779,7 +749,11 @@ unsafe extern "C" fn io_submit(
             };
             match reactor.io_submit(req, flags & AA_IO_TRY_INLINE != 0, callback)? {
                 Submitted::Done(result) => {
-                    op.result = result;
+                    // SAFETY: `result` lies in the 1.0 prefix, which every
+                    // op has (checked by `to_request`); written through the
+                    // raw pointer, as the host's struct may be shorter than
+                    // ours.
+                    unsafe { ptr::addr_of_mut!((*op).result).write(result) };
                     Ok(AA_DONE)
                 }
                 // SAFETY: `out` is non-NULL (checked) and writable.

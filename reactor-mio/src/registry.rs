@@ -5,9 +5,9 @@
 //!
 //! [`Registry`]: a slab of [`FdEntry`] indexed by [`Key`] (slot index plus
 //! generation, which is also the mio `Token`), and a map from descriptor
-//! number to key. An entry holds the pending readers (READ, ACCEPT) and
-//! writers (WRITE, CONNECT) of its descriptor in FIFO order, and the poll
-//! events watching it.
+//! number to key. An entry holds the pending readers (READ, ACCEPT,
+//! RECVFROM) and writers (WRITE, CONNECT, SENDTO) of its descriptor in FIFO
+//! order, and the poll events watching it.
 //!
 //! # Invariants
 //!
@@ -28,7 +28,8 @@
 //!   sources (reactor invariant R7).
 //! - **G6** Readiness hints (`read_hint`, `write_hint`) are false only
 //!   after an attempt in that direction would block, or came back short on
-//!   a stream socket (fewer bytes than asked: the kernel had no more); every
+//!   a stream socket (fewer bytes than asked: the kernel had no more; a
+//!   peek, `AA_IO_PEEK`, never counts: it leaves the data queued); every
 //!   readiness report for the descriptor sets them again. epoll is
 //!   edge-triggered here, so data (or room) that arrives after a hint went
 //!   false produces a new report: a request that skips its first attempt
@@ -103,9 +104,9 @@ pub(crate) struct FdEntry {
     /// epoll refused the descriptor (a regular file): requests never wait,
     /// they are simply retried from the loop.
     pub(crate) always_ready: bool,
-    /// Pending READ and ACCEPT requests, oldest first.
+    /// Pending READ, ACCEPT and RECVFROM requests, oldest first.
     pub(crate) readers: VecDeque<Rc<Event>>,
-    /// Pending WRITE and CONNECT requests, oldest first.
+    /// Pending WRITE, CONNECT and SENDTO requests, oldest first.
     pub(crate) writers: VecDeque<Rc<Event>>,
     /// Poll events watching the descriptor.
     pub(crate) polls: Vec<Rc<Event>>,

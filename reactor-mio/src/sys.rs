@@ -136,13 +136,20 @@ pub(crate) fn is_stream_socket(fd: RawFd) -> bool {
     res.is_ok() && kind == libc::SOCK_STREAM
 }
 
-/// Reads into `buf`: `recv` on a socket, `pread` with an offset, `read`
-/// otherwise. Retries `EINTR`.
-pub(crate) fn read(fd: RawFd, buf: HostBuf, offset: i64, socket: bool) -> io::Result<usize> {
+/// Reads into `buf`: `recv` on a socket (`MSG_PEEK` if `peek`), `pread`
+/// with an offset, `read` otherwise. Retries `EINTR`.
+pub(crate) fn read(
+    fd: RawFd,
+    buf: HostBuf,
+    offset: i64,
+    socket: bool,
+    peek: bool,
+) -> io::Result<usize> {
+    let flags = if peek { libc::MSG_PEEK } else { 0 };
     retry(|| {
         let n = if socket {
             // SAFETY: S1; S2: `buf` is writable for `len` bytes (AA-R5).
-            syscall!(recv(fd, buf.ptr.cast(), buf.len, 0))?
+            syscall!(recv(fd, buf.ptr.cast(), buf.len, flags))?
         } else if offset >= 0 {
             // SAFETY: S1; S2 as above.
             syscall!(pread(fd, buf.ptr.cast(), buf.len, offset))?
@@ -168,6 +175,60 @@ pub(crate) fn write(fd: RawFd, buf: HostBuf, offset: i64, socket: bool) -> io::R
             // SAFETY: S1; S2 as above.
             syscall!(write(fd, buf.ptr.cast(), buf.len))?
         };
+        Ok(n as usize)
+    })
+}
+
+/// Receives one datagram into `buf` (`MSG_PEEK` if `peek`), writing the
+/// sender's address and its length into `from` (length 0 for a sender
+/// without an address). Retries `EINTR`.
+pub(crate) fn recv_from(
+    fd: RawFd,
+    buf: HostBuf,
+    from: &mut AaSockAddr,
+    peek: bool,
+) -> io::Result<usize> {
+    let flags = if peek { libc::MSG_PEEK } else { 0 };
+    retry(|| {
+        let mut len = size_of::<[u64; 16]>() as libc::socklen_t;
+        // SAFETY: S1; S2: `buf` is writable for `len` bytes (AA-R5); S3:
+        // `from.storage` is a local 128-byte, 8-aligned buffer and `len` its
+        // size.
+        let n = syscall!(recvfrom(
+            fd,
+            buf.ptr.cast(),
+            buf.len,
+            flags,
+            from.storage.as_mut_ptr().cast(),
+            &mut len,
+        ))?;
+        from.len = len;
+        Ok(n as usize)
+    })
+}
+
+/// Sends `buf` as one datagram to `to` (the socket's peer when `None`),
+/// never raising `SIGPIPE`. Retries `EINTR`.
+pub(crate) fn send_to(fd: RawFd, buf: HostBuf, to: Option<&AaSockAddr>) -> io::Result<usize> {
+    let (addr, len) = match to {
+        Some(to) => (
+            to.storage.as_ptr().cast::<libc::sockaddr>(),
+            (to.len as usize).min(size_of::<[u64; 16]>()) as libc::socklen_t,
+        ),
+        None => (std::ptr::null(), 0),
+    };
+    retry(|| {
+        // SAFETY: S1; S2: `buf` is readable for `len` bytes (AA-R5); S3: `to`
+        // is the reactor's own copy of the address, `len` bytes of it valid
+        // (or NULL with 0).
+        let n = syscall!(sendto(
+            fd,
+            buf.ptr.cast(),
+            buf.len,
+            libc::MSG_NOSIGNAL,
+            addr,
+            len,
+        ))?;
         Ok(n as usize)
     })
 }

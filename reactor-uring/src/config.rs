@@ -37,6 +37,11 @@ pub(crate) struct Config {
     /// that cannot wait inside the kernel (`RWF_NOWAIT`, `MSG_DONTWAIT`), so
     /// they answer `EAGAIN` as `O_NONBLOCK` files did before `FMODE_NOWAIT`.
     pub(crate) old_kernel: bool,
+    /// Optional capabilities (`AA_CAP_IO_DGRAM`, `AA_CAP_IO_FILE`,
+    /// `AA_CAP_IO_FTRUNCATE`) to leave out of the instance as if the kernel
+    /// lacked their opcodes. No option sets it: the crate's own tests do, to
+    /// check the refusal a host falls back on.
+    pub(crate) without: u64,
 }
 
 impl Default for Config {
@@ -44,6 +49,7 @@ impl Default for Config {
         Config {
             sq_entries: 256,
             old_kernel: false,
+            without: 0,
         }
     }
 }

@@ -29,8 +29,9 @@
 //!   immutable fields holding thread-safe values (`Reactor::waker`,
 //!   `Event::trigger`) through raw field pointers, never a reference to the
 //!   whole loop-thread object.
-//! - **F5** A request's `buf` and `addr` follow AA-R5: valid and unmoved
-//!   until the request's callback has run. That is the promise
+//! - **F5** A request's `buf` and `addr` (and since ABI 1.1 its paths and
+//!   the `AaStat` of a statx) follow AA-R5: valid and unmoved until the
+//!   request's callback has run. That is the promise
 //!   [`HostBuf::new`] and [`HostAddr::new`] take, and the ops module keeps
 //!   the kernel's use of them inside that window (its invariant O1).
 
@@ -47,7 +48,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::event::{Event, EVENT_MAGIC};
 use crate::ops::sys::dns::Hints;
-use crate::ops::{HostAddr, HostBuf, Opcode, Request};
+use crate::ops::{HostAddr, HostBuf, Request};
 use crate::reactor::Reactor;
 
 // ---------------------------------------------------------------------------
@@ -286,8 +287,9 @@ unsafe extern "C" fn get_interface(_ctx: *mut AaPluginCtx, id: AaStr) -> *const 
 
 /// Capabilities: every event kind of the ABI; requests complete natively
 /// through the ring, never inline (`AA_IO_TRY_INLINE` is accepted and
-/// ignored, as the ABI allows).
-const CAPS: u64 = AA_CAP_TIMER
+/// ignored, as the ABI allows); datagram and file requests (1.1), which an
+/// instance narrows to what its kernel has (`instance_caps`, probe.rs).
+pub(crate) const CAPS: u64 = AA_CAP_TIMER
     | AA_CAP_POLL
     | AA_CAP_IO
     | AA_CAP_TRIGGER
@@ -295,7 +297,10 @@ const CAPS: u64 = AA_CAP_TIMER
     | AA_CAP_SIGNAL
     | AA_CAP_PROCESS
     | AA_CAP_FS_WATCH
-    | AA_CAP_DNS;
+    | AA_CAP_DNS
+    | AA_CAP_IO_DGRAM
+    | AA_CAP_IO_FILE
+    | AA_CAP_IO_FTRUNCATE;
 
 pub(crate) static VTABLE: AaReactorVTable = AaReactorVTable {
     hdr: AaIfaceHeader {
@@ -326,6 +331,7 @@ pub(crate) static VTABLE: AaReactorVTable = AaReactorVTable {
     process_new: Some(process_new),
     fs_watch_new: Some(fs_watch_new),
     dns_resolve: Some(dns_resolve),
+    instance_caps: Some(instance_caps),
 };
 
 // ---------------------------------------------------------------------------
@@ -556,6 +562,15 @@ unsafe extern "C" fn alive(r: *const AaReactor) -> u32 {
     })
 }
 
+/// The instance's capabilities: [`CAPS`] less the optional ones whose
+/// opcodes the kernel lacks (probe.rs); 0 for a NULL reactor.
+unsafe extern "C" fn instance_caps(r: *const AaReactor) -> u64 {
+    sdk::guard_or("reactor-uring instance_caps", 0, || {
+        // SAFETY: F1.
+        unsafe { reactor_ref(r) }.map_or(0, |reactor| reactor.features.caps)
+    })
+}
+
 unsafe extern "C" fn now_ns(r: *const AaReactor) -> u64 {
     sdk::guard_or("reactor-uring now_ns", 0, || {
         // SAFETY: F1.
@@ -688,89 +703,44 @@ fn to_fd(what: &str, fd: AaOsHandle) -> Result<i32> {
         .ok_or_else(|| Error::new(-libc::EBADF, format!("{what}: fd {fd} is not a descriptor")))
 }
 
-/// Converts an `AaIoOp` into a [`Request`] (AA-R2: the op itself is
-/// copied; its buffer and address are borrowed until the callback, F5).
+/// Converts an `AaIoOp` into a [`Request`] through the SDK's reader, which
+/// copies `min(struct_size, ours)` bytes (so a 1.0 host's shorter op is
+/// served) and checks it per opcode (AA-R2: paths are copied; the buffer
+/// and address are borrowed until the callback, F5).
 ///
 /// # Safety
 ///
-/// `op` must be valid for the call; its `buf` and `addr` must follow AA-R5.
-unsafe fn to_request(op: &AaIoOp) -> Result<Request> {
-    if (op.struct_size as usize) < size_of::<AaIoOp>() {
-        return Err(Error::invalid(format!(
-            "io_submit: op struct_size {} is smaller than {}",
-            op.struct_size,
-            size_of::<AaIoOp>()
-        )));
-    }
-    if op.op_flags != 0 {
-        return Err(Error::invalid(format!(
-            "io_submit: unknown op_flags {:#x}",
-            op.op_flags
-        )));
-    }
-    let opcode = match op.opcode {
-        AA_IO_READ => Opcode::Read,
-        AA_IO_WRITE => Opcode::Write,
-        AA_IO_ACCEPT => Opcode::Accept,
-        AA_IO_CONNECT => Opcode::Connect,
-        AA_IO_CLOSE => Opcode::Close,
-        other => return Err(Error::invalid(format!("io_submit: unknown opcode {other}"))),
+/// `op` must be valid for its `struct_size` bytes for the call; its
+/// pointers must follow F5.
+unsafe fn to_request(op: *const AaIoOp) -> Result<Request> {
+    // SAFETY: forwarded (the SDK reads within `struct_size`).
+    let req = unsafe { sdk::request::read(op) }.map_err(|r| Error::new(r.status, r.message))?;
+    let peer = if req.peer.is_null() {
+        None
+    } else {
+        // SAFETY: F5 (AA-R5): the host keeps `addr` valid and unmoved until
+        // the callback; the SDK checked it non-NULL and aligned.
+        Some(unsafe { HostAddr::new(req.peer) })
     };
-    let fd = to_fd("io_submit", op.fd)?;
-    let mut req = Request {
-        opcode,
-        fd,
-        buf: HostBuf::EMPTY,
-        offset: -1,
-        peer: None,
-        target: None,
+    Ok(Request {
+        opcode: req.opcode,
+        fd: req.fd,
+        // SAFETY: F5 (AA-R5): the host keeps `buf` valid for `len` bytes and
+        // unmoved until the callback runs; the SDK checked a non-empty one
+        // non-NULL (and, for a statx, aligned and large enough).
+        buf: unsafe { HostBuf::new(req.buf, req.len) },
+        offset: req.offset,
+        peer,
+        target: req.target.map(Box::new),
         socket: false,
         nowait: false,
-    };
-    match opcode {
-        Opcode::Read | Opcode::Write => {
-            if op.buf.is_null() && op.len > 0 {
-                return Err(Error::invalid(
-                    "io_submit: NULL buffer with a non-zero length",
-                ));
-            }
-            if op.len > isize::MAX as usize || op.offset < -1 {
-                return Err(Error::invalid("io_submit: length or offset out of range"));
-            }
-            // SAFETY: F5 (AA-R5): the host keeps `buf` valid for `len` bytes
-            // and unmoved until the callback runs.
-            req.buf = unsafe { HostBuf::new(op.buf, op.len) };
-            req.offset = op.offset;
-        }
-        Opcode::Accept => {
-            if !op.addr.is_null() {
-                if !op.addr.is_aligned() {
-                    return Err(Error::invalid("io_submit: misaligned address"));
-                }
-                // SAFETY: F5 (AA-R5): the host keeps `addr` valid and
-                // unmoved until the callback; it is non-NULL and aligned
-                // (checked).
-                req.peer = Some(unsafe { HostAddr::new(op.addr) });
-            }
-        }
-        Opcode::Connect => {
-            if op.addr.is_null() || !op.addr.is_aligned() {
-                return Err(Error::invalid("io_submit: connect needs an address"));
-            }
-            // SAFETY: non-NULL, aligned, valid for the call (AA-R2/AA-R5);
-            // copied, so the kernel reads the reactor's own memory (O1).
-            let addr = unsafe { op.addr.read() };
-            if addr.len == 0 || addr.len as usize > size_of::<[u64; 16]>() {
-                return Err(Error::invalid(format!(
-                    "io_submit: address length {} is out of range",
-                    addr.len
-                )));
-            }
-            req.target = Some(addr);
-        }
-        Opcode::Close => {}
-    }
-    Ok(req)
+        flags: req.flags,
+        path: req.path,
+        path2: req.path2,
+        fd2: req.fd2,
+        open_flags: req.open_flags,
+        mode: req.mode,
+    })
 }
 
 unsafe extern "C" fn io_submit(
@@ -796,9 +766,8 @@ unsafe extern "C" fn io_submit(
                     flags & !AA_IO_TRY_INLINE
                 )));
             }
-            // SAFETY: `op` is non-NULL and valid for the call (AA-R2).
-            let op = unsafe { &*op };
-            // SAFETY: F5 for the op's buffer and address.
+            // SAFETY: `op` is non-NULL and valid for its `struct_size`
+            // bytes (AA-R2); F5 for what it points to.
             let req = unsafe { to_request(op) }?;
             let callback = HostCallback {
                 f: CallbackFn::Io(f),

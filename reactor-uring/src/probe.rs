@@ -21,10 +21,22 @@
 //! Used when present, with a fallback otherwise: `IORING_ASYNC_CANCEL_FD`
 //! (5.19; else one cancel per op) and multishot `POLL_ADD` (5.13; else
 //! one-shot polls re-armed, detected at the first watch).
+//!
+//! Optional (ABI 1.1): each capability below is in the instance's
+//! capabilities (`instance_caps`) only if the kernel has every opcode it
+//! needs; without one, `io_submit` answers `AA_E_UNSUPPORTED` naming it, and
+//! the host falls back to its blocking pool.
+//!
+//! | capability | opcodes | since |
+//! |---|---|---|
+//! | `AA_CAP_IO_DGRAM` | `RECVMSG`, `SENDMSG` | 5.3 |
+//! | `AA_CAP_IO_FILE` | `OPENAT`, `STATX`, `FSYNC`, `UNLINKAT`, `RENAMEAT`, `MKDIRAT` | 5.6 to 5.15 |
+//! | `AA_CAP_IO_FTRUNCATE` | `FTRUNCATE` | 6.9 |
 
 use std::io;
 use std::os::fd::RawFd;
 
+use async_abi::{AA_CAP_IO_DGRAM, AA_CAP_IO_FILE, AA_CAP_IO_FTRUNCATE};
 use io_uring::{opcode, IoUring, Probe};
 
 use crate::config::Config;
@@ -37,6 +49,77 @@ use crate::ring::Ring;
 pub(crate) struct Features {
     /// `IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL` (5.19).
     pub(crate) cancel_fd: bool,
+    /// The instance's capabilities: the plugin's, less every optional one
+    /// whose opcodes the kernel lacks (see the module doc).
+    pub(crate) caps: u64,
+    /// The first opcode the kernel lacks, for each optional capability it
+    /// cleared: `io_submit`'s refusal names it.
+    lacking: [Option<&'static str>; 3],
+}
+
+impl Features {
+    /// Why the instance lacks `cap` (one of the optional ones), if it does:
+    /// `"IORING_OP_FTRUNCATE (linux 6.9)"`.
+    pub(crate) fn lacking(&self, cap: u64) -> Option<&'static str> {
+        OPTIONAL
+            .iter()
+            .position(|(c, _)| *c == cap)
+            .and_then(|i| self.lacking[i])
+    }
+}
+
+/// The optional capabilities and the opcodes each needs, with the kernel
+/// version that added them.
+const OPTIONAL: [(u64, &[(&str, u8)]); 3] = [
+    (
+        AA_CAP_IO_DGRAM,
+        &[
+            ("IORING_OP_RECVMSG (linux 5.3)", opcode::RecvMsg::CODE),
+            ("IORING_OP_SENDMSG (linux 5.3)", opcode::SendMsg::CODE),
+        ],
+    ),
+    (
+        AA_CAP_IO_FILE,
+        &[
+            ("IORING_OP_OPENAT (linux 5.6)", opcode::OpenAt::CODE),
+            ("IORING_OP_STATX (linux 5.6)", opcode::Statx::CODE),
+            ("IORING_OP_FSYNC (linux 5.1)", opcode::Fsync::CODE),
+            ("IORING_OP_UNLINKAT (linux 5.11)", opcode::UnlinkAt::CODE),
+            ("IORING_OP_RENAMEAT (linux 5.11)", opcode::RenameAt::CODE),
+            ("IORING_OP_MKDIRAT (linux 5.15)", opcode::MkDirAt::CODE),
+        ],
+    ),
+    (
+        AA_CAP_IO_FTRUNCATE,
+        &[("IORING_OP_FTRUNCATE (linux 6.9)", opcode::Ftruncate::CODE)],
+    ),
+];
+
+/// The instance's capabilities from the plugin's `caps`, the opcodes the
+/// kernel has (`has`), and the ones a test configuration pretends it lacks
+/// (`Config::without`).
+fn optional_caps(
+    plugin: u64,
+    without: u64,
+    has: impl Fn(u8) -> bool,
+) -> (u64, [Option<&'static str>; 3]) {
+    let mut caps = plugin;
+    let mut lacking = [None; 3];
+    for (i, (cap, opcodes)) in OPTIONAL.iter().enumerate() {
+        let missing = if without & cap != 0 {
+            Some(opcodes[0].0)
+        } else {
+            opcodes
+                .iter()
+                .find(|(_, code)| !has(*code))
+                .map(|(n, _)| *n)
+        };
+        if let Some(name) = missing {
+            caps &= !cap;
+            lacking[i] = Some(name);
+        }
+    }
+    (caps, lacking)
 }
 
 /// The opcodes the reactor submits, by name.
@@ -86,7 +169,17 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
             format!("{UNAVAILABLE}io_uring_enter failed: {e}"),
         )
     })? && !config.old_kernel;
-    Ok((ring, Features { cancel_fd }))
+    let (caps, lacking) = optional_caps(crate::ffi::CAPS, config.without, |code| {
+        probe.is_supported(code)
+    });
+    Ok((
+        ring,
+        Features {
+            cancel_fd,
+            caps,
+            lacking,
+        },
+    ))
 }
 
 /// A kernel without `what`.
@@ -137,6 +230,20 @@ mod tests {
             err.message,
             "io_uring unavailable: io_uring_setup failed: Function not implemented (os error 38)"
         );
+    }
+
+    #[test]
+    fn an_optional_capability_without_its_opcodes_is_cleared_and_named() {
+        let all = crate::ffi::CAPS;
+        let (caps, lacking) = optional_caps(all, 0, |_| true);
+        assert_eq!(caps, all);
+        assert_eq!(lacking, [None; 3]);
+        let (caps, lacking) = optional_caps(all, 0, |code| code != opcode::Ftruncate::CODE);
+        assert_eq!(caps, all & !AA_CAP_IO_FTRUNCATE);
+        assert_eq!(lacking[2], Some("IORING_OP_FTRUNCATE (linux 6.9)"));
+        let (caps, lacking) = optional_caps(all, AA_CAP_IO_FILE, |_| true);
+        assert_eq!(caps, all & !AA_CAP_IO_FILE);
+        assert_eq!(lacking[1], Some("IORING_OP_OPENAT (linux 5.6)"));
     }
 
     #[test]

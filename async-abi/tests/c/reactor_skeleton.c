@@ -25,14 +25,24 @@ static AaStatus sk_timer_new(AaReactor *r, uint64_t first_ns, uint64_t repeat_ns
     (void)r; (void)first_ns; (void)repeat_ns; (void)flags; (void)cb; (void)ud; (void)out;
     return AA_E_UNSUPPORTED;
 }
+/* ABI 1.1: an op from a 1.0 host is offsetof(AaIoOp, path) bytes long;
+ * read only struct_size bytes of it, the missing tail as zero. */
 static AaStatus sk_io_submit(AaReactor *r, AaIoOp *op, uint32_t flags, AaIoCb cb, void *ud, AaEvent **out) {
     (void)r; (void)flags; (void)cb; (void)ud; (void)out;
-    if (op->opcode == AA_IO_READ && (flags & AA_IO_TRY_INLINE)) {
-        op->result = 0;
+    AaIoOp copy;
+    if (op == NULL || op->struct_size < offsetof(AaIoOp, path)) {
+        return AA_E_INVALID;
+    }
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, op, op->struct_size < sizeof copy ? op->struct_size : sizeof copy);
+    if (copy.opcode == AA_IO_READ && copy.op_flags == 0 && (flags & AA_IO_TRY_INLINE)) {
+        op->result = 0; /* within the 1.0 prefix: writable in any size */
         return AA_DONE;
     }
+    /* An opcode this reactor does not run (all of 1.1's here). */
     return AA_E_UNSUPPORTED;
 }
+static uint64_t sk_instance_caps(const AaReactor *r) { (void)r; return AA_CAP_TIMER | AA_CAP_IO | AA_CAP_IO_INLINE; }
 static void sk_set_ref(AaEvent *ev, bool referenced) { (void)ev; (void)referenced; }
 static AaStatus sk_cancel(AaEvent *ev, AaStatus reason) { (void)ev; (void)reason; return AA_E_INVALID; }
 static AaStatus sk_close(AaEvent *ev, AaClosedCb on_closed, void *ud) { (void)ev; (void)on_closed; (void)ud; return AA_E_INVALID; }
@@ -53,6 +63,7 @@ static const AaReactorVTable SK_VTABLE = {
     .cancel = sk_cancel,
     .close = sk_close,
     .dispose = sk_dispose,
+    .instance_caps = sk_instance_caps,
 };
 
 static AaStatus sk_init(const AaHostApi *host, AaPluginCtx **out) {

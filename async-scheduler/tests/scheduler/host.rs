@@ -242,6 +242,7 @@ pub(crate) static FAKE_REACTOR: AaReactorVTable = AaReactorVTable {
     process_new: None,
     fs_watch_new: None,
     dns_resolve: None,
+    instance_caps: None,
 };
 
 // ---- the scheduler, from the host's side -----------------------------------

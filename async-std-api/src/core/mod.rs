@@ -17,6 +17,8 @@
 //!   layer above plugs into.
 //! - `coroutine`, `join`, `task`: the handles and the questions a coroutine
 //!   asks about itself.
+//! - `readiness`: try a non-blocking system call, wait for the reactor's
+//!   readiness report on `EAGAIN`, try again (`io::Async`, datagrams).
 //! - `offload`: running a closure on the blocking pool while the calling
 //!   coroutine waits (the pool and the door it reports back through are in
 //!   `runtime`).
@@ -39,6 +41,7 @@ pub(crate) mod id;
 pub(crate) mod join;
 pub(crate) mod offload;
 pub(crate) mod panic_hook;
+pub(crate) mod readiness;
 pub(crate) mod runtime;
 pub(crate) mod slab;
 pub(crate) mod state;

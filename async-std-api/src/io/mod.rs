@@ -5,6 +5,10 @@
 //! inner error is the [`Cancelled`] (never `Interrupted`, which `read_exact`
 //! and `write_all` would silently retry).
 
+mod async_fd;
+
+pub use async_fd::Async;
+
 use crate::core::error::Cancelled;
 
 /// The cancellation inside an I/O error, if that is what it is.

@@ -1,18 +1,83 @@
-//! Networking: TCP sockets whose blocking calls suspend the coroutine.
+//! Networking: sockets whose blocking calls suspend the coroutine.
 //!
-//! [`TcpListener`] and [`TcpStream`] mirror `std::net`; `TcpStream`
-//! implements [`std::io::Read`] and [`std::io::Write`] (also for
-//! `&TcpStream`), so generic synchronous code (`std::io::copy`,
-//! `BufReader::read_line`, `read_exact`) runs unchanged inside coroutines.
+//! [`TcpListener`], [`TcpStream`] and [`UdpSocket`] mirror `std::net`;
+//! [`UnixStream`], [`UnixListener`] and [`UnixDatagram`] mirror
+//! `std::os::unix::net`. The streams implement [`std::io::Read`] and
+//! [`std::io::Write`] (also through `&`), so generic synchronous code
+//! (`std::io::copy`, `BufReader::read_line`, `read_exact`) runs unchanged
+//! inside coroutines. Host names resolve without blocking the loop
+//! ([`ToSocketAddrs`], [`lookup_host`]).
 //!
-//! Every request goes through the reactor's `io_submit` with
-//! `AA_IO_TRY_INLINE`, so a ready socket completes without a switch; a
-//! pending one suspends the coroutine (the wait reads `read fd 9`,
-//! `accept fd 5`, `connect 127.0.0.1:8080` in deadlock reports).
+//! Stream requests go through the reactor's `io_submit` with
+//! `AA_IO_TRY_INLINE`, so a ready socket completes without a switch (and
+//! io_uring runs them natively); a pending one suspends the coroutine (the
+//! wait reads `read fd 9`, `accept fd 5`, `connect 127.0.0.1:8080` in
+//! deadlock reports). Datagram sockets, and streams with a read or write
+//! timeout, try the system call and wait for the reactor's readiness
+//! report on `EAGAIN` (`core::readiness`). Every handle is closed through
+//! the reactor when dropped.
 
+/// `FromRawFd`, `IntoRawFd`, `From<OwnedFd>` and `From<$t> for OwnedFd`
+/// for a socket type whose `io` field is an `Evented<$std>`.
+macro_rules! fd_traits {
+    ($t:ident, $std:ty) => {
+        // The one unsafe item: std's trait, forwarded to std's impl.
+        #[allow(unsafe_code)]
+        impl std::os::fd::FromRawFd for $t {
+            /// Takes ownership of the descriptor (made non-blocking here).
+            ///
+            /// # Safety
+            ///
+            /// `fd` must be an open socket of the right kind that nothing
+            /// else owns (std's contract).
+            unsafe fn from_raw_fd(fd: std::os::fd::RawFd) -> $t {
+                use std::os::fd::OwnedFd;
+                // SAFETY: the caller's contract is std's.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                $t::from(owned)
+            }
+        }
+
+        impl std::os::fd::IntoRawFd for $t {
+            /// Gives the descriptor up (still non-blocking), after the
+            /// reactor stopped watching it.
+            fn into_raw_fd(self) -> std::os::fd::RawFd {
+                std::os::fd::IntoRawFd::into_raw_fd(self.io.into_inner())
+            }
+        }
+
+        impl From<std::os::fd::OwnedFd> for $t {
+            /// Takes ownership of the descriptor (made non-blocking here).
+            fn from(fd: std::os::fd::OwnedFd) -> $t {
+                let s = <$std>::from(fd);
+                // FIONBIO cannot fail on an open socket.
+                let _ = socket2::SockRef::from(&s).set_nonblocking(true);
+                $t {
+                    io: crate::net::evented::Evented::new(s),
+                }
+            }
+        }
+
+        impl From<$t> for std::os::fd::OwnedFd {
+            /// Gives the descriptor up (still non-blocking).
+            fn from(s: $t) -> std::os::fd::OwnedFd {
+                s.io.into_inner().into()
+            }
+        }
+    };
+}
+
+mod addr;
+mod evented;
+mod sock;
 mod tcp;
+mod udp;
+mod unix;
 
+pub use addr::{lookup_host, ToSocketAddrs};
 pub use tcp::{Incoming, TcpListener, TcpStream};
+pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixIncoming, UnixListener, UnixStream};
 
 use std::io;
 use std::net::SocketAddr;

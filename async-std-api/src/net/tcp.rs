@@ -2,49 +2,20 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::marker::PhantomData;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::panic::Location;
-use std::rc::Rc;
+use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{close, from_aa, submit, to_aa};
+use super::addr::{addrs_of, ToSocketAddrs};
+use super::evented::Evented;
+use super::{from_aa, submit, to_aa};
 use crate::core::runtime::io::{accepted_fd, IoReq};
 
-/// A socket owned by the host; dropped through the reactor's close (so a
-/// reused descriptor number is never mistaken for this one).
-///
-/// `!Send`: the reactor of the thread that used it may keep state about its
-/// descriptor until it is closed through that same reactor.
-struct Sock(Option<Socket>, PhantomData<Rc<()>>);
-
-impl Sock {
-    fn new(s: Socket) -> Sock {
-        Sock(Some(s), PhantomData)
-    }
-}
-
-impl Sock {
-    fn get(&self) -> &Socket {
-        self.0.as_ref().expect("present until drop")
-    }
-}
-
-impl AsRawFd for Sock {
-    fn as_raw_fd(&self) -> RawFd {
-        self.get().as_raw_fd()
-    }
-}
-
-impl Drop for Sock {
-    fn drop(&mut self) {
-        if let Some(s) = self.0.take() {
-            close(OwnedFd::from(s));
-        }
-    }
-}
+/// `EINPROGRESS` on Linux: a non-blocking connect under way.
+const EINPROGRESS: i32 = 115;
 
 fn new_socket(addr: &SocketAddr) -> io::Result<Socket> {
     // Non-blocking and close-on-exec from the start.
@@ -55,17 +26,15 @@ fn new_socket(addr: &SocketAddr) -> io::Result<Socket> {
     )
 }
 
-fn sock_addr(a: io::Result<SockAddr>) -> io::Result<SocketAddr> {
-    a?.as_socket()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an internet address"))
-}
-
-fn each_addr<A: ToSocketAddrs, T>(
+/// Tries `f` on each address of `addrs` until one works (std's order and
+/// errors).
+pub(crate) fn each_addr<A: ToSocketAddrs, T>(
     addrs: A,
+    at: &'static Location<'static>,
     mut f: impl FnMut(&SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {
     let mut last = None;
-    for addr in addrs.to_socket_addrs()? {
+    for addr in addrs_of(&addrs, at)? {
         match f(&addr) {
             Ok(v) => return Ok(v),
             Err(e) => last = Some(e),
@@ -111,15 +80,15 @@ fn each_addr<A: ToSocketAddrs, T>(
 /// .unwrap();
 /// ```
 pub struct TcpListener {
-    sock: Sock,
+    io: Evented<std::net::TcpListener>,
 }
 
 impl TcpListener {
     /// Creates a listener bound to the first address of `addr` that works
     /// (`SO_REUSEADDR` set, backlog 1024).
     ///
-    /// Name resolution (`"localhost:80"`) uses the system resolver and
-    /// blocks the thread; pass an IP address to avoid it.
+    /// A host name (`"localhost:80"`) is resolved without blocking the
+    /// loop (see [`ToSocketAddrs`]).
     ///
     /// # Errors
     ///
@@ -138,13 +107,16 @@ impl TcpListener {
     /// let l = TcpListener::bind("127.0.0.1:0").unwrap();
     /// assert!(l.local_addr().unwrap().port() > 0);
     /// ```
+    #[track_caller]
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        each_addr(addr, |a| {
+        each_addr(addr, Location::caller(), |a| {
             let s = new_socket(a)?;
             s.set_reuse_address(true)?;
             s.bind(&SockAddr::from(*a))?;
             s.listen(1024)?;
-            Ok(TcpListener { sock: Sock::new(s) })
+            Ok(TcpListener {
+                io: Evented::new(s.into()),
+            })
         })
     }
 
@@ -154,7 +126,7 @@ impl TcpListener {
     ///
     /// The operating system's error.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        sock_addr(self.sock.get().local_addr())
+        self.io.get().local_addr()
     }
 
     /// Waits for a connection and returns it with the peer's address.
@@ -192,22 +164,84 @@ impl TcpListener {
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let at = Location::caller();
         let mut peer = async_abi::AaSockAddr::EMPTY;
-        let fd = self.sock.as_raw_fd();
+        let fd = self.io.as_raw_fd();
         let r = submit(
-            &self.sock,
+            &self.io,
             IoReq::Accept(&mut peer),
             || format!("accept fd {fd}"),
             at,
         )?;
         let owned = accepted_fd(r).ok_or_else(|| io::Error::other("accept returned no socket"))?;
         let stream = TcpStream {
-            sock: Sock::new(Socket::from(owned)),
+            io: Evented::new(std::net::TcpStream::from(owned)),
         };
         let addr = match from_aa(&peer) {
             Some(a) => a,
             None => stream.peer_addr()?,
         };
         Ok((stream, addr))
+    }
+
+    /// Takes over a listener made by std, putting it in non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error setting the mode.
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        Ok(TcpListener {
+            io: Evented::new(listener),
+        })
+    }
+
+    /// Gives the listener back to std, in blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error setting the mode.
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        let s = self.io.into_inner();
+        s.set_nonblocking(false)?;
+        Ok(s)
+    }
+
+    /// A second handle to the same listening socket (a duplicated
+    /// descriptor), for example for several accepting coroutines.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error (`EMFILE`).
+    pub fn try_clone(&self) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            io: Evented::new(self.io.get().try_clone()?),
+        })
+    }
+
+    /// Sets `IP_TTL` for accepted sockets.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.io.get().set_ttl(ttl)
+    }
+
+    /// Reads `IP_TTL`.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.io.get().ttl()
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error reading it.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.io.get().take_error()
     }
 
     /// An endless iterator of [`accept`](TcpListener::accept) results
@@ -220,7 +254,7 @@ impl TcpListener {
 impl fmt::Debug for TcpListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TcpListener")
-            .field("fd", &self.sock.as_raw_fd())
+            .field("fd", &self.io.as_raw_fd())
             .field("addr", &self.local_addr().ok())
             .finish()
     }
@@ -262,7 +296,7 @@ impl Iterator for Incoming<'_> {
 ///
 /// See [`TcpListener`].
 pub struct TcpStream {
-    sock: Sock,
+    io: Evented<std::net::TcpStream>,
 }
 
 impl TcpStream {
@@ -288,11 +322,11 @@ impl TcpStream {
     #[track_caller]
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let at = Location::caller();
-        each_addr(addr, |a| {
-            let s = Sock::new(new_socket(a)?);
+        each_addr(addr, at, |a| {
+            let s = Evented::new(std::net::TcpStream::from(new_socket(a)?));
             let target = to_aa(a);
             submit(&s, IoReq::Connect(&target), || format!("connect {a}"), at)?;
-            Ok(TcpStream { sock: s })
+            Ok(TcpStream { io: s })
         })
     }
 
@@ -302,7 +336,7 @@ impl TcpStream {
     ///
     /// The operating system's error (`NotConnected`).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        sock_addr(self.sock.get().peer_addr())
+        self.io.get().peer_addr()
     }
 
     /// The local address.
@@ -311,7 +345,184 @@ impl TcpStream {
     ///
     /// The operating system's error.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        sock_addr(self.sock.get().local_addr())
+        self.io.get().local_addr()
+    }
+
+    /// Connects to `addr`, giving up with `TimedOut` after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a zero timeout (as std); `TimedOut`; the
+    /// operating system's error (connection refused, ...); a cancellation
+    /// as for [`connect`](TcpStream::connect).
+    ///
+    /// # Panics
+    ///
+    /// Outside a coroutine, when it has to wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use async_std_api::net::{TcpListener, TcpStream};
+    /// use async_std_api::run;
+    ///
+    /// run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let addr = l.local_addr().unwrap();
+    ///     let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    ///     assert_eq!(s.peer_addr().unwrap(), addr);
+    /// })
+    /// .unwrap();
+    /// ```
+    #[track_caller]
+    pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        let at = Location::caller();
+        if timeout.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot set a 0 duration timeout",
+            ));
+        }
+        let socket = new_socket(addr)?;
+        let started = socket.connect(&SockAddr::from(*addr));
+        let io = Evented::new(std::net::TcpStream::from(socket));
+        match started {
+            Ok(()) => return Ok(TcpStream { io }),
+            Err(e) if e.raw_os_error() == Some(EINPROGRESS) => {}
+            Err(e) => return Err(e),
+        }
+        let what = format!("connect {addr}");
+        io.wait_writable(Some(timeout), &what, at).map_err(|e| {
+            if e.kind() == io::ErrorKind::TimedOut {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connect to {addr} timed out"),
+                )
+            } else {
+                e
+            }
+        })?;
+        match io.get().take_error()? {
+            Some(e) => Err(e),
+            None => Ok(TcpStream { io }),
+        }
+    }
+
+    /// Takes over a stream made by std, putting it in non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error setting the mode.
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(TcpStream {
+            io: Evented::new(stream),
+        })
+    }
+
+    /// Gives the stream back to std, in blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error setting the mode.
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        let s = self.io.into_inner();
+        s.set_nonblocking(false)?;
+        Ok(s)
+    }
+
+    /// A second handle to the same connection (a duplicated descriptor),
+    /// for example a reading and a writing coroutine each owning one.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error (`EMFILE`).
+    pub fn try_clone(&self) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            io: Evented::new(self.io.get().try_clone()?),
+        })
+    }
+
+    /// Receives into `buf` without taking the data out of the queue,
+    /// waiting for data if there is none.
+    ///
+    /// # Errors
+    ///
+    /// As a read.
+    ///
+    /// # Panics
+    ///
+    /// Outside a coroutine, when it has to wait.
+    #[track_caller]
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let at = Location::caller();
+        self.io.read_op("peek", at, |s| s.peek(buf))
+    }
+
+    /// Sets the read timeout (`None`: wait for ever). A read that waits
+    /// longer fails with `WouldBlock`, as std's does. `Some(ZERO)` is
+    /// refused as std does.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a zero duration.
+    pub fn set_read_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
+        self.io.set_read_timeout(dur)
+    }
+
+    /// Sets the write timeout; see [`set_read_timeout`](TcpStream::set_read_timeout).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a zero duration.
+    pub fn set_write_timeout(&self, dur: Option<Duration>) -> io::Result<()> {
+        self.io.set_write_timeout(dur)
+    }
+
+    /// The read timeout.
+    ///
+    /// # Errors
+    ///
+    /// None; the `Result` is std's signature.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.io.read_timeout())
+    }
+
+    /// The write timeout.
+    ///
+    /// # Errors
+    ///
+    /// None; the `Result` is std's signature.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.io.write_timeout())
+    }
+
+    /// Sets `IP_TTL`.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.io.get().set_ttl(ttl)
+    }
+
+    /// Reads `IP_TTL`.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.io.get().ttl()
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error reading it.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.io.get().take_error()
     }
 
     /// Shuts down the read half, the write half, or both (does not
@@ -321,7 +532,7 @@ impl TcpStream {
     ///
     /// The operating system's error.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.sock.get().shutdown(how)
+        self.io.get().shutdown(how)
     }
 
     /// Sets `TCP_NODELAY`.
@@ -330,7 +541,7 @@ impl TcpStream {
     ///
     /// The operating system's error.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.sock.get().set_nodelay(nodelay)
+        self.io.get().set_nodelay(nodelay)
     }
 
     /// Reads `TCP_NODELAY`.
@@ -339,38 +550,14 @@ impl TcpStream {
     ///
     /// The operating system's error.
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.sock.get().nodelay()
-    }
-
-    #[track_caller]
-    fn read_at(&self, buf: &mut [u8], at: &'static Location<'static>) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let fd = self.sock.as_raw_fd();
-        let n = submit(&self.sock, IoReq::Read(buf), || format!("read fd {fd}"), at)?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
-    fn write_at(&self, buf: &[u8], at: &'static Location<'static>) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let fd = self.sock.as_raw_fd();
-        let n = submit(
-            &self.sock,
-            IoReq::Write(buf),
-            || format!("write fd {fd}"),
-            at,
-        )?;
-        Ok(usize::try_from(n).unwrap_or(0))
+        self.io.get().nodelay()
     }
 }
 
 impl fmt::Debug for TcpStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TcpStream")
-            .field("fd", &self.sock.as_raw_fd())
+            .field("fd", &self.io.as_raw_fd())
             .field("peer", &self.peer_addr().ok())
             .finish()
     }
@@ -379,21 +566,21 @@ impl fmt::Debug for TcpStream {
 impl Read for TcpStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read_at(buf, Location::caller())
+        self.io.stream_read(buf, Location::caller())
     }
 }
 
 impl Read for &TcpStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read_at(buf, Location::caller())
+        self.io.stream_read(buf, Location::caller())
     }
 }
 
 impl Write for TcpStream {
     #[track_caller]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_at(buf, Location::caller())
+        self.io.stream_write(buf, Location::caller())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -404,7 +591,7 @@ impl Write for TcpStream {
 impl Write for &TcpStream {
     #[track_caller]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_at(buf, Location::caller())
+        self.io.stream_write(buf, Location::caller())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -414,13 +601,13 @@ impl Write for &TcpStream {
 
 impl AsRawFd for TcpStream {
     fn as_raw_fd(&self) -> RawFd {
-        self.sock.as_raw_fd()
+        self.io.as_raw_fd()
     }
 }
 
 impl AsRawFd for TcpListener {
     fn as_raw_fd(&self) -> RawFd {
-        self.sock.as_raw_fd()
+        self.io.as_raw_fd()
     }
 }
 
@@ -429,13 +616,16 @@ impl AsFd for TcpStream {
     /// (`socket2::SockRef::from(&stream)`). Do not close it or make it
     /// blocking: the reactor owns its mode.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.sock.get().as_fd()
+        self.io.get().as_fd()
     }
 }
 
 impl AsFd for TcpListener {
     /// The socket, borrowed (see [`TcpStream`]'s `as_fd`).
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.sock.get().as_fd()
+        self.io.get().as_fd()
     }
 }
+
+fd_traits!(TcpStream, std::net::TcpStream);
+fd_traits!(TcpListener, std::net::TcpListener);

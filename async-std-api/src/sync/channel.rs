@@ -539,6 +539,14 @@ pub struct SendError<T> {
 }
 
 impl<T> SendError<T> {
+    /// A send refused because the channel is closed.
+    pub(crate) fn closed(value: T) -> SendError<T> {
+        SendError {
+            value,
+            cancelled: None,
+        }
+    }
+
     /// The sender's own cancellation, if that is why (else the channel is
     /// closed).
     pub fn cancelled(&self) -> Option<&Cancelled> {

@@ -36,6 +36,7 @@ mod notify;
 mod queue;
 mod rwlock;
 mod semaphore;
+mod thread;
 
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use channel::{
@@ -48,3 +49,4 @@ pub use mutex::{Mutex, MutexGuard};
 pub use notify::Notify;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::{Semaphore, SemaphorePermit};
+pub use thread::{ThreadResolver, ThreadSender};

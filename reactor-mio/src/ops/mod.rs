@@ -28,6 +28,7 @@
 mod accept;
 mod close;
 mod connect;
+mod dgram;
 mod read;
 mod write;
 
@@ -79,8 +80,11 @@ fn attempt(req: &Request, phase: &mut IoPhase, socket: bool) -> Attempt {
         Opcode::Write => write::attempt(req, socket),
         Opcode::Accept => accept::attempt(req),
         Opcode::Connect => connect::attempt(req, phase),
-        // Closes never queue (close.rs).
-        Opcode::Close => Attempt::Done(-i64::from(libc::EINVAL)),
+        Opcode::RecvFrom => dgram::recv_from(req),
+        Opcode::SendTo => dgram::send_to(req),
+        // Closes never queue (close.rs); file requests are refused by
+        // `ffi.rs` (no `AA_CAP_IO_FILE`).
+        _ => Attempt::Done(-i64::from(libc::EINVAL)),
     }
 }
 
@@ -105,6 +109,11 @@ impl Reactor {
         let (socket, idle, hint) = {
             let registry = self.registry.borrow();
             let entry = registry.get(key).expect("entry_for returned a live key");
+            if req.peek && !entry.socket {
+                return Err(Error::invalid(format!(
+                    "io_submit: AA_IO_PEEK on fd {fd}, which is not a socket"
+                )));
+            }
             let (queue, hint) = if reads {
                 (&entry.readers, entry.read_hint)
             } else {
@@ -162,8 +171,18 @@ impl Reactor {
     fn note_attempt(&self, key: Key, req: &Request, outcome: Attempt) {
         let got = match outcome {
             Attempt::WouldBlock => None,
+            // A peek leaves the data queued: however short, it drained
+            // nothing, and epoll will not report that data again (G6).
+            Attempt::Done(_) if req.peek => return,
             // Only a data transfer can come back short.
-            Attempt::Done(n) if matches!(req.opcode, Opcode::Read | Opcode::Write) => Some(n),
+            Attempt::Done(n)
+                if matches!(
+                    req.opcode,
+                    Opcode::Read | Opcode::Write | Opcode::RecvFrom | Opcode::SendTo
+                ) =>
+            {
+                Some(n)
+            }
             Attempt::Done(_) => return,
         };
         self.registry

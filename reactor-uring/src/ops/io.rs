@@ -1,64 +1,53 @@
 //! `AA_IO_*` requests as ring operations: `RECV`/`READ`, `SEND`/`WRITE`,
-//! `ACCEPT`, `CONNECT` and `CLOSE`, one entry and one completion each.
+//! `ACCEPT`, `CONNECT` and `CLOSE`, and since ABI 1.1 `RECVMSG`/`SENDMSG`
+//! (dgram.rs) and the file operations (file.rs), one entry and one
+//! completion each.
 //!
-//! A request is built from the host's `AaIoOp` by `ffi.rs` into a
-//! [`Request`] (the op struct itself is borrowed only for `io_submit`,
-//! AA-R2), then into an entry whose pointers are the host's buffer and
-//! address (AA-R5) or the op's own boxed memory (ops invariant O1). Its
-//! final completion is delivered to the host exactly once: the real result,
-//! or the cancellation reason when the kernel confirms the cancel with
+//! A request is built from the host's `AaIoOp` by `ffi.rs` (through the
+//! SDK's reader, `async_abi::sdk::request`) into a [`Request`] (the op
+//! struct itself is borrowed only for `io_submit`, AA-R2), then into an
+//! entry whose pointers are the host's buffer and address (AA-R5), the
+//! request's own copies (paths, ops invariant O1: they live in the op's
+//! `kind`) or the op's own boxed memory (O1). Its final completion is
+//! delivered to the host exactly once: the real result, or the
+//! cancellation reason when the kernel confirms the cancel with
 //! `-ECANCELED`.
 //!
 //! # Safety
 //!
 //! [`HostBuf`] and [`HostAddr`] carry host pointers; their `unsafe`
 //! constructors (called by `ffi.rs` only) carry the AA-R5 promise, and the
-//! one write into host memory outside the kernel (an accept's peer address
-//! length) happens on the request's final completion, before its callback.
+//! writes into host memory outside the kernel (an accept's or a recvfrom's
+//! peer address length, a statx's `AaStat`) happen on the request's final
+//! completion, before its callback.
 
+use std::ffi::CString;
 use std::mem::size_of;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
-use async_abi::{AaSockAddr, AA_EVENT_IO};
+use async_abi::{AaSockAddr, AA_EVENT_IO, AA_E_UNSUPPORTED};
 use io_uring::{opcode, squeue, types};
 
 use crate::error::{Error, Result};
 use crate::event::{Event, IoState, State};
 use crate::ffi::HostCallback;
-use crate::ops::{Hold, Lane, NewOp, OpKey, OpKind, OwnedBuf};
+use crate::ops::{dgram, file, Hold, Lane, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::{Deferred, Reactor};
 use crate::ring::Cqe;
 
-/// The operation of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Opcode {
-    /// `AA_IO_READ`.
-    Read,
-    /// `AA_IO_WRITE`.
-    Write,
-    /// `AA_IO_ACCEPT`.
-    Accept,
-    /// `AA_IO_CONNECT`.
-    Connect,
-    /// `AA_IO_CLOSE`.
-    Close,
-}
+/// The operation of a request: the SDK's, so the reactors and the SDK's
+/// reader of `AaIoOp` name opcodes alike.
+pub(crate) use async_abi::sdk::request::Opcode;
 
 /// A host buffer lent to one request until its callback (AA-R5).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostBuf {
-    ptr: *mut u8,
-    len: usize,
+    pub(super) ptr: *mut u8,
+    pub(super) len: usize,
 }
 
 impl HostBuf {
-    /// The empty buffer.
-    pub(crate) const EMPTY: HostBuf = HostBuf {
-        ptr: std::ptr::null_mut(),
-        len: 0,
-    };
-
     /// Wraps the buffer of a request.
     ///
     /// # Safety
@@ -72,7 +61,7 @@ impl HostBuf {
 
     /// The length the kernel is given: one request moves at most
     /// `u32::MAX` bytes (a short read or write, as the ABI allows).
-    fn kernel_len(&self) -> u32 {
+    pub(super) fn kernel_len(&self) -> u32 {
         u32::try_from(self.len).unwrap_or(u32::MAX)
     }
 }
@@ -81,7 +70,7 @@ impl HostBuf {
 /// request's callback (AA-R5).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostAddr {
-    ptr: *mut AaSockAddr,
+    pub(super) ptr: *mut AaSockAddr,
 }
 
 impl HostAddr {
@@ -104,19 +93,33 @@ pub(crate) struct Request {
     pub(crate) opcode: Opcode,
     /// The descriptor.
     pub(crate) fd: RawFd,
-    /// The data buffer (read, write); empty otherwise.
+    /// The data buffer (read, write, recvfrom, sendto) or the host's
+    /// `AaStat` (statx); empty otherwise.
     pub(crate) buf: HostBuf,
     /// File offset, -1 for the current position or a stream.
     pub(crate) offset: i64,
-    /// Accept: where to write the peer address.
+    /// Accept, recvfrom: where to write the peer address.
     pub(crate) peer: Option<HostAddr>,
-    /// Connect: the address (copied into the op's own memory).
-    pub(crate) target: Option<AaSockAddr>,
+    /// Connect, sendto: the address (copied into the op's own memory;
+    /// boxed, so a request without one stays small).
+    pub(crate) target: Option<Box<AaSockAddr>>,
     /// Whether the descriptor is a socket (`RECV`/`SEND` rather than
     /// `READ`/`WRITE`), from the registry.
     pub(crate) socket: bool,
     /// The request may not wait inside the kernel (`Config::old_kernel`).
     pub(crate) nowait: bool,
+    /// `AaIoOp::op_flags` (`AA_IO_PEEK`, `AA_IO_DATASYNC`, ...), checked.
+    pub(crate) flags: u32,
+    /// A path request's path, the request's own copy (O1).
+    pub(crate) path: Option<CString>,
+    /// A rename's new path, the request's own copy (O1).
+    pub(crate) path2: Option<CString>,
+    /// A rename's new directory (`AT_FDCWD` for the current one).
+    pub(crate) fd2: RawFd,
+    /// An open's `open(2)` flags.
+    pub(crate) open_flags: i32,
+    /// An open's or a mkdir's permission bits.
+    pub(crate) mode: u32,
 }
 
 impl Request {
@@ -127,16 +130,39 @@ impl Request {
         match self.opcode {
             Opcode::Read if self.offset < 0 => Some(Lane::Read),
             Opcode::Write if self.offset < 0 => Some(Lane::Write),
+            Opcode::RecvFrom => Some(Lane::Read),
+            Opcode::SendTo => Some(Lane::Write),
             _ => None,
         }
     }
 
-    /// The `poll(2)` mask that means "this request can make progress".
-    fn readiness_mask(&self) -> u32 {
+    /// The `poll(2)` mask that means "this request can make progress", for
+    /// a request that may answer `EAGAIN` (a descriptor that cannot wait
+    /// inside the kernel); `None` for the file requests, which never do.
+    fn readiness_mask(&self) -> Option<u32> {
         match self.opcode {
-            Opcode::Read | Opcode::Accept => libc::POLLIN as u32,
-            _ => libc::POLLOUT as u32,
+            Opcode::Read | Opcode::Accept | Opcode::RecvFrom => Some(libc::POLLIN as u32),
+            Opcode::Write | Opcode::Connect | Opcode::SendTo => Some(libc::POLLOUT as u32),
+            _ => None,
         }
+    }
+
+    /// Whether `op_flags` has `bit`.
+    pub(super) fn has(&self, bit: u32) -> bool {
+        self.flags & bit != 0
+    }
+
+    /// The `MSG_*` flags of a socket request: `MSG_PEEK` for a peek,
+    /// `MSG_DONTWAIT` when it may not wait in the kernel.
+    pub(super) fn msg_flags(&self) -> i32 {
+        let mut flags = 0;
+        if self.has(async_abi::AA_IO_PEEK) {
+            flags |= libc::MSG_PEEK;
+        }
+        if self.nowait {
+            flags |= libc::MSG_DONTWAIT;
+        }
+        flags
     }
 }
 
@@ -156,7 +182,13 @@ fn owned_buf(req: &Request) -> OwnedBuf {
         Opcode::Accept if req.peer.is_some() => {
             OwnedBuf::AddrLen(Box::new(size_of::<[u64; 16]>() as libc::socklen_t))
         }
-        Opcode::Connect => OwnedBuf::Addr(Box::new(req.target.unwrap_or(AaSockAddr::EMPTY))),
+        Opcode::Connect => OwnedBuf::Addr(
+            req.target
+                .clone()
+                .unwrap_or_else(|| Box::new(AaSockAddr::EMPTY)),
+        ),
+        Opcode::RecvFrom | Opcode::SendTo => OwnedBuf::Msg(dgram::MsgBuf::new(req)),
+        Opcode::Statx => file::statx_buf(),
         _ => OwnedBuf::None,
     }
 }
@@ -165,11 +197,8 @@ fn owned_buf(req: &Request) -> OwnedBuf {
 /// and the op's own `buf` (O1).
 fn entry(req: &Request, buf: &OwnedBuf) -> squeue::Entry {
     let fd = types::Fd(req.fd);
-    let (rw_flags, msg_flags) = if req.nowait {
-        (libc::RWF_NOWAIT, libc::MSG_DONTWAIT)
-    } else {
-        (0, 0)
-    };
+    let rw_flags = if req.nowait { libc::RWF_NOWAIT } else { 0 };
+    let msg_flags = req.msg_flags();
     match req.opcode {
         Opcode::Read if req.socket => opcode::Recv::new(fd, req.buf.ptr, req.buf.kernel_len())
             .flags(msg_flags)
@@ -211,6 +240,8 @@ fn entry(req: &Request, buf: &OwnedBuf) -> squeue::Entry {
             opcode::Connect::new(fd, addr.cast(), len).build()
         }
         Opcode::Close => close_entry(req.fd),
+        Opcode::RecvFrom | Opcode::SendTo => dgram::entry(req, buf),
+        _ => file::entry(req, buf),
     }
 }
 
@@ -222,13 +253,19 @@ pub(crate) fn close_entry(fd: RawFd) -> squeue::Entry {
 /// Turns a request's final completion into its result, finishing what the
 /// kernel left to user space: an accept's peer address length.
 fn finish(req: &Request, buf: &OwnedBuf, result: i32) -> i64 {
-    if let (Opcode::Accept, Some(peer), OwnedBuf::AddrLen(len)) = (req.opcode, req.peer, buf) {
-        if result >= 0 {
+    if result < 0 {
+        return i64::from(result);
+    }
+    match (req.opcode, req.peer, buf) {
+        (Opcode::Accept, Some(peer), OwnedBuf::AddrLen(len)) => {
             // SAFETY: AA-R5: the host keeps `peer` valid and unmoved until
             // this request's callback, which has not run yet (it runs after
             // this function returns); `ptr` is aligned (checked by ffi.rs).
             unsafe { (*peer.ptr).len = **len };
         }
+        (Opcode::RecvFrom, Some(peer), OwnedBuf::Msg(msg)) => dgram::finish(peer, msg),
+        (Opcode::Statx, _, OwnedBuf::Statx(stat)) => file::finish_statx(req, stat),
+        _ => {}
     }
     i64::from(result)
 }
@@ -236,15 +273,38 @@ fn finish(req: &Request, buf: &OwnedBuf, result: i32) -> i64 {
 impl Reactor {
     /// `io_submit` for a converted request: one ring operation, never
     /// completed inline (the ABI lets a reactor ignore `AA_IO_TRY_INLINE`).
+    ///
+    /// A descriptor is looked up in the registry (and counts its op, so a
+    /// close through the reactor waits for it, G3) unless it is `AT_FDCWD`,
+    /// the current directory of a path request.
     pub(crate) fn io_submit(&self, mut req: Request, callback: HostCallback) -> Result<Rc<Event>> {
         let fd = req.fd;
+        let cap = req.opcode.capability();
+        if self.features.caps & cap == 0 {
+            let why = self.features.lacking(cap).unwrap_or("the operation");
+            return Err(Error::new(
+                AA_E_UNSUPPORTED,
+                format!(
+                    "io_submit: {} needs {why}, which this kernel's io_uring lacks",
+                    req.opcode.name()
+                ),
+            ));
+        }
         req.nowait = self.nowait;
-        req.socket = self
-            .registry
-            .borrow_mut()
-            .open(fd)
-            .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?
-            .socket;
+        let registered = fd >= 0;
+        if registered {
+            req.socket = self
+                .registry
+                .borrow_mut()
+                .open(fd)
+                .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?
+                .socket;
+        }
+        if req.has(async_abi::AA_IO_PEEK) && !req.socket {
+            return Err(Error::invalid(format!(
+                "io_submit: AA_IO_PEEK on fd {fd}, which is not a socket"
+            )));
+        }
         let ev = self.new_event(
             AA_EVENT_IO,
             0,
@@ -264,7 +324,7 @@ impl Reactor {
                 NewOp {
                     owner: Some(Rc::clone(&ev)),
                     kind: OpKind::Request(req),
-                    fd: Some(fd),
+                    fd: registered.then_some(fd),
                     buf,
                     hold,
                 },
@@ -304,9 +364,9 @@ impl Reactor {
         };
         self.touch(&ev);
         if !ev.deliverable() {
-            if req.opcode == Opcode::Accept && result >= 0 {
-                // Nobody will ever see this connection: the host disposed of
-                // the request before the kernel finished it.
+            if matches!(req.opcode, Opcode::Accept | Opcode::OpenAt) && result >= 0 {
+                // Nobody will ever see this connection or file: the host
+                // disposed of the request before the kernel finished it.
                 super::sys::close_orphan(result as RawFd);
             }
             self.settle_close(&ev);
@@ -347,21 +407,27 @@ impl Reactor {
     /// a non-socket behind the reactor's back: `RECV`/`SEND` become
     /// `READ`/`WRITE`). Returns whether the completion was consumed.
     fn retry_request(&self, key: OpKey, cqe: Cqe) -> bool {
-        let (fd, mask, opcode, socket) = match self.ops.borrow().get(key) {
+        let (fd, mask, opcode, socket, peek) = match self.ops.borrow().get(key) {
             Some(op) => match &op.kind {
-                OpKind::Request(req) => (req.fd, req.readiness_mask(), req.opcode, req.socket),
+                OpKind::Request(req) => (
+                    req.fd,
+                    req.readiness_mask(),
+                    req.opcode,
+                    req.socket,
+                    req.has(async_abi::AA_IO_PEEK),
+                ),
                 _ => return false,
             },
             None => return false,
         };
-        if opcode == Opcode::Close {
-            return false;
-        }
+        let Some(mask) = mask else { return false };
         if self.retry_when_ready(key, cqe, fd, mask) {
             return true;
         }
+        // A peek has no non-socket form: it reports the -ENOTSOCK.
         let not_socket = cqe.result == -libc::ENOTSOCK
             && socket
+            && !peek
             && matches!(opcode, Opcode::Read | Opcode::Write);
         if !not_socket {
             return false;

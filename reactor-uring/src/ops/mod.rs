@@ -58,7 +58,9 @@
 //! `destroy` refuses while an op owned by an event is in the table.
 
 pub(crate) mod cancel;
+pub(crate) mod dgram;
 pub(crate) mod eventfd;
+pub(crate) mod file;
 pub(crate) mod inotify;
 pub(crate) mod io;
 pub(crate) mod pidfd;
@@ -66,7 +68,7 @@ pub(crate) mod poll;
 pub(crate) mod sys;
 
 pub(crate) use crate::registry::Lane;
-pub(crate) use io::{HostAddr, HostBuf, Opcode, Request};
+pub(crate) use io::{HostAddr, HostBuf, Request};
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
@@ -147,6 +149,10 @@ pub(crate) enum OwnedBuf {
     /// inotify read: the bytes the kernel writes (cells, so the loop may
     /// read what the kernel wrote through the pointer it was given).
     Bytes(Box<[Cell<u8>]>),
+    /// Recvfrom, sendto: the message header and its `iovec` (dgram.rs).
+    Msg(Box<dgram::MsgBuf>),
+    /// Statx: the kernel's `struct statx` (file.rs).
+    Statx(file::StatxBuf),
 }
 
 /// Where an op is in its life (STYLE S5). "Completed" is not a state: the

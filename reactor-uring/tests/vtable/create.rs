@@ -50,9 +50,26 @@ fn the_vtable_advertises_every_kind_native_io_and_no_inline_completion() {
             | AA_CAP_PROCESS
             | AA_CAP_FS_WATCH
             | AA_CAP_DNS
+            | AA_CAP_IO_DGRAM
+            | AA_CAP_IO_FILE
+            | AA_CAP_IO_FTRUNCATE
     );
+    assert_eq!(vt.hdr.iface_minor, 1);
     assert!(vt.signal_new.is_some() && vt.process_new.is_some());
     assert!(vt.fs_watch_new.is_some() && vt.dns_resolve.is_some());
+    assert!(vt.instance_caps.is_some());
+}
+
+#[test]
+fn an_instance_has_the_plugin_caps_less_only_optional_ones_its_kernel_lacks() {
+    let (vt, _) = vtable();
+    let lp = crate::uring_loop!();
+    // SAFETY: a live reactor of this thread.
+    let caps = unsafe { (vt.instance_caps.unwrap())(lp.r) };
+    let optional = AA_CAP_IO_DGRAM | AA_CAP_IO_FILE | AA_CAP_IO_FTRUNCATE;
+    assert_eq!(caps & !optional, vt.caps & !optional, "{caps:#x}");
+    assert_eq!(caps & !vt.caps, 0, "never a bit the plugin lacks");
+    lp.finish();
 }
 
 /// Installs, on the calling thread only, a seccomp filter that makes

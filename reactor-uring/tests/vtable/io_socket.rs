@@ -336,7 +336,7 @@ fn io_submit_refuses_bad_arguments_without_an_event() {
     let mut op = AaIoOp::new(99, 0);
     assert_eq!(
         lp.try_submit("bad", &mut op, None).unwrap_err(),
-        AA_E_INVALID
+        AA_E_UNSUPPORTED
     );
     assert_eq!(lp.last_error(), "io_submit: unknown opcode 99");
     let mut op = AaIoOp::new(AA_IO_READ, -1);

@@ -155,13 +155,16 @@ pub fn io_submit_with_a_short_struct_size_is_invalid(reactor: &Reactor) {
     lp.finish();
 }
 
-/// Checks that an unknown opcode and unknown `io_submit` flag bits are
-/// refused with `AA_E_INVALID`.
-pub fn io_submit_with_unknown_opcode_or_flags_is_invalid(reactor: &Reactor) {
+/// Checks that an unknown opcode is refused with `AA_E_UNSUPPORTED` (ABI
+/// 1.1: "an opcode this reactor does not run"; a 1.0 reactor may answer
+/// `AA_E_INVALID`), and unknown `io_submit` flag bits and `op_flags` bits
+/// with `AA_E_INVALID`, each with one line in `last_error_message` and
+/// nothing created (AA-R8).
+pub fn io_submit_with_unknown_opcode_is_unsupported_and_unknown_flags_invalid(reactor: &Reactor) {
     if super::skip_without(
         reactor,
         AA_CAP_IO,
-        "io_submit_with_unknown_opcode_or_flags_is_invalid",
+        "io_submit_with_unknown_opcode_is_unsupported_and_unknown_flags_invalid",
     ) {
         return;
     }
@@ -170,11 +173,32 @@ pub fn io_submit_with_unknown_opcode_or_flags_is_invalid(reactor: &Reactor) {
     lp.track_fd(a);
     lp.track_fd(b);
     let mut op = AaIoOp::new(0x4000, i64::from(a));
-    assert_eq!(lp.submit("op", &mut op, 0), Submit::Failed(AA_E_INVALID));
+    let status = match lp.submit("op", &mut op, 0) {
+        Submit::Failed(s) => s,
+        other => panic!("an unknown opcode gave {other:?}"),
+    };
+    if lp.vt().hdr.iface_minor >= 1 {
+        assert_eq!(status, AA_E_UNSUPPORTED, "unknown opcode, ABI 1.1");
+    } else {
+        assert!(
+            status == AA_E_UNSUPPORTED || status == AA_E_INVALID,
+            "unknown opcode, ABI 1.0: {status}"
+        );
+    }
+    let msg = lp.last_error();
+    assert!(
+        msg.contains("16384") && !msg.contains('\n'),
+        "one line naming the opcode: {msg:?}"
+    );
     assert_eq!(
         lp.write("w", a, b"x", 1 << 30),
         Submit::Failed(AA_E_INVALID)
     );
+    let mut op = AaIoOp::new(AA_IO_WRITE, i64::from(a));
+    op.buf = b"x".as_ptr().cast_mut();
+    op.len = 1;
+    op.op_flags = 1 << 30;
+    assert_eq!(lp.submit("f", &mut op, 0), Submit::Failed(AA_E_INVALID));
     nothing_ran(&lp);
     lp.finish();
 }

@@ -500,6 +500,16 @@ impl Loop {
         std::mem::take(&mut *self.0.log.borrow_mut())
     }
 
+    /// Takes the records of `tag` out of the log, leaving the others.
+    pub fn take_tagged(&self, tag: &str) -> Vec<Rec> {
+        let mut log = self.0.log.borrow_mut();
+        let (taken, kept) = std::mem::take(&mut *log)
+            .into_iter()
+            .partition(|r| r.tag() == tag);
+        *log = kept;
+        taken
+    }
+
     /// Writes a marker into the log.
     pub fn mark(&self, name: &'static str) {
         self.0.log.borrow_mut().push(Rec::Mark(name));
@@ -635,12 +645,26 @@ impl Loop {
     /// `io_submit` with a request built by the case. The buffer and address
     /// it points to must stay valid until the callback (AA-R5).
     pub fn submit(&self, tag: &'static str, op: &mut AaIoOp, flags: u32) -> Submit {
+        // SAFETY: `op` is a whole `AaIoOp`, valid for the call; the case
+        // keeps what it points to alive (AA-R5).
+        unsafe { self.submit_raw(tag, op, flags) }
+    }
+
+    /// `io_submit` with a request that may be shorter than this kit's
+    /// `AaIoOp` (an older host's: its `struct_size` says how long).
+    ///
+    /// # Safety
+    ///
+    /// `op` must be valid for reads and writes of its `struct_size` bytes
+    /// for the call (at least up to `result`), and what it points to must
+    /// stay valid until the callback (AA-R5).
+    pub unsafe fn submit_raw(&self, tag: &'static str, op: *mut AaIoOp, flags: u32) -> Submit {
         let (slot, index) = self.new_slot(tag);
         let mut out = ptr::null_mut();
         let f = self.0.vt.io_submit.expect("required slot");
         // SAFETY: live reactor; `op` is valid for the call and the case
-        // keeps its buffer and address alive (AA-R5); the slot outlives the
-        // event (H4).
+        // keeps its buffer and address alive (AA-R5, the caller); the slot
+        // outlives the event (H4).
         let status = unsafe {
             f(
                 self.raw(),
@@ -653,7 +677,8 @@ impl Loop {
         };
         match status {
             AA_OK => Submit::Pending(self.adopt(&slot, index, out)),
-            AA_DONE => Submit::Done(op.result),
+            // SAFETY: `result` is in the 1.0 prefix every op has (caller).
+            AA_DONE => Submit::Done(unsafe { ptr::addr_of!((*op).result).read() }),
             s => Submit::Failed(s),
         }
     }

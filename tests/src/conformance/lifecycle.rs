@@ -140,7 +140,9 @@ pub fn config_struct_size_too_small_is_invalid(reactor: &Reactor) {
 /// NUL-terminated copy.
 pub fn last_error_message_describes_the_last_failure(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    let mut op = AaIoOp::new(0x7777, 0);
+    // Flag bits no ABI version defines: AA_E_INVALID from every reactor.
+    let mut op = AaIoOp::new(AA_IO_WRITE, 0);
+    op.op_flags = 1 << 31;
     assert!(matches!(
         lp.submit("bad", &mut op, 0),
         super::Submit::Failed(AA_E_INVALID)

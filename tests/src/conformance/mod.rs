@@ -45,17 +45,37 @@
 //!   of a watch whose directory is deleted.
 //! - [`dns`] (`AA_CAP_DNS`): `localhost` per family, `.invalid` names,
 //!   cancel, liveness, dispose then destroy, malformed lookups.
+//! - [`dgram`] (ABI 1.1, `AA_CAP_IO_DGRAM`): `SENDTO`/`RECVFROM` over UDP
+//!   and Unix datagram sockets (path, abstract and unnamed senders),
+//!   truncation and message boundaries, `AA_IO_PEEK`, connected sockets
+//!   and refused ports, cancel (buffer kept until the callback, no datagram
+//!   lost) and dispose of a pending `RECVFROM`, misplaced peeks.
+//! - [`file`](mod@file) (ABI 1.1, `AA_CAP_IO_FILE`, `AA_CAP_IO_FTRUNCATE`): open,
+//!   statx against std's `Metadata`, fsync, mkdir, rename, unlink,
+//!   truncate, with their errno results; cancel and dispose (no leaked
+//!   descriptor).
+//! - [`compat`]: a 1.0-sized `AaIoOp` is served and never read past;
+//!   `instance_caps` within `caps`; 1.1 requests an instance lacks are
+//!   `AA_E_UNSUPPORTED`.
+//!
+//! The capability of the 1.1 tiers is the *instance's*
+//! ([`Loop::instance_caps`]: `caps`, only the 1.0 bits from a 1.0 reactor,
+//! narrowed by `instance_caps`), as a host reads it; a case the instance
+//! cannot run prints `SKIPPED` with the missing bits.
 //!
 //! Every case records its callbacks into a log, asserts exact sequences and
 //! counts, and ends with [`Loop::finish`]: everything disposed, nothing
 //! alive, nothing running afterwards, `destroy` returns `AA_OK` (the name
-//! resolution cases allow `AA_E_BUSY` for a while, as a host does:
-//! [`Loop::finish_when_idle`]). A case whose capability the reactor lacks
+//! resolution cases, and the file case that disposes a pending open, allow
+//! `AA_E_BUSY` for a while, as a host does: [`Loop::finish_when_idle`]). A case whose capability the reactor lacks
 //! prints `SKIPPED` and why.
 
+pub mod compat;
+pub mod dgram;
 pub mod dns;
 pub mod errors;
 pub mod fds;
+pub mod file;
 pub mod fs_watch;
 pub mod harness;
 pub mod io;
@@ -65,6 +85,7 @@ pub mod os;
 pub mod plugin;
 pub mod poll;
 pub mod process;
+pub mod requests;
 pub mod signal;
 pub mod timers;
 pub mod trigger;
@@ -164,7 +185,7 @@ macro_rules! reactor_conformance_tests {
                 poll_new_on_a_bad_fd_fails,
                 io_submit_on_a_bad_fd_fails_with_and_without_inline,
                 io_submit_with_a_short_struct_size_is_invalid,
-                io_submit_with_unknown_opcode_or_flags_is_invalid,
+                io_submit_with_unknown_opcode_is_unsupported_and_unknown_flags_invalid,
                 io_submit_read_with_null_buffer_is_invalid,
                 io_submit_with_null_op_is_invalid,
                 cancel_with_a_non_negative_reason_or_nothing_pending_fails,
@@ -204,6 +225,29 @@ macro_rules! reactor_conformance_tests {
                 pending_lookup_counts_in_alive,
                 dispose_of_a_pending_lookup_then_destroy_succeeds,
                 malformed_lookups_fail_without_callback,
+            }
+            dgram {
+                udp_sendto_and_recvfrom_carry_data_and_the_sender_address,
+                recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries,
+                peek_leaves_the_data_for_the_next_read,
+                unix_datagrams_carry_path_abstract_and_unnamed_senders,
+                sendto_without_address_needs_a_connection_and_a_closed_port_refuses,
+                cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback,
+                dispose_of_a_pending_recvfrom_never_calls_back,
+                peek_on_a_pipe_or_a_send_is_invalid,
+            }
+            file {
+                openat_creates_opens_and_reports_errno,
+                statx_matches_std_metadata_and_follows_links_unless_nofollow,
+                fsync_and_datasync_flush_a_file,
+                mkdirat_renameat_unlinkat_change_the_tree,
+                ftruncate_sets_the_length,
+                cancel_and_dispose_of_file_requests,
+            }
+            compat {
+                a_1_0_sized_request_is_served_and_nothing_beyond_it_is_read,
+                instance_caps_never_exceed_caps,
+                a_1_1_request_the_instance_lacks_is_unsupported,
             }
         }
     };

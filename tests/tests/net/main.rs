@@ -1,7 +1,13 @@
-//! TCP: many concurrent connections with plain std::io code, cancelled I/O.
+//! Networking: TCP (many concurrent connections with plain std::io code,
+//! cancelled I/O, faults, fairness), UDP, Unix sockets, readiness on any
+//! descriptor, and name resolution.
 
 mod tcp_cancel;
 mod tcp_echo;
 mod tcp_fairness;
 mod tcp_faults;
 mod tcp_races;
+mod udp;
+mod async_fd;
+mod dns;
+mod unix;

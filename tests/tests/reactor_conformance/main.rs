@@ -2,14 +2,18 @@
 //! names: unset or `embedded` is `reactor-mio` linked statically; `mio` or
 //! `uring` is `libreactor_<name>.so` from the target directory this binary
 //! was built into; a value containing `/` or ending in `.so` is that file.
+//!
+//! `abi10`: an ABI 1.0 reactor (a C fixture) under this 1.1 kit and host.
 
 use std::path::{Path, PathBuf};
 
 use tests::conformance::Reactor;
 
+mod abi10;
+
 /// The directory a plugin built alongside this test binary lands in:
 /// `target/<profile>/` for a binary in `target/<profile>/deps/`.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().expect("the binary has a directory");
     if dir.file_name().is_some_and(|n| n == "deps") {

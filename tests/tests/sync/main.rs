@@ -8,3 +8,4 @@ mod sync_channel;
 mod sync_deferred;
 mod sync_locks;
 mod sync_signals;
+mod sync_threads;

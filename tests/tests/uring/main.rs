@@ -13,6 +13,12 @@
 //!
 //! Skipped, with a printed reason, only when `strace` is missing (CI
 //! installs it) or cannot trace here.
+//!
+//! `uring_native`: the same method for the requests of ABI 1.1: datagrams
+//! and file requests run as ring operations, with none of the system calls
+//! a blocking implementation would make on the loop thread.
+
+mod uring_native;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +33,7 @@ use tests::conformance::{fds, Loop, Reactor, Rec, Submit};
 const CHILD_ENV: &str = "URING_PROOF_CHILD";
 
 /// The prefix of every marker and of the child's report line.
-const MARK: &str = "uring-proof:";
+pub(crate) const MARK: &str = "uring-proof:";
 
 /// The calls a readiness reactor would make to wait; none may appear.
 const FORBIDDEN: &[&str] = &[
@@ -51,7 +57,7 @@ const BURST: usize = 100;
 // ---------------------------------------------------------------------------
 
 /// Writes a marker with one `write(2)`, which strace logs verbatim.
-fn mark(what: &str) {
+pub(crate) fn mark(what: &str) {
     let line = format!("{MARK} {what}\n");
     // SAFETY: `line` is a valid buffer of its length; fd 2 is stderr.
     let n = unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
@@ -167,7 +173,7 @@ fn target_dir() -> PathBuf {
 
 /// The uring library: built by `cargo xtask test-matrix` (and by `cargo
 /// build -p reactor-uring`); built here with `$CARGO` if it is missing.
-fn library() -> PathBuf {
+pub(crate) fn library() -> PathBuf {
     let file = target_dir().join("libreactor_uring.so");
     if !file.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -183,7 +189,7 @@ fn library() -> PathBuf {
 
 /// System calls counted per phase of the child's run.
 #[derive(Debug, Default)]
-struct Phases {
+pub(crate) struct Phases {
     /// Phase name -> syscall name -> count; "all" is begin..end.
     counts: BTreeMap<&'static str, BTreeMap<String, u32>>,
 }
@@ -192,7 +198,7 @@ impl Phases {
     /// Reads strace's log: every line that starts a call (`PID name(`,
     /// including `<unfinished ...>` halves, never the `resumed` halves)
     /// counts once in each phase open at that point.
-    fn parse(log: &str) -> Phases {
+    pub(crate) fn parse(log: &str) -> Phases {
         let mut phases = Phases::default();
         let mut open: Vec<&'static str> = Vec::new();
         for line in log.lines() {
@@ -200,6 +206,7 @@ impl Phases {
                 ("all", "begin", "end"),
                 ("burst", "burst-begin", "burst-end"),
                 ("echo", "echo-begin", "echo-end"),
+                ("native", "native-begin", "native-end"),
             ] {
                 if line.contains(&format!("\"{MARK} {begin}\\n\"")) {
                     open.push(phase);
@@ -222,7 +229,7 @@ impl Phases {
         phases
     }
 
-    fn count(&self, phase: &str, call: &str) -> u32 {
+    pub(crate) fn count(&self, phase: &str, call: &str) -> u32 {
         self.counts
             .get(phase)
             .and_then(|c| c.get(call))
@@ -259,7 +266,7 @@ fn ticks(stdout: &str) -> BTreeMap<String, u32> {
 /// Whether this system lets the library make a ring: `Err` is the one-line
 /// refusal from `create` (a seccomp policy, `kernel.io_uring_disabled`, an
 /// old kernel).
-fn uring_available(library: &Path) -> Result<(), String> {
+pub(crate) fn uring_available(library: &Path) -> Result<(), String> {
     let reactor = Reactor::load(library)?;
     let mut err = [0u8; 256];
     let cfg = AaReactorConfig {
@@ -287,7 +294,7 @@ fn uring_available(library: &Path) -> Result<(), String> {
     }
 }
 
-fn strace_works() -> Result<(), String> {
+pub(crate) fn strace_works() -> Result<(), String> {
     match Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "true"])
         .output()

@@ -14,6 +14,12 @@
 //!   into a zeroed value, so a missing trailing slot reads as `None`.
 //! - **L3** Every failure is one line, `cannot load <role> "<value>":
 //!   <reason>`, and happens before any user code runs.
+//! - **L4** A plugin's capability bits count only as far as its minor
+//!   defines them: from a reactor whose vtable says `iface_minor` 0, only
+//!   `AA_CAPS_V1_0` is kept, so the host never sends a 1.1 request (a
+//!   datagram or file opcode) to a 1.0 reactor, whatever its reserved bits
+//!   hold. The 1.1 slot `instance_caps` of such a plugin reads as `None`
+//!   (L2).
 //!
 //! # Safety
 //!
@@ -32,8 +38,8 @@ use std::ptr;
 
 use async_abi::{
     AaPluginCtx, AaPluginDesc, AaPluginEntryFn, AaReactorVTable, AaSchedulerVTable, AaStr,
-    AA_ABI_MAJOR, AA_IFACE_REACTOR_V1, AA_IFACE_SCHEDULER_V1, AA_REACTOR_ENTRY_SYMBOL,
-    AA_ROLE_REACTOR, AA_ROLE_SCHEDULER, AA_SCHEDULER_ENTRY_SYMBOL,
+    AA_ABI_MAJOR, AA_CAPS_V1_0, AA_IFACE_REACTOR_V1, AA_IFACE_SCHEDULER_V1,
+    AA_REACTOR_ENTRY_SYMBOL, AA_ROLE_REACTOR, AA_ROLE_SCHEDULER, AA_SCHEDULER_ENTRY_SYMBOL,
 };
 
 use super::host_log::HOST_API;
@@ -356,8 +362,35 @@ pub(crate) fn scheduler(value: &str, image: &Image) -> Result<Loaded<AaScheduler
     )
 }
 
-/// Initialises a reactor plugin and fetches its vtable.
+/// The capability bits the host reads from a reactor whose vtable says
+/// `iface_minor` (L4): a 1.0 reactor's are cut to the bits 1.0 defined.
+pub(crate) fn reactor_caps(iface_minor: u16, caps: u64) -> u64 {
+    if iface_minor == 0 {
+        caps & AA_CAPS_V1_0
+    } else {
+        caps
+    }
+}
+
+/// Initialises a reactor plugin and fetches its vtable; its capabilities
+/// are read as its minor defines them (L4).
 pub(crate) fn reactor(value: &str, image: &Image) -> Result<Loaded<AaReactorVTable>, String> {
+    let mut loaded = negotiate_reactor(value, image)?;
+    let vt = &mut loaded.vt;
+    let caps = reactor_caps(vt.hdr.iface_minor, vt.caps);
+    if caps != vt.caps {
+        tracing::warn!(
+            target: "async_std_api::runtime",
+            "reactor \"{value}\" is ABI 1.{} and sets capability bits {:#x} its ABI does not define: ignored",
+            vt.hdr.iface_minor,
+            vt.caps & !caps
+        );
+        vt.caps = caps;
+    }
+    Ok(loaded)
+}
+
+fn negotiate_reactor(value: &str, image: &Image) -> Result<Loaded<AaReactorVTable>, String> {
     let end = offset_of!(AaReactorVTable, dispose) + size_of::<usize>();
     negotiate(Role::Reactor, value, image, end, |v: &AaReactorVTable| {
         vec![
@@ -398,6 +431,14 @@ fn cstr(p: *const std::ffi::c_char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_1_0_reactor_keeps_only_the_capability_bits_1_0_defined() {
+        use async_abi::{AA_CAP_IO, AA_CAP_IO_DGRAM, AA_CAP_IO_FILE, AA_CAP_TIMER};
+        let claimed = AA_CAP_TIMER | AA_CAP_IO | AA_CAP_IO_DGRAM | AA_CAP_IO_FILE | 1 << 40;
+        assert_eq!(reactor_caps(0, claimed), AA_CAP_TIMER | AA_CAP_IO);
+        assert_eq!(reactor_caps(1, claimed), claimed);
+    }
 
     #[test]
     fn dlopen_messages_map_to_one_reason() {

@@ -10,9 +10,11 @@
 //! loop sleeps in the reactor until a delivery fires the trigger.
 //!
 //! Rules:
-//! - **RM1** A callback is registered on the loop thread and called there,
-//!   at most once, with `Some(value)` for a kept promise or `None` for a
-//!   promise dropped unkept (the thread panicked or gave up).
+//! - **RM1** A callback is registered on the loop thread and called there:
+//!   a [`Promise`]'s at most once, with `Some(value)` for a kept promise or
+//!   `None` for a promise dropped unkept (the thread panicked or gave up); a
+//!   [`Port`]'s once per value sent, in the order each thread sent them,
+//!   then once with `None` when its last clone is dropped.
 //! - **RM2** The trigger keeps the loop alive exactly while a registered
 //!   callback waits: a coroutine waiting for
 //!   another thread is not deadlocked, and a loop with nothing registered
@@ -41,7 +43,13 @@ use super::ffi::{Firer, TriggerEvent};
 use super::Reactor;
 
 type Value = Box<dyn Any + Send>;
-type Callback = Box<dyn FnOnce(Option<Value>)>;
+
+/// A registered callback: called once ([`Promise`]) or for every value
+/// until the last [`Port`] goes (`None` then).
+enum Callback {
+    Once(Box<dyn FnOnce(Option<Value>)>),
+    Many(Box<dyn FnMut(Option<Value>)>),
+}
 
 /// What other threads touch.
 #[derive(Default)]
@@ -98,6 +106,41 @@ impl<T: Send + 'static> Drop for Promise<T> {
     }
 }
 
+/// A stream of values other threads send to the loop; made by
+/// [`Remote::port`]. Clones share the registration; dropping the last
+/// delivers `None` (RM1).
+pub(crate) struct Port<T: Send + 'static> {
+    inner: Arc<PortInner>,
+    _value: PhantomData<fn(T)>,
+}
+
+struct PortInner {
+    door: Arc<Mutex<Door>>,
+    id: u64,
+}
+
+impl<T: Send + 'static> Port<T> {
+    /// Delivers `value` to the loop thread's callback.
+    pub(crate) fn send(&self, value: T) {
+        deliver(&self.inner.door, self.inner.id, Some(Box::new(value)));
+    }
+}
+
+impl<T: Send + 'static> Clone for Port<T> {
+    fn clone(&self) -> Self {
+        Port {
+            inner: self.inner.clone(),
+            _value: PhantomData,
+        }
+    }
+}
+
+impl Drop for PortInner {
+    fn drop(&mut self) {
+        deliver(&self.door, self.id, None);
+    }
+}
+
 fn deliver(door: &Mutex<Door>, id: u64, value: Option<Value>) {
     let mut d = lock(door);
     let Some(fire) = &d.fire else {
@@ -138,9 +181,9 @@ impl Remote {
         self.open()?;
         let id = self.next_id.get();
         self.next_id.set(id + 1);
-        let callback: Callback = Box::new(move |v: Option<Value>| {
+        let callback = Callback::Once(Box::new(move |v: Option<Value>| {
             on_value(v.and_then(|v| v.downcast::<T>().ok()).map(|v| *v))
-        });
+        }));
         self.callbacks.borrow_mut().insert(id, callback);
         self.update_ref();
         let promise = Promise {
@@ -150,6 +193,29 @@ impl Remote {
             _value: PhantomData,
         };
         Ok((id, promise))
+    }
+
+    /// Registers `on_value` for every value sent through the returned
+    /// [`Port`] and its clones, and `None` once they are all dropped (RM1).
+    pub(crate) fn port<T: Send + 'static>(
+        &self,
+        mut on_value: impl FnMut(Option<T>) + 'static,
+    ) -> Result<Port<T>, AaStatus> {
+        self.open()?;
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let callback = Callback::Many(Box::new(move |v: Option<Value>| {
+            on_value(v.and_then(|v| v.downcast::<T>().ok()).map(|v| *v))
+        }));
+        self.callbacks.borrow_mut().insert(id, callback);
+        self.update_ref();
+        Ok(Port {
+            inner: Arc::new(PortInner {
+                door: self.door.clone(),
+                id,
+            }),
+            _value: PhantomData,
+        })
     }
 
     /// RM3: drops the callback of `id`, if it has not run.
@@ -196,7 +262,15 @@ impl Remote {
         for (id, value) in inbox {
             let callback = self.callbacks.borrow_mut().remove(&id);
             match callback {
-                Some(f) => f(value),
+                Some(Callback::Once(f)) => f(value),
+                Some(Callback::Many(mut f)) => {
+                    let last = value.is_none();
+                    f(value);
+                    if !last {
+                        // Called outside the borrow: it may register more.
+                        self.callbacks.borrow_mut().insert(id, Callback::Many(f));
+                    }
+                }
                 None => drop(value), // RM3: forgotten
             }
         }

@@ -17,6 +17,9 @@
 //!   streams at full speed: the small echo's round trip (see `fairness.rs`);
 //! - `sync`: channel ping-pong and throughput, an uncontended and a
 //!   contended mutex, a oneshot round trip (see `sync.rs`);
+//! - `udp`: a 64-byte UDP ping-pong between two coroutines, per reactor
+//!   (see `udp.rs`);
+//! - `blocking`: a `spawn_blocking` round trip, per reactor (see `udp.rs`);
 //! - `fs`: a 1 GiB file read in 64 KiB reads, and 4 KiB random `read_at`s,
 //!   against std on a thread and tokio (see `fs.rs`).
 //!
@@ -32,6 +35,7 @@ mod peers;
 mod report;
 mod sync;
 mod timers;
+mod udp;
 
 use report::{Report, Unit};
 
@@ -59,6 +63,14 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "fairness",
         "2-byte echo every 20 ms beside a connection streaming at full speed (µs: median, p99, max)",
+    ),
+    (
+        "udp",
+        "64-byte UDP ping-pong between two coroutines over loopback (ns per round trip)",
+    ),
+    (
+        "blocking",
+        "spawn_blocking(|| 1) and wait for it, one at a time (ns per round trip)",
     ),
     (
         "fs",
@@ -99,6 +111,12 @@ fn main() {
     }
     if wanted("fairness") {
         fairness_all(&mut report);
+    }
+    if wanted("udp") {
+        udp_all(&mut report);
+    }
+    if wanted("blocking") {
+        blocking_all(&mut report);
     }
     if wanted("fs") {
         fs_all(&mut report);
@@ -451,5 +469,44 @@ fn profile_echo(args: &[String]) {
     println!(
         "echo {server}: {:.0} requests/s, {:.0} ns of server CPU per request",
         result.rps, result.server_ns_per_req
+    );
+}
+
+const UDP_ITERS: u64 = 50_000;
+const BLOCKING_ITERS: u64 = 20_000;
+
+fn udp_all(report: &mut Report) {
+    report.baseline(
+        "udp ping-pong",
+        "this runtime, mio",
+        udp::ours_udp("mio", UDP_ITERS),
+    );
+    report.add(
+        "udp ping-pong",
+        "this runtime, uring",
+        udp::ours_udp("uring", UDP_ITERS),
+    );
+    report.add(
+        "udp ping-pong",
+        "tokio current_thread, net::UdpSocket",
+        udp::tokio_udp(UDP_ITERS),
+    );
+}
+
+fn blocking_all(report: &mut Report) {
+    report.baseline(
+        "spawn_blocking",
+        "this runtime, mio",
+        udp::ours_blocking("mio", BLOCKING_ITERS),
+    );
+    report.add(
+        "spawn_blocking",
+        "this runtime, uring",
+        udp::ours_blocking("uring", BLOCKING_ITERS),
+    );
+    report.add(
+        "spawn_blocking",
+        "tokio current_thread, task::spawn_blocking",
+        udp::tokio_blocking(BLOCKING_ITERS),
     );
 }

@@ -38,8 +38,12 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod current;
+mod dns;
 pub(crate) mod fs_watch;
 pub(crate) mod io;
+mod poll;
+
+pub(crate) use poll::PollEvent;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
@@ -97,6 +101,9 @@ pub(crate) struct Reactor {
     /// The name the configuration chose it by (`mio`, `uring`, a path), for
     /// messages.
     label: String,
+    /// The vtable's capabilities narrowed to what this instance has on the
+    /// running kernel (`instance_caps`, ABI 1.1).
+    caps: u64,
     r: std::cell::Cell<*mut AaReactor>,
     /// The vtable the scheduler gets while the watchdog is on: the plugin's,
     /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
@@ -133,8 +140,15 @@ impl Reactor {
             let msg = err_text(&err, status);
             return Err((plugin, msg, status));
         }
+        let caps = match plugin.vt.instance_caps {
+            // SAFETY: `out` is the instance just created (F2), and the slot
+            // may be called on the loop thread at any time after create.
+            Some(f) => plugin.vt.caps & unsafe { f(out) },
+            None => plugin.vt.caps,
+        };
         Ok(Reactor {
             plugin,
+            caps,
             label: label.to_owned(),
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
@@ -163,7 +177,7 @@ impl Reactor {
     }
 
     pub(crate) fn caps(&self) -> u64 {
-        self.plugin.vt.caps
+        self.caps
     }
 
     /// The name the configuration chose the reactor by.
@@ -279,7 +293,7 @@ impl Reactor {
         let Some(signal_new) = self.plugin.vt.signal_new else {
             return Err(AA_E_UNSUPPORTED);
         };
-        if self.plugin.vt.caps & AA_CAP_SIGNAL == 0 {
+        if self.caps & AA_CAP_SIGNAL == 0 {
             return Err(AA_E_UNSUPPORTED);
         }
         let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_signal));
@@ -320,7 +334,7 @@ impl Reactor {
         else {
             return Err(AA_E_UNSUPPORTED);
         };
-        if vt.caps & AA_CAP_TRIGGER == 0 {
+        if self.caps & AA_CAP_TRIGGER == 0 {
             return Err(AA_E_UNSUPPORTED);
         }
         let ud: *mut Box<dyn Fn(AaStatus)> = Box::into_raw(Box::new(on_fire));

@@ -1,0 +1,358 @@
+//! Readiness-driven I/O on a non-blocking descriptor: try the system call,
+//! and on `EAGAIN` wait for the reactor to say the descriptor is ready,
+//! then try again. What `io::Async` offers users and what datagram sockets
+//! use where the reactor has no request for their operation.
+//!
+//! Rules:
+//! - **RD1** An operation is tried first (no wait when it can complete:
+//!   the common case for a busy socket), after one unit of the cooperative
+//!   budget (B2) and the cancellation check (W1).
+//! - **RD2** A ready bit is set by the reactor's callback and cleared only
+//!   by the operation that got `EAGAIN` (the reactor reports a new edge
+//!   after `EAGAIN`): a readiness is never lost between a failed attempt
+//!   and the wait that follows it. An error or hang-up counts as both
+//!   readable and writable, so the next attempt sees the error.
+//! - **RD3** The watch is armed for a direction only while someone waits
+//!   for it (writable is reported on every acknowledgement on some
+//!   reactors); arming re-evaluates the current readiness, so a waiter
+//!   that arms never misses a readiness that was already there.
+//! - **RD4** Waiters of one direction are woken together and each re-checks
+//!   (P-22); a waiter leaves the list when it stops waiting (W4), also when
+//!   cancelled. An operation that completed is never undone by a
+//!   cancellation: it returns, and the cancellation waits for the next
+//!   suspension point (P-08).
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::RawFd;
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::Duration;
+
+use async_abi::{AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
+
+use super::budget;
+use super::error::Cancelled;
+use super::runtime::io::Interrupt;
+use super::runtime::{self, PollEvent, Runtime, TimerEvent};
+use super::state::CoroState;
+use super::wait::{checkpoint, forced_unwind, suspend_once, with_me};
+use super::waiters::{Notify, NotifySubscription};
+
+/// A direction of readiness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read,
+    Write,
+}
+
+impl Direction {
+    fn bit(self) -> u32 {
+        match self {
+            Direction::Read => AA_POLL_READABLE,
+            Direction::Write => AA_POLL_WRITABLE,
+        }
+    }
+}
+
+/// What the callback and the waiters share.
+struct Shared {
+    /// Ready bits seen and not yet consumed by an `EAGAIN` (RD2).
+    ready: Cell<u32>,
+    readers: Notify,
+    writers: Notify,
+}
+
+/// A descriptor's readiness watch and its waiters. The descriptor is not
+/// owned: its owner drops this first, then closes it.
+pub(crate) struct Readiness {
+    fd: RawFd,
+    event: PollEvent,
+    shared: Rc<Shared>,
+    /// The interest the watch is armed with (RD3).
+    armed: Cell<u32>,
+    /// Waiters per direction, to disarm writable when none is left.
+    waiting_writers: Cell<usize>,
+}
+
+impl Readiness {
+    /// Starts watching `fd` (armed for nothing yet).
+    ///
+    /// # Errors
+    ///
+    /// `Unsupported` naming the reactor if it has no `AA_CAP_POLL`; the
+    /// reactor's error otherwise.
+    pub(crate) fn new(rt: &Runtime, fd: RawFd) -> io::Result<Readiness> {
+        let shared = Rc::new(Shared {
+            ready: Cell::new(0),
+            readers: Notify::new(),
+            writers: Notify::new(),
+        });
+        let s = shared.clone();
+        let event = rt
+            .reactor
+            .poll(
+                fd,
+                0,
+                Box::new(move |status, bits| {
+                    // A watch that ended (the descriptor closed under it)
+                    // wakes everyone: the next attempt reports the error.
+                    let bits = if status < 0 {
+                        AA_POLL_READABLE | AA_POLL_WRITABLE
+                    } else {
+                        bits
+                    };
+                    let bits = if bits & (AA_POLL_ERROR | AA_POLL_HUP) != 0 {
+                        bits | AA_POLL_READABLE | AA_POLL_WRITABLE
+                    } else {
+                        bits
+                    };
+                    s.ready.set(s.ready.get() | bits);
+                    if bits & AA_POLL_READABLE != 0 {
+                        s.readers.wake_all();
+                    }
+                    if bits & AA_POLL_WRITABLE != 0 {
+                        s.writers.wake_all();
+                    }
+                }),
+            )
+            .map_err(|status| poll_error(rt, fd, status))?;
+        Ok(Readiness {
+            fd,
+            event,
+            shared,
+            armed: Cell::new(0),
+            waiting_writers: Cell::new(0),
+        })
+    }
+
+    /// Runs `op` until it does not fail with `WouldBlock`, waiting for
+    /// `dir` in between (RD1-RD4). `what` names the wait in deadlock and
+    /// watchdog reports (made only when the call waits).
+    pub(crate) fn io<R>(
+        &self,
+        dir: Direction,
+        what: &dyn Fn() -> String,
+        at: &'static Location<'static>,
+        op: impl FnMut() -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.io_timeout(dir, None, what, at, op)
+    }
+
+    /// [`Readiness::io`], giving up with `WouldBlock` (std's error for a
+    /// socket timeout on Unix) once `timeout` has passed without the
+    /// operation completing.
+    pub(crate) fn io_timeout<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        what: &dyn Fn() -> String,
+        at: &'static Location<'static>,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> io::Result<R> {
+        with_me("blocking I/O", |rt, me| {
+            checkpoint(me).map_err(io::Error::from)?;
+            budget::spend(rt, me, at).map_err(|i| interrupted(me, i))?;
+            let mut deadline: Option<Deadline> = None;
+            loop {
+                match op() {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // RD2: consumed; the reactor reports the next edge.
+                        self.clear(dir);
+                        if let Some(t) = timeout {
+                            if deadline.is_none() {
+                                deadline = Some(Deadline::start(rt, me, t)?);
+                            }
+                        }
+                        let expired = deadline.as_ref().map(|d| &*d.expired);
+                        match self.wait_as(rt, me, dir, expired, what, at) {
+                            Ok(true) => {}
+                            Ok(false) => return Err(timed_out()),
+                            Err(c) => return Err(c.into()),
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    other => return other,
+                }
+            }
+        })
+    }
+
+    /// Waits until the descriptor is ready for `dir` (a readiness already
+    /// seen returns at once). A cancellation point.
+    pub(crate) fn wait(
+        &self,
+        dir: Direction,
+        what: &dyn Fn() -> String,
+        at: &'static Location<'static>,
+    ) -> io::Result<()> {
+        self.wait_timeout(dir, None, what, at)
+    }
+
+    /// [`Readiness::wait`] that gives up with `TimedOut` after `timeout`.
+    pub(crate) fn wait_timeout(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        what: &dyn Fn() -> String,
+        at: &'static Location<'static>,
+    ) -> io::Result<()> {
+        with_me("a readiness wait", |rt, me| {
+            checkpoint(me).map_err(io::Error::from)?;
+            let deadline = match timeout {
+                Some(t) => Some(Deadline::start(rt, me, t)?),
+                None => None,
+            };
+            let expired = deadline.as_ref().map(|d| &*d.expired);
+            match self.wait_as(rt, me, dir, expired, what, at) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the descriptor did not become ready in time",
+                )),
+                Err(c) => Err(c.into()),
+            }
+        })
+    }
+
+    /// Forgets a readiness of `dir` (the caller got `EAGAIN`).
+    pub(crate) fn clear(&self, dir: Direction) {
+        let s = &self.shared;
+        s.ready.set(s.ready.get() & !dir.bit());
+    }
+
+    fn wait_as(
+        &self,
+        rt: &Runtime,
+        me: &Rc<CoroState>,
+        dir: Direction,
+        expired: Option<&Cell<bool>>,
+        what: &dyn Fn() -> String,
+        at: &'static Location<'static>,
+    ) -> Result<bool, Cancelled> {
+        if self.shared.ready.get() & dir.bit() != 0 {
+            return Ok(true);
+        }
+        // Kept here, unmoved, while suspended: the scheduler reads it.
+        let what = what();
+        let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
+        self.arm(self.armed.get() | dir.bit());
+        let list = match dir {
+            Direction::Read => &self.shared.readers,
+            Direction::Write => &self.shared.writers,
+        };
+        let _sub = NotifySubscription::new(list, me);
+        loop {
+            suspend_once(rt, me, what.as_bytes(), at)?;
+            if self.shared.ready.get() & dir.bit() != 0 {
+                return Ok(true);
+            }
+            if expired.is_some_and(Cell::get) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// RD3: (re-)arms the watch; arming re-evaluates readiness.
+    fn arm(&self, interest: u32) {
+        if interest != self.armed.get() {
+            self.armed.set(interest);
+            let _ = self.event.set_interest(interest);
+        }
+    }
+
+    /// The descriptor watched.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd
+    }
+}
+
+/// A timer that marks a wait expired and wakes its waiter; disarmed when
+/// dropped.
+struct Deadline {
+    expired: Rc<Cell<bool>>,
+    _timer: TimerEvent,
+}
+
+impl Deadline {
+    fn start(rt: &Runtime, me: &Rc<CoroState>, after: Duration) -> io::Result<Deadline> {
+        let expired = Rc::new(Cell::new(false));
+        let (e, who) = (expired.clone(), me.clone());
+        let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        let timer = rt
+            .reactor
+            .timer(
+                ns,
+                Box::new(move |_| {
+                    e.set(true);
+                    runtime::wake(&who);
+                }),
+            )
+            .map_err(|s| {
+                io::Error::other(format!("cannot arm a timeout: {}", runtime::status_text(s)))
+            })?;
+        Ok(Deadline {
+            expired,
+            _timer: timer,
+        })
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "the operation timed out (the socket's read or write timeout)",
+    )
+}
+
+/// Counts a writer while it waits; the last one disarms writable (RD3).
+struct WriterCount<'a>(&'a Readiness);
+
+impl<'a> WriterCount<'a> {
+    fn new(r: &'a Readiness) -> Self {
+        r.waiting_writers.set(r.waiting_writers.get() + 1);
+        WriterCount(r)
+    }
+}
+
+impl Drop for WriterCount<'_> {
+    fn drop(&mut self) {
+        let r = self.0;
+        let n = r.waiting_writers.get() - 1;
+        r.waiting_writers.set(n);
+        if n == 0 {
+            r.arm(r.armed.get() & !AA_POLL_WRITABLE);
+        }
+    }
+}
+
+fn poll_error(rt: &Runtime, fd: RawFd, status: async_abi::AaStatus) -> io::Error {
+    if status == AA_E_UNSUPPORTED {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "reactor \"{}\" lacks AA_CAP_POLL: cannot wait for fd {fd} to be ready",
+                rt.reactor.label()
+            ),
+        )
+    } else if status < 0 && status > -4096 {
+        io::Error::from_raw_os_error(-status)
+    } else {
+        io::Error::other(format!(
+            "cannot watch fd {fd}: {}",
+            runtime::status_text(status)
+        ))
+    }
+}
+
+/// The budget's interruption as the error an I/O call returns.
+fn interrupted(me: &CoroState, i: Interrupt) -> io::Error {
+    match i {
+        Interrupt::Shutdown if !std::thread::panicking() => forced_unwind(),
+        Interrupt::Deadlock => me.deadlocked().into(),
+        _ => me
+            .cancellation()
+            .unwrap_or_else(|| Cancelled::of(me.id(), super::error::CancelCause::Shutdown, None))
+            .into(),
+    }
+}

@@ -1,0 +1,188 @@
+//! [`Evented`]: a socket the host owns, with a readiness watch made on
+//! first need and std's read and write timeouts.
+
+use std::cell::{Cell, OnceCell};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::panic::Location;
+use std::time::Duration;
+
+use super::sock::Sock;
+use super::submit;
+use crate::core::readiness::{Direction, Readiness};
+use crate::core::runtime::io::IoReq;
+use crate::core::wait::with_me;
+
+/// A socket and what waits on it. Field order is drop order: the watch
+/// goes before the descriptor is closed.
+pub(crate) struct Evented<T: Into<OwnedFd> + AsFd> {
+    ready: OnceCell<Readiness>,
+    sock: Sock<T>,
+    read_timeout: Cell<Option<Duration>>,
+    write_timeout: Cell<Option<Duration>>,
+}
+
+impl<T: Into<OwnedFd> + AsFd> Evented<T> {
+    pub(crate) fn new(sock: T) -> Evented<T> {
+        Evented {
+            ready: OnceCell::new(),
+            sock: Sock::new(sock),
+            read_timeout: Cell::new(None),
+            write_timeout: Cell::new(None),
+        }
+    }
+
+    pub(crate) fn get(&self) -> &T {
+        self.sock.get()
+    }
+
+    /// Gives the socket back without closing it (the watch is dropped
+    /// first).
+    pub(crate) fn into_inner(self) -> T {
+        let Evented { ready, sock, .. } = self;
+        drop(ready);
+        sock.into_inner()
+    }
+
+    /// Runs `op` until it does not fail with `WouldBlock`, waiting for
+    /// readability (bounded by the read timeout) in between.
+    pub(crate) fn read_op<R>(
+        &self,
+        what: &str,
+        at: &'static Location<'static>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.op(Direction::Read, self.read_timeout.get(), what, at, op)
+    }
+
+    /// As [`read_op`](Evented::read_op), for writability and the write
+    /// timeout.
+    pub(crate) fn write_op<R>(
+        &self,
+        what: &str,
+        at: &'static Location<'static>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.op(Direction::Write, self.write_timeout.get(), what, at, op)
+    }
+
+    /// A stream read: through the reactor's request (native on a
+    /// completion reactor), or, with a read timeout, by readiness and a
+    /// timer.
+    pub(crate) fn stream_read(
+        &self,
+        buf: &mut [u8],
+        at: &'static Location<'static>,
+    ) -> io::Result<usize>
+    where
+        for<'a> &'a T: Read,
+    {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.read_timeout.get().is_some() {
+            return self.read_op("read", at, |mut s| s.read(buf));
+        }
+        let fd = self.as_raw_fd();
+        let n = submit(self, IoReq::Read(buf), || format!("read fd {fd}"), at)?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// A stream write; see [`stream_read`](Evented::stream_read).
+    pub(crate) fn stream_write(
+        &self,
+        buf: &[u8],
+        at: &'static Location<'static>,
+    ) -> io::Result<usize>
+    where
+        for<'a> &'a T: Write,
+    {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.write_timeout.get().is_some() {
+            return self.write_op("write", at, |mut s| s.write(buf));
+        }
+        let fd = self.as_raw_fd();
+        let n = submit(self, IoReq::Write(buf), || format!("write fd {fd}"), at)?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Waits until writable, for at most `timeout` (`TimedOut` after).
+    pub(crate) fn wait_writable(
+        &self,
+        timeout: Option<Duration>,
+        what: &str,
+        at: &'static Location<'static>,
+    ) -> io::Result<()> {
+        let r = self.watch()?;
+        r.wait_timeout(Direction::Write, timeout, &|| what.to_owned(), at)
+    }
+
+    fn op<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        what: &str,
+        at: &'static Location<'static>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let r = self.watch()?;
+        let sock = self.sock.get();
+        let fd = sock.as_fd().as_raw_fd();
+        r.io_timeout(dir, timeout, &|| format!("{what} fd {fd}"), at, || op(sock))
+    }
+
+    fn watch(&self) -> io::Result<&Readiness> {
+        if let Some(r) = self.ready.get() {
+            return Ok(r);
+        }
+        let fd = self.sock.get().as_fd().as_raw_fd();
+        let r = with_me("a socket wait", |rt, _| Readiness::new(rt, fd))?;
+        Ok(self.ready.get_or_init(|| r))
+    }
+
+    /// std's `set_read_timeout`: `Some(ZERO)` is refused as std does.
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        check_timeout(t)?;
+        self.read_timeout.set(t);
+        Ok(())
+    }
+
+    /// std's `set_write_timeout`.
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        check_timeout(t)?;
+        self.write_timeout.set(t);
+        Ok(())
+    }
+
+    pub(crate) fn read_timeout(&self) -> Option<Duration> {
+        self.read_timeout.get()
+    }
+
+    pub(crate) fn write_timeout(&self) -> Option<Duration> {
+        self.write_timeout.get()
+    }
+}
+
+fn check_timeout(t: Option<Duration>) -> io::Result<()> {
+    if t == Some(Duration::ZERO) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cannot set a 0 duration timeout",
+        ));
+    }
+    Ok(())
+}
+
+impl<T: Into<OwnedFd> + AsFd> AsRawFd for Evented<T> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_fd().as_raw_fd()
+    }
+}
+
+impl<T: Into<OwnedFd> + AsFd> AsFd for Evented<T> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.get().as_fd()
+    }
+}

@@ -1,0 +1,419 @@
+//! Tier: datagram requests (ABI 1.1, `AA_CAP_IO_DGRAM`). `AA_IO_SENDTO` and
+//! `AA_IO_RECVFROM` over UDP on loopback and over Unix datagram sockets
+//! (path, abstract and unnamed senders), message boundaries and
+//! truncation, `AA_IO_PEEK` (which must not drain anything, on datagram and
+//! stream sockets), connected sockets and refused ports, and a pending
+//! `RECVFROM` cancelled (its buffer and address untouched after its
+//! callback, and no datagram lost) or disposed.
+
+use async_abi::*;
+
+use super::fds;
+use super::harness::{Loop, Rec, Submit};
+use super::os::TempDir;
+use super::plugin::Reactor;
+use super::requests::{
+    addr_bytes, bind, connect, raw_send_to, raw_try_recv, skip_without_instance, udp_socket,
+    unix_addr, unix_dgram,
+};
+
+/// The cases of this tier, for a caller that checks which ran.
+pub const CASES: &[&str] = &[
+    "udp_sendto_and_recvfrom_carry_data_and_the_sender_address",
+    "recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries",
+    "peek_leaves_the_data_for_the_next_read",
+    "unix_datagrams_carry_path_abstract_and_unnamed_senders",
+    "sendto_without_address_needs_a_connection_and_a_closed_port_refuses",
+    "cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback",
+    "dispose_of_a_pending_recvfrom_never_calls_back",
+    "peek_on_a_pipe_or_a_send_is_invalid",
+];
+
+const REASON: AaStatus = -4646;
+
+/// Sends bytes to the descriptor under test, behind the reactor's back.
+type Sender<'a> = dyn Fn(&[u8]) + 'a;
+
+/// A loop for `case`, or `None` (printed as skipped) if its instance lacks
+/// datagram requests.
+fn start(reactor: &Reactor, case: &str) -> Option<Loop> {
+    let lp = Loop::new(reactor);
+    if skip_without_instance(&lp, reactor, AA_CAP_IO | AA_CAP_IO_DGRAM, case) {
+        lp.finish();
+        return None;
+    }
+    Some(lp)
+}
+
+/// Two UDP sockets the loop closes at the end, with their addresses.
+fn udp_pair(lp: &Loop) -> ((i32, AaSockAddr), (i32, AaSockAddr)) {
+    let (a, a_addr) = udp_socket();
+    let (b, b_addr) = udp_socket();
+    lp.track_fd(a);
+    lp.track_fd(b);
+    ((a, a_addr), (b, b_addr))
+}
+
+/// Checks the pending path both ways: a `RECVFROM` with nothing queued
+/// stays pending and alive, a `SENDTO` to it completes with the bytes sent,
+/// and the receive then completes once with the data and the sender's
+/// address; then the same inline, where the reactor offers it.
+pub fn udp_sendto_and_recvfrom_carry_data_and_the_sender_address(reactor: &Reactor) {
+    let case = "udp_sendto_and_recvfrom_carry_data_and_the_sender_address";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, a_addr), (b, mut b_addr)) = udp_pair(&lp);
+    let mut buf = [0u8; 64];
+    let mut from = AaSockAddr::EMPTY;
+    let r = lp
+        .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
+        .pending();
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    assert_eq!(lp.alive(), 1);
+    let sent = lp.send_to("s", a, b"ping", Some(&mut b_addr), 0);
+    assert_eq!(lp.result("s", sent), 4);
+    lp.run_until_tag("r");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r", 4)]);
+    assert_eq!(&buf[..4], b"ping");
+    assert_eq!(addr_bytes(&from), addr_bytes(&a_addr), "the sender");
+    lp.dispose(r);
+    lp.take_log();
+    if lp.instance_caps() & AA_CAP_IO_INLINE != 0 {
+        let mut to_a = a_addr;
+        let s = lp.send_to("s2", b, b"pong!", Some(&mut to_a), AA_IO_TRY_INLINE);
+        assert_eq!(lp.result("s2", s), 5);
+        let mut back = [0u8; 8];
+        let mut from = AaSockAddr::EMPTY;
+        let got = lp.recv_from("r2", a, &mut back, Some(&mut from), 0, AA_IO_TRY_INLINE);
+        assert_eq!(lp.result("r2", got), 5);
+        assert_eq!(&back[..5], b"pong!");
+        assert_eq!(addr_bytes(&from), addr_bytes(&b_addr));
+    }
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks datagram semantics: a datagram longer than the buffer is
+/// truncated and its rest discarded, the next receive gets the next
+/// datagram whole, and pending receives on one socket complete in
+/// submission order, one datagram each.
+pub fn recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries(reactor: &Reactor) {
+    let case = "recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, _), (b, b_addr)) = udp_pair(&lp);
+    raw_send_to(a, b"hello world", &b_addr);
+    raw_send_to(a, b"x", &b_addr);
+    let mut short = [0u8; 5];
+    let got = lp.recv_from("short", b, &mut short, None, 0, 0);
+    assert_eq!(lp.result("short", got), 5);
+    assert_eq!(&short, b"hello");
+    let mut next = [0u8; 8];
+    let got = lp.recv_from("next", b, &mut next, None, 0, 0);
+    assert_eq!(
+        lp.result("next", got),
+        1,
+        "the rest of the first was dropped"
+    );
+    assert_eq!(next[0], b'x');
+    let mut first = [0u8; 8];
+    let mut second = [0u8; 8];
+    lp.recv_from("first", b, &mut first, None, 0, 0).pending();
+    lp.recv_from("second", b, &mut second, None, 0, 0).pending();
+    lp.run_once(0);
+    raw_send_to(a, b"1", &b_addr);
+    raw_send_to(a, b"22", &b_addr);
+    lp.run_until("both", |log| log.len() == 2);
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("first", 1), Rec::Io("second", 2)]);
+    assert_eq!((&first[..1], &second[..2]), (&b"1"[..], &b"22"[..]));
+    lp.finish();
+}
+
+/// Checks `AA_IO_PEEK`: a peeking `RECVFROM` and a peeking `READ` see the
+/// data and leave it queued, and a plain `READ` submitted after them
+/// (without inline completion, so the reactor's readiness bookkeeping
+/// decides) still gets it; the same on a stream socket, where a peek
+/// shorter than its buffer must not be taken for a drained socket. Each
+/// descriptor is first made known to the reactor and its readiness edge
+/// consumed, so the final read has no new edge to wake it.
+pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
+    let case = "peek_leaves_the_data_for_the_next_read";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, a_addr), (b, b_addr)) = udp_pair(&lp);
+    let (x, y) = fds::socketpair();
+    lp.track_fd(x);
+    lp.track_fd(y);
+    let send_udp = |data: &[u8]| {
+        raw_send_to(a, data, &b_addr);
+    };
+    let send_stream = |data: &[u8]| {
+        assert_eq!(fds::raw_write(x, data), data.len() as isize);
+    };
+    let sends: [(&str, i32, &Sender<'_>); 2] = [("udp", b, &send_udp), ("stream", y, &send_stream)];
+    for (what, fd, send) in sends {
+        let mut prime = [0u8; 4];
+        let got = lp.read("prime", fd, &mut prime, 0);
+        lp.run_once(0);
+        send(b"p");
+        assert_eq!(lp.result("prime", got), 1, "{what}");
+        send(b"abc");
+        lp.run_once(0);
+        let mut peeked = [0u8; 16];
+        let got = if fd == b {
+            let mut from = AaSockAddr::EMPTY;
+            let got = lp.recv_from(
+                "peek",
+                fd,
+                &mut peeked,
+                Some(&mut from),
+                AA_IO_PEEK,
+                AA_IO_TRY_INLINE,
+            );
+            let n = lp.result("peek", got);
+            assert_eq!(addr_bytes(&from), addr_bytes(&a_addr), "{what}");
+            n
+        } else {
+            let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
+            op.buf = peeked.as_mut_ptr();
+            op.len = peeked.len();
+            op.op_flags = AA_IO_PEEK;
+            let got = lp.submit("peek", &mut op, AA_IO_TRY_INLINE);
+            lp.result("peek", got)
+        };
+        assert_eq!((got, &peeked[..3]), (3, &b"abc"[..]), "{what}");
+        let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
+        let mut again = [0u8; 16];
+        op.buf = again.as_mut_ptr();
+        op.len = again.len();
+        op.op_flags = AA_IO_PEEK;
+        let got = lp.submit("peek_read", &mut op, AA_IO_TRY_INLINE);
+        assert_eq!(lp.result("peek_read", got), 3, "{what}: a second peek");
+        let mut read = [0u8; 16];
+        let got = lp.read("read", fd, &mut read, 0);
+        assert_eq!(
+            lp.result("read", got),
+            3,
+            "{what}: the data was still there"
+        );
+        assert_eq!(&read[..3], b"abc", "{what}");
+        assert_eq!(raw_try_recv(fd, &mut read), None, "{what}: consumed once");
+    }
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks Unix datagram sockets: the receiver learns a path sender's path,
+/// an abstract sender's name (leading NUL), and nothing (length 0) for an
+/// unbound sender.
+pub fn unix_datagrams_carry_path_abstract_and_unnamed_senders(reactor: &Reactor) {
+    let case = "unix_datagrams_carry_path_abstract_and_unnamed_senders";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let dir = TempDir::new("udg");
+    let name = |file: &str| {
+        dir.path()
+            .join(file)
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec()
+    };
+    let receiver = lp.track_fd(unix_dgram());
+    let mut to = unix_addr(&name("r.sock"));
+    bind(receiver, &to);
+    let path_sender = lp.track_fd(unix_dgram());
+    let path_addr = unix_addr(&name("s.sock"));
+    bind(path_sender, &path_addr);
+    let abstract_sender = lp.track_fd(unix_dgram());
+    let abstract_name = format!("\0aa-kit-{}-{case}", std::process::id());
+    let abstract_addr = unix_addr(abstract_name.as_bytes());
+    bind(abstract_sender, &abstract_addr);
+    let unnamed_sender = lp.track_fd(unix_dgram());
+    let senders = [
+        ("path", path_sender, addr_bytes(&path_addr)),
+        ("abstract", abstract_sender, addr_bytes(&abstract_addr)),
+        ("unnamed", unnamed_sender, Vec::new()),
+    ];
+    for (what, fd, expected) in senders {
+        let sent = lp.send_to("s", fd, what.as_bytes(), Some(&mut to), 0);
+        assert_eq!(lp.result("s", sent), what.len() as i64, "{what}");
+        let mut buf = [0u8; 16];
+        let mut from = AaSockAddr::EMPTY;
+        from.len = 0xdead;
+        let got = lp.recv_from("r", receiver, &mut buf, Some(&mut from), 0, 0);
+        assert_eq!(lp.result("r", got), what.len() as i64, "{what}");
+        assert_eq!(&buf[..what.len()], what.as_bytes());
+        assert_eq!(addr_bytes(&from), expected, "{what} sender");
+    }
+    lp.finish();
+}
+
+/// Checks the errors of datagram sockets, as the system calls give them: a
+/// `SENDTO` without an address needs a connected socket (`-EDESTADDRREQ`
+/// otherwise); on a socket connected to a port nobody listens on, the send
+/// succeeds and the next receive reports `-ECONNREFUSED`.
+pub fn sendto_without_address_needs_a_connection_and_a_closed_port_refuses(reactor: &Reactor) {
+    let case = "sendto_without_address_needs_a_connection_and_a_closed_port_refuses";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, a_addr), (b, b_addr)) = udp_pair(&lp);
+    let sent = lp.send_to("unconnected", a, b"x", None, 0);
+    assert_eq!(
+        lp.result("unconnected", sent),
+        -i64::from(libc::EDESTADDRREQ)
+    );
+    connect(a, &b_addr);
+    let sent = lp.send_to("connected", a, b"hi", None, 0);
+    assert_eq!(lp.result("connected", sent), 2);
+    let mut buf = [0u8; 4];
+    let mut from = AaSockAddr::EMPTY;
+    let got = lp.recv_from("r", b, &mut buf, Some(&mut from), 0, 0);
+    assert_eq!(lp.result("r", got), 2);
+    assert_eq!(addr_bytes(&from), addr_bytes(&a_addr));
+    // A port nobody listens on: bound, then closed.
+    let (gone, gone_addr) = udp_socket();
+    fds::raw_close(gone);
+    connect(b, &gone_addr);
+    let sent = lp.send_to("to_gone", b, b"?", None, 0);
+    assert_eq!(lp.result("to_gone", sent), 1);
+    let got = lp.recv_from("refused", b, &mut buf, None, 0, 0);
+    assert_eq!(lp.result("refused", got), -i64::from(libc::ECONNREFUSED));
+    lp.finish();
+}
+
+/// Checks AA-R5 for a cancelled `RECVFROM` the reactor (or the kernel)
+/// already holds: no callback inside `cancel`, the request stays alive until
+/// its one callback (the reason), its buffer and address are untouched then
+/// and afterwards, and the datagram that arrives later is not lost. Then a
+/// cancellation racing a datagram: exactly one callback, and either the
+/// datagram is in the buffer or it is still queued.
+pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor: &Reactor) {
+    let case = "cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, _), (b, b_addr)) = udp_pair(&lp);
+    let mut buf = [0xaau8; 16];
+    let mut from = AaSockAddr::EMPTY;
+    from.len = 0xdead;
+    let r = lp
+        .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
+        .pending();
+    lp.run_once(0);
+    assert_eq!(lp.cancel(r, REASON), AA_OK);
+    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
+    assert_eq!(lp.alive(), 1, "alive until its callback");
+    lp.run_until_tag("r");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
+    assert_eq!(lp.alive(), 0);
+    raw_send_to(a, b"late", &b_addr);
+    let mut again = [0u8; 16];
+    let got = lp.recv_from("again", b, &mut again, None, 0, 0);
+    assert_eq!(lp.result("again", got), 4, "the datagram was not lost");
+    assert_eq!(&again[..4], b"late");
+    assert_eq!(buf, [0xaa; 16], "the buffer was written after its callback");
+    assert_eq!(
+        from.len, 0xdead,
+        "the address was written after its callback"
+    );
+    lp.dispose(r);
+    lp.take_log();
+
+    let mut raced = [0u8; 16];
+    let r2 = lp.recv_from("raced", b, &mut raced, None, 0, 0).pending();
+    lp.run_once(0);
+    raw_send_to(a, b"race", &b_addr);
+    assert_eq!(lp.cancel(r2, REASON), AA_OK);
+    lp.run_until_tag("raced");
+    lp.run_once(0);
+    let mut left = [0u8; 16];
+    match lp.log()[..] {
+        [Rec::Io("raced", 4)] => {
+            assert_eq!(&raced[..4], b"race");
+            assert_eq!(raw_try_recv(b, &mut left), None, "delivered once");
+        }
+        [Rec::Io("raced", reason)] if reason == i64::from(REASON) => {
+            assert_eq!(raced, [0; 16]);
+            assert_eq!(raw_try_recv(b, &mut left), Some(4), "still queued");
+        }
+        ref other => panic!("one callback, the data or the reason: {other:?}"),
+    }
+    lp.finish();
+}
+
+/// Checks that a `RECVFROM` disposed before the loop ran never calls back
+/// and never takes the datagram that arrives afterwards.
+pub fn dispose_of_a_pending_recvfrom_never_calls_back(reactor: &Reactor) {
+    let case = "dispose_of_a_pending_recvfrom_never_calls_back";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let ((a, _), (b, b_addr)) = udp_pair(&lp);
+    let mut buf = [0u8; 8];
+    let r = lp.recv_from("r", b, &mut buf, None, 0, 0).pending();
+    lp.dispose(r);
+    assert_eq!(lp.alive(), 0);
+    raw_send_to(a, b"kept", &b_addr);
+    let mut again = [0u8; 8];
+    let got = lp.recv_from("again", b, &mut again, None, 0, 0);
+    assert_eq!(lp.result("again", got), 4);
+    assert_eq!(&again[..4], b"kept");
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks the refusals of `AA_IO_PEEK`: on a descriptor that is not a
+/// socket (a pipe) and on an opcode that does not take it (`SENDTO`), each
+/// `AA_E_INVALID` with nothing created (AA-R8).
+pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
+    let case = "peek_on_a_pipe_or_a_send_is_invalid";
+    let Some(lp) = start(reactor, case) else {
+        return;
+    };
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    assert_eq!(fds::raw_write(w, b"p"), 1);
+    let mut buf = [0u8; 4];
+    let mut op = AaIoOp::new(AA_IO_READ, i64::from(r));
+    op.buf = buf.as_mut_ptr();
+    op.len = buf.len();
+    op.op_flags = AA_IO_PEEK;
+    assert_eq!(
+        lp.submit("peek_pipe", &mut op, AA_IO_TRY_INLINE),
+        Submit::Failed(AA_E_INVALID)
+    );
+    assert!(
+        lp.last_error().contains("not a socket"),
+        "{}",
+        lp.last_error()
+    );
+    let ((a, _), (_, mut b_addr)) = udp_pair(&lp);
+    let mut op = AaIoOp::new(AA_IO_SENDTO, i64::from(a));
+    op.buf = b"x".as_ptr().cast_mut();
+    op.len = 1;
+    op.addr = &mut b_addr;
+    op.op_flags = AA_IO_PEEK;
+    assert_eq!(
+        lp.submit("peek_send", &mut op, 0),
+        Submit::Failed(AA_E_INVALID)
+    );
+    lp.run_once(0);
+    assert_eq!(lp.log(), vec![]);
+    assert_eq!(
+        fds::raw_read(r, &mut buf),
+        1,
+        "the pipe's byte is still there"
+    );
+    lp.finish();
+}
