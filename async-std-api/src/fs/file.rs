@@ -10,6 +10,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::SystemTime;
 
+use super::native;
 use super::options::OpenOptions;
 use super::pool::blocking;
 use super::rw::{probe, Cursor, Mode};
@@ -78,8 +79,8 @@ pub struct File {
 }
 
 impl File {
-    /// Opens a file for reading: [`std::fs::File::open`], on the blocking
-    /// pool.
+    /// Opens a file for reading: [`std::fs::File::open`], in the reactor or
+    /// on the blocking pool (see [`OpenOptions::open`]).
     ///
     /// # Errors
     ///
@@ -92,15 +93,14 @@ impl File {
     ///
     /// # Cancellation
     ///
-    /// A cancellation point; a cancelled open is detached and the file it
-    /// opens is closed on the pool thread.
+    /// As [`OpenOptions::open`].
     #[track_caller]
     pub fn open<P: AsRef<Path>>(path: P) -> io::Result<File> {
         OpenOptions::new().read(true).open(path)
     }
 
     /// Opens a file for writing, creating it or truncating it:
-    /// [`std::fs::File::create`], on the blocking pool.
+    /// [`std::fs::File::create`], as [`OpenOptions::open`].
     ///
     /// # Errors
     ///
@@ -124,7 +124,7 @@ impl File {
     }
 
     /// Creates a new file for reading and writing, failing if it exists:
-    /// [`std::fs::File::create_new`], on the blocking pool.
+    /// [`std::fs::File::create_new`], as [`OpenOptions::open`].
     ///
     /// # Errors
     ///
@@ -195,7 +195,8 @@ impl File {
     }
 
     /// Truncates or extends the file to `size` bytes:
-    /// [`std::fs::File::set_len`], on the blocking pool. The cursor does
+    /// [`std::fs::File::set_len`] (`ftruncate`), in the reactor or on the
+    /// blocking pool (module docs). The cursor does
     /// not move.
     ///
     /// # Errors
@@ -209,16 +210,23 @@ impl File {
     ///
     /// # Cancellation
     ///
-    /// A cancellation point; a cancelled call is detached and may still
-    /// change the length.
+    /// A cancellation point; a change made before the cancellation was seen
+    /// is reported made (in the reactor), or a cancelled call is detached
+    /// and may still change the length (on the pool).
     #[track_caller]
     pub fn set_len(&self, size: u64) -> io::Result<()> {
+        if native::ftruncate_too() {
+            if let Ok(r) = native::set_len(self.std(), size) {
+                return r;
+            }
+        }
         let file = self.std().try_clone()?;
         blocking("file set_len", move || file.set_len(size))
     }
 
     /// Flushes the file's data and metadata to the device:
-    /// [`std::fs::File::sync_all`] (`fsync`), on the blocking pool.
+    /// [`std::fs::File::sync_all`] (`fsync`), in the reactor or on the
+    /// blocking pool (module docs).
     ///
     /// # Errors
     ///
@@ -230,15 +238,22 @@ impl File {
     ///
     /// # Cancellation
     ///
-    /// A cancellation point; a cancelled sync is detached and goes on.
+    /// A cancellation point; a cancelled sync is cancelled in the kernel (in
+    /// the reactor), or detached and goes on (on the pool).
     #[track_caller]
     pub fn sync_all(&self) -> io::Result<()> {
+        if native::files() {
+            if let Ok(r) = native::sync(self.std(), false) {
+                return r;
+            }
+        }
         let file = self.std().try_clone()?;
         blocking("file sync_all", move || file.sync_all())
     }
 
     /// Flushes the file's data (not all of its metadata):
-    /// [`std::fs::File::sync_data`] (`fdatasync`), on the blocking pool.
+    /// [`std::fs::File::sync_data`] (`fdatasync`), as
+    /// [`sync_all`](File::sync_all).
     ///
     /// # Errors
     ///
@@ -253,6 +268,11 @@ impl File {
     /// As [`sync_all`](File::sync_all).
     #[track_caller]
     pub fn sync_data(&self) -> io::Result<()> {
+        if native::files() {
+            if let Ok(r) = native::sync(self.std(), true) {
+                return r;
+            }
+        }
         let file = self.std().try_clone()?;
         blocking("file sync_data", move || file.sync_data())
     }

@@ -4,7 +4,7 @@
 //! The names and signatures are [`std::fs`]'s, so code ports by changing
 //! the import (`use async_std_api::fs;` for `use std::fs;`): [`File`] and
 //! [`OpenOptions`], [`read`], [`write`](fn@write), [`read_dir`], [`metadata`], ...
-//! [`File`] implements [`std::io::Read`], [`Write`](std::io::Write) and
+//! [`File`] implements [`std::io::Read`], [`Write`] and
 //! [`Seek`](std::io::Seek) (also for `&File`) and
 //! [`std::os::unix::fs::FileExt`], so `std::io::copy`, `BufReader` and
 //! `read_exact_at` work unchanged inside coroutines. [`Metadata`],
@@ -36,19 +36,29 @@
 //!
 //! # How the work is done
 //!
-//! Every call that may block suspends only the calling coroutine (D-31):
+//! Every call that may block suspends only the calling coroutine (D-31),
+//! and runs where the reactor allows:
 //!
-//! - Opening, metadata, directories, `set_len`, `sync_all` and the free
-//!   functions run on the runtime's blocking pool (the one under
-//!   [`spawn_blocking`](crate::spawn_blocking)), on every reactor.
 //! - [`File`]'s reads and writes are positional requests (`AA_IO_READ` /
 //!   `AA_IO_WRITE` with an offset) submitted to the reactor when it runs
 //!   I/O natively (`AA_CAP_IO_NATIVE`: the io_uring reactor); the kernel
-//!   reads straight into the caller's buffer. On a readiness reactor (mio),
-//!   where a regular file is always "ready" and a read can still wait for
-//!   the disk, they run on the pool through a buffer of the file's own, at
-//!   most 2 MiB per call (a larger request is a short read or write, as
-//!   `Read` and `Write` allow).
+//!   reads straight into the caller's buffer.
+//! - Opening, `sync_all`/`sync_data`, `set_len`, a seek from the end (the
+//!   size), [`remove_file`], [`remove_dir`], [`rename`], [`create_dir`]
+//!   and [`exists`] are the reactor's file requests when it has them (ABI
+//!   1.1 `AA_CAP_IO_FILE`, `AA_CAP_IO_FTRUNCATE`: io_uring's `OPENAT`,
+//!   `FSYNC`, `FTRUNCATE`, `STATX`, `UNLINKAT`, `RENAMEAT`, `MKDIRAT`);
+//!   with both, [`read`], [`read_to_string`] and [`write`](fn@write) are an
+//!   open, reads or writes, and a close through the reactor too.
+//! - Everything else (metadata, which is std's type, [`read_dir`],
+//!   [`copy`], [`create_dir_all`], [`remove_dir_all`], links,
+//!   permissions), and everything on a reactor without those capabilities,
+//!   runs on the runtime's blocking pool (the one under
+//!   [`spawn_blocking`](crate::spawn_blocking)). On a readiness reactor
+//!   (mio), where a regular file is always "ready" and a read can still
+//!   wait for the disk, a `File`'s reads and writes go through a buffer of
+//!   the file's own, at most 2 MiB per call (a larger request is a short
+//!   read or write, as `Read` and `Write` allow).
 //! - A [`File`] keeps its cursor itself (as tokio's does; io_uring
 //!   runtimes such as monoio read files at offsets only), so a
 //!   read or write that is cancelled leaves it where it was (D-31).
@@ -59,11 +69,14 @@
 //! coroutine is cancelled returns the cancellation at once and is
 //! *detached*: it runs to its end on its thread and its result is dropped
 //! (as [`spawn_blocking`](crate::spawn_blocking), D-30). So a cancelled
-//! [`write`](fn@write) or [`remove_dir_all`] may still complete; a cancelled read
-//! changes nothing the caller can see. A native request is cancelled in
-//! the kernel and waited for: the caller's buffer is never written after
-//! the call returned (AA-R5), and data read before the cancellation is
-//! returned, the cancellation staying pending (P-08).
+//! [`write`](fn@write) or [`remove_dir_all`] on the pool may still
+//! complete; a cancelled read changes nothing the caller can see. A request
+//! in the reactor is cancelled in the kernel and waited for: the caller's
+//! buffer is never written after the call returned (AA-R5), and what
+//! completed before the cancellation (data read, a file opened, a name
+//! removed) is returned, the cancellation staying pending (P-08); a
+//! [`write`](fn@write) cancelled between two requests leaves the file
+//! written in part.
 //!
 //! # Errors
 //!
@@ -76,9 +89,10 @@
 //!
 //! # Backend differences
 //!
-//! - io_uring: reads and writes are ring operations; the rest is the pool.
-//! - mio (and any reactor without `AA_CAP_IO_NATIVE`): everything is the
-//!   pool.
+//! - io_uring: reads, writes and the file requests above are ring
+//!   operations; the rest is the pool.
+//! - mio (and any reactor without `AA_CAP_IO_NATIVE` and `AA_CAP_IO_FILE`):
+//!   everything is the pool.
 //! - The pool needs the reactor's trigger (`AA_CAP_TRIGGER`); [`watch`]
 //!   needs `AA_CAP_FS_WATCH`. Without them the calls fail with an
 //!   [`io::Error`] of kind [`Unsupported`](io::ErrorKind::Unsupported)
@@ -86,6 +100,7 @@
 
 mod dir;
 mod file;
+mod native;
 mod options;
 mod pool;
 mod raw;
@@ -98,12 +113,13 @@ pub use options::OpenOptions;
 pub use std::fs::{FileTimes, FileType, Metadata, Permissions};
 pub use watch::{watch, WatchEvent, Watcher};
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use pool::blocking;
 
-/// Reads the whole file at `path`: [`std::fs::read`] on the blocking pool.
+/// Reads the whole file at `path`: [`std::fs::read`], in the reactor or on the blocking pool
+/// (module docs, *How the work is done*).
 ///
 /// # Errors
 ///
@@ -116,8 +132,8 @@ use pool::blocking;
 ///
 /// # Cancellation
 ///
-/// A cancellation point; a cancelled read is detached and its bytes
-/// dropped.
+/// A cancellation point; a cancelled read returns nothing (on the pool it
+/// is detached and its bytes dropped).
 ///
 /// # Examples
 ///
@@ -134,12 +150,18 @@ use pool::blocking;
 /// ```
 #[track_caller]
 pub fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
+    if native::files() && native::rw() {
+        let mut f = File::open(path)?;
+        let mut v = Vec::with_capacity(f.len().map_or(0, |n| n as usize));
+        f.read_to_end(&mut v)?;
+        return Ok(v);
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::read", move || std::fs::read(path))
 }
 
 /// Reads the whole file at `path` as UTF-8: [`std::fs::read_to_string`] on
-/// the blocking pool.
+/// the reactor or on the blocking pool (as [`read`]).
 ///
 /// # Errors
 ///
@@ -155,13 +177,19 @@ pub fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
 /// As [`read`].
 #[track_caller]
 pub fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
+    if native::files() && native::rw() {
+        let mut f = File::open(path)?;
+        let mut s = String::with_capacity(f.len().map_or(0, |n| n as usize));
+        f.read_to_string(&mut s)?;
+        return Ok(s);
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::read_to_string", move || std::fs::read_to_string(path))
 }
 
 /// Writes `contents` as the whole file at `path`, creating or truncating
-/// it: [`std::fs::write`] on the blocking pool (the bytes are copied for
-/// the pool thread).
+/// it: [`std::fs::write`], in the reactor or on the blocking pool (the
+/// bytes are then copied for the pool thread; module docs).
 ///
 /// # Errors
 ///
@@ -173,10 +201,14 @@ pub fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
 ///
 /// # Cancellation
 ///
-/// A cancellation point; a cancelled write is detached and may still
-/// complete (or have completed in part).
+/// A cancellation point; a cancelled write may have written part of the
+/// file (in the reactor), or is detached and may still complete (on the
+/// pool).
 #[track_caller]
 pub fn write<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -> io::Result<()> {
+    if native::files() && native::rw() {
+        return File::create(path)?.write_all(contents.as_ref());
+    }
     let path = path.as_ref().to_owned();
     let contents = contents.as_ref().to_vec();
     blocking("fs::write", move || std::fs::write(path, contents))
@@ -205,7 +237,8 @@ pub fn copy<P: AsRef<Path>, Q: AsRef<Path>>(from: P, to: Q) -> io::Result<u64> {
 }
 
 /// Renames `from` to `to`, replacing `to` if it exists:
-/// [`std::fs::rename`] on the blocking pool.
+/// [`std::fs::rename`], in the reactor or on the blocking pool
+/// (module docs, *How the work is done*).
 ///
 /// # Errors
 ///
@@ -217,15 +250,22 @@ pub fn copy<P: AsRef<Path>, Q: AsRef<Path>>(from: P, to: Q) -> io::Result<u64> {
 ///
 /// # Cancellation
 ///
-/// A cancellation point; a cancelled rename is detached and may still
-/// happen.
+/// A cancellation point; a rename done before the cancellation was seen
+/// is reported done (in the reactor), or a cancelled one is detached and
+/// may still happen (on the pool).
 #[track_caller]
 pub fn rename<P: AsRef<Path>, Q: AsRef<Path>>(from: P, to: Q) -> io::Result<()> {
+    if native::files() {
+        if let Ok(r) = native::rename(from.as_ref(), to.as_ref()) {
+            return r;
+        }
+    }
     let (from, to) = (from.as_ref().to_owned(), to.as_ref().to_owned());
     blocking("fs::rename", move || std::fs::rename(from, to))
 }
 
-/// Removes a file: [`std::fs::remove_file`] on the blocking pool.
+/// Removes a file: [`std::fs::remove_file`], in the reactor or on the blocking pool
+/// (module docs, *How the work is done*).
 ///
 /// # Errors
 ///
@@ -237,16 +277,20 @@ pub fn rename<P: AsRef<Path>, Q: AsRef<Path>>(from: P, to: Q) -> io::Result<()> 
 ///
 /// # Cancellation
 ///
-/// A cancellation point; a cancelled removal is detached and may still
-/// happen.
+/// A cancellation point; as [`rename`].
 #[track_caller]
 pub fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    if native::files() {
+        if let Ok(r) = native::unlink(path.as_ref(), false) {
+            return r;
+        }
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::remove_file", move || std::fs::remove_file(path))
 }
 
-/// Removes an empty directory: [`std::fs::remove_dir`] on the blocking
-/// pool.
+/// Removes an empty directory: [`std::fs::remove_dir`], in the reactor or
+/// on the blocking pool (module docs).
 ///
 /// # Errors
 ///
@@ -261,6 +305,11 @@ pub fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
 /// As [`remove_file`].
 #[track_caller]
 pub fn remove_dir<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    if native::files() {
+        if let Ok(r) = native::unlink(path.as_ref(), true) {
+            return r;
+        }
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::remove_dir", move || std::fs::remove_dir(path))
 }
@@ -286,7 +335,8 @@ pub fn remove_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
     blocking("fs::remove_dir_all", move || std::fs::remove_dir_all(path))
 }
 
-/// Creates a directory: [`std::fs::create_dir`] on the blocking pool.
+/// Creates a directory: [`std::fs::create_dir`], in the reactor or on the blocking pool
+/// (module docs, *How the work is done*).
 ///
 /// # Errors
 ///
@@ -299,10 +349,15 @@ pub fn remove_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
 ///
 /// # Cancellation
 ///
-/// A cancellation point; a cancelled creation is detached and may still
-/// happen.
+/// A cancellation point; as [`rename`].
 #[track_caller]
 pub fn create_dir<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    if native::files() {
+        // std's `DirBuilder` default: 0o777, less the umask.
+        if let Ok(r) = native::mkdir(path.as_ref(), 0o777) {
+            return r;
+        }
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::create_dir", move || std::fs::create_dir(path))
 }
@@ -409,7 +464,8 @@ pub fn symlink_metadata<P: AsRef<Path>>(path: P) -> io::Result<Metadata> {
 }
 
 /// Whether `path` exists (`Ok(false)` for a broken symbolic link):
-/// [`std::fs::exists`] on the blocking pool.
+/// [`std::fs::exists`], in the reactor or on the blocking pool
+/// (module docs, *How the work is done*).
 ///
 /// # Errors
 ///
@@ -425,6 +481,11 @@ pub fn symlink_metadata<P: AsRef<Path>>(path: P) -> io::Result<Metadata> {
 /// A cancellation point.
 #[track_caller]
 pub fn exists<P: AsRef<Path>>(path: P) -> io::Result<bool> {
+    if native::files() {
+        if let Ok(r) = native::exists(path.as_ref()) {
+            return r;
+        }
+    }
     let path = path.as_ref().to_owned();
     blocking("fs::exists", move || std::fs::exists(path))
 }

@@ -31,9 +31,8 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
 use std::panic::Location;
 
-use async_abi::AA_CAP_IO_NATIVE;
-
 use super::file::File;
+use super::native;
 use super::pool::blocking;
 use crate::core::runtime::{self, io::IoReq};
 use crate::core::wait::{checkpoint, with_me};
@@ -100,11 +99,6 @@ pub(super) fn probe(f: &std::fs::File) -> (Mode, u64) {
     }
 }
 
-/// Whether the running reactor runs file requests natively.
-fn native() -> bool {
-    runtime::with_runtime(|rt| rt.reactor.caps() & AA_CAP_IO_NATIVE != 0).unwrap_or(false)
-}
-
 /// `EINVAL`, as the kernel answers a position it cannot take (std's error
 /// for the same seek or `pread`).
 fn invalid() -> io::Error {
@@ -156,7 +150,7 @@ impl File {
     #[track_caller]
     pub(super) fn pread(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         check_offset(offset)?;
-        if native() {
+        if native::rw() {
             match self.submit(IoReq::ReadAt(&mut *buf, offset), "read", Some(offset)) {
                 Err(e) if is_errno(&e, libc::EAGAIN) => {}
                 r => return r,
@@ -169,7 +163,7 @@ impl File {
     #[track_caller]
     pub(super) fn pwrite(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         check_offset(offset)?;
-        if native() {
+        if native::rw() {
             match self.submit(IoReq::WriteAt(buf, offset), "write", Some(offset)) {
                 Err(e) if is_errno(&e, libc::EAGAIN) => {}
                 r => return r,
@@ -181,7 +175,7 @@ impl File {
     /// A read at the kernel's position.
     #[track_caller]
     fn read_stream(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if native() {
+        if native::rw() {
             match self.submit(IoReq::Read(&mut *buf), "read", None) {
                 Err(e) if is_errno(&e, libc::EAGAIN) => {}
                 r => return r,
@@ -194,7 +188,7 @@ impl File {
     /// the kernel's position after it, when it can tell.
     #[track_caller]
     fn write_stream(&self, buf: &[u8]) -> io::Result<(usize, Option<u64>)> {
-        if native() {
+        if native::rw() {
             match self.submit(IoReq::Write(buf), "write", None) {
                 Err(e) if is_errno(&e, libc::EAGAIN) => {}
                 Err(e) => return Err(e),
@@ -316,8 +310,21 @@ impl File {
         }
     }
 
+    /// The file's size: a `statx` of the descriptor in the reactor, or
+    /// `fstat` on the pool.
+    #[track_caller]
+    pub(super) fn len(&self) -> io::Result<u64> {
+        if native::files() {
+            if let Ok(r) = native::len(self.std()) {
+                return r;
+            }
+        }
+        let file = self.std().try_clone()?;
+        blocking("file size", move || file.metadata().map(|m| m.len()))
+    }
+
     /// `Seek::seek` (FI2): the cursor, or the kernel's position for a
-    /// stream. Only `SeekFrom::End` asks the file (its size, on the pool).
+    /// stream. Only `SeekFrom::End` asks the file (its size).
     #[track_caller]
     pub(super) fn seek_cursor(&self, style: SeekFrom) -> io::Result<u64> {
         let _turn = self.cursor.lock.lock()?;
@@ -337,11 +344,7 @@ impl File {
                 n
             }
             SeekFrom::Current(d) => from(self.cursor.pos.get(), d)?,
-            SeekFrom::End(d) => {
-                let file = self.std().try_clone()?;
-                let len = blocking("file seek", move || file.metadata().map(|m| m.len()))?;
-                from(len, d)?
-            }
+            SeekFrom::End(d) => from(self.len()?, d)?,
         };
         self.cursor.pos.set(new);
         Ok(new)

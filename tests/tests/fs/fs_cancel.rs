@@ -145,7 +145,7 @@ fn d31_a_write_cancelled_in_flight_leaves_the_cursor_and_a_retry_lands_in_place(
 }
 
 #[test]
-fn d31_a_cancelled_pool_call_returns_the_cancellation() {
+fn d31_a_cancelled_whole_file_read_returns_the_cancellation() {
     let dir = Scratch::new("cancel-pool");
     let path = dir.join("f");
     std::fs::write(&path, b"x").unwrap();

@@ -123,11 +123,28 @@ fn d31_reading_a_directory_writing_a_read_only_file_and_bad_options_fail_as_std(
         let mut ro = File::open(&path).unwrap();
         let mut std_ro = std::fs::File::open(&path).unwrap();
         same_as_std(ro.write(b"y").unwrap_err(), std_ro.write(b"y").unwrap_err());
-        // Options std refuses before any system call.
-        same_as_std(
-            OpenOptions::new().open(&path).unwrap_err(),
-            std::fs::OpenOptions::new().open(&path).unwrap_err(),
-        );
+        // Combinations std refuses before any system call, refused with
+        // std's own error wherever the open runs.
+        // (read, write, append, truncate, create)
+        let refused = [
+            ("no access", (false, false, false, false, false)),
+            ("truncate without write", (true, false, false, true, false)),
+            ("create without write", (true, false, false, false, true)),
+            ("append and truncate", (false, false, true, true, false)),
+        ];
+        for (what, (r, w, a, t, c)) in refused {
+            let mut theirs = std::fs::OpenOptions::new();
+            theirs.read(r).write(w).append(a).truncate(t).create(c);
+            let mut ours = OpenOptions::new();
+            ours.read(r).write(w).append(a).truncate(t).create(c);
+            let (o, t) = (
+                ours.open(&path).unwrap_err(),
+                theirs.open(&path).unwrap_err(),
+            );
+            assert_eq!(o.kind(), io::ErrorKind::InvalidInput, "{what}");
+            assert_eq!(o.to_string(), t.to_string(), "{what}");
+            same_as_std(o, t);
+        }
         // A directory that is not empty.
         std::fs::write(d.join("inner"), b"").unwrap();
         same_as_std(
