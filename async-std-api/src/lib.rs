@@ -111,6 +111,7 @@
 //! | `delay(ms)` / `timeout(ms)` | [`delay`], [`sleep`] / [`timeout`] `->` [`Timeout`](time::Timeout) | a zero delay is a yield; a `Timeout` is armed at creation, dropping it disarms it |
 //! | a panic of the main coroutine | the other coroutines are unwound (phase two at once), then the panic resumes in the caller of [`run`] | like tokio's `block_on`: a Rust program's main panics loudly |
 //! | Scheduler / Reactor extensions | plugins behind a C ABI (`async-abi`), chosen by [`Builder`], `ASYNC_SCHEDULER` / `ASYNC_REACTOR`, or a config file | any language can implement them |
+//! | files, directories, filesystem events (the design's file and fs-watch event descriptors) | [`fs::File`], [`fs::OpenOptions`], [`fs::read`], [`fs::write`], [`fs::read_dir`], ... (std's names); [`fs::watch`] `->` [`fs::Watcher`] | reads, writes, opens, syncs, truncation, removals, renames and mkdir are ring operations on io_uring (ABI 1.1 file requests), the blocking pool elsewhere; the file keeps its cursor, so a cancelled read or write leaves it; a watcher is read in a loop, bounded with `next_until`, and is an [`Awaitable`] (D-31) |
 //! | non-blocking sockets | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`], [`net::UnixStream`], [`net::UnixListener`], [`net::UnixDatagram`] with `std::io::Read`/`Write` and std's methods | existing synchronous code works unchanged (D-33) |
 //! | the poll event descriptor (the design) | [`io::Async`] over any non-blocking descriptor: `readable`, `writable`, `read_with`, `write_with` | sockets and pipes made by other crates, driven without blocking (D-33) |
 //! | the DNS event descriptor (the design) | [`net::lookup_host`], and host names in every socket constructor ([`net::ToSocketAddrs`]) | resolved by the reactor or the pool while only the caller suspends (D-34) |
@@ -120,7 +121,7 @@
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //! | the process and pipe event descriptors (the design) | [`process::Command`] (`spawn`, `output`, `status`), [`process::Child`] (`wait`, `try_wait`, `kill`, `wait_with_output`, piped handles with `Read`/`Write`), [`io::pipe`], [`io::stdin`], [`io::stdout`], [`io::stderr`] | std's names; exits watched by the reactor (pidfd), a cancelled wait leaves the child watched and reaped, a dropped `Child` is reaped in the background (D-32); standard streams on the blocking pool, since their descriptors are shared with other processes |
 //!
-//! Not offered: `getTrace`, files.
+//! Not offered: `getTrace`.
 //!
 //! # Configuration
 //!
@@ -141,6 +142,7 @@ mod structured;
 mod blocking;
 
 pub mod fiber;
+pub mod fs;
 pub mod io;
 pub mod net;
 pub mod process;

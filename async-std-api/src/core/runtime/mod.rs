@@ -57,6 +57,7 @@ pub(crate) use config::Explicit;
 pub(crate) use ffi::current::{
     installed, running, take_budget, with_current, with_running, with_runtime,
 };
+pub(crate) use ffi::fs_watch::FsWatchEvent;
 pub(crate) use ffi::io;
 pub(crate) use ffi::process;
 pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent};

@@ -23,7 +23,9 @@
 //! - `fiber`: a fiber resume/suspend round trip against a raw `corosensei`
 //!   switch (see `fiber.rs`);
 //! - `process`: spawning a child and waiting for it, and collecting a
-//!   child's output, against std and tokio::process (see `process.rs`).
+//!   child's output, against std and tokio::process (see `process.rs`);
+//! - `fs`: a 1 GiB file read in 64 KiB reads, and 4 KiB random `read_at`s,
+//!   against std on a thread and tokio (see `fs.rs`).
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -32,6 +34,7 @@
 mod echo;
 mod fairness;
 mod fiber;
+mod fs;
 mod ours;
 mod peers;
 mod process;
@@ -82,6 +85,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "process",
         "spawn `true` and wait for it; `echo hi` with its output collected (ns per child; see `process.rs`)",
+    ),
+    (
+        "fs",
+        "1 GiB file in 64 KiB reads, 4 KiB random read_at, warm cache, against std and tokio::fs (ns per read)",
     ),
 ];
 
@@ -139,6 +146,9 @@ fn main() {
     }
     if wanted("process") {
         process::all(&mut report);
+    }
+    if wanted("fs") {
+        fs_all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);
@@ -399,6 +409,58 @@ fn fairness_all(report: &mut Report) {
         eprintln!("fairness: {name}: {} probes", l.probes);
         report.add_values(s, name, vec![l.median_us, l.p99_us, l.max_us], baseline);
     }
+}
+
+fn fs_all(report: &mut Report) {
+    let file = fs::timed("made and read a 1 GiB file", fs::BenchFile::make);
+    let path = file.path();
+    let s = "fs sequential read";
+    report.scenario(s, Unit::NsPerOp, &["ns/read", "MiB/s"]);
+    for (name, reactor, baseline) in [
+        ("this runtime, mio reactor (blocking pool)", "mio", true),
+        (
+            "this runtime, io_uring reactor (ring reads)",
+            "uring",
+            false,
+        ),
+    ] {
+        let ns = fs::ours_seq(reactor, path);
+        report.add_values(s, name, fs::seq_values(ns), baseline);
+    }
+    let r = "fs random read_at";
+    report.baseline(
+        r,
+        "this runtime, mio reactor (blocking pool)",
+        fs::ours_random("mio", path),
+    );
+    report.add(
+        r,
+        "this runtime, io_uring reactor (ring reads)",
+        fs::ours_random("uring", path),
+    );
+    report.add_values(
+        s,
+        "std::fs on a thread",
+        fs::seq_values(fs::std_seq(path)),
+        false,
+    );
+    report.add(r, "std pread on a thread", fs::std_random(path));
+    report.add_values(
+        s,
+        "tokio current_thread, tokio::fs::File",
+        fs::seq_values(fs::tokio_seq(path)),
+        false,
+    );
+    report.add(
+        r,
+        "tokio current_thread, spawn_blocking(read_at)",
+        fs::tokio_random(path),
+    );
+    report.add(
+        r,
+        "tokio current_thread, tokio::fs::File seek + read_exact",
+        fs::tokio_seek_read(path),
+    );
 }
 
 fn timers_all(report: &mut Report) {

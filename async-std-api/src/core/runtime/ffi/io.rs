@@ -4,9 +4,9 @@
 //! Invariants:
 //! - **IO1** (AA-R5, P-21) [`perform`] returns only after the request
 //!   completed inline (`AA_DONE`), failed to submit (nothing created,
-//!   AA-R8), or its callback ran. Until then the caller's buffer stays
-//!   borrowed by this call, so the reactor or kernel never writes into
-//!   released memory. Cancelling only shortens the wait for the kernel; it
+//!   AA-R8), or its callback ran. Until then the caller's buffer (and a
+//!   file request's paths and stat slot) stays borrowed by this call, so
+//!   the reactor or kernel never reads or writes released memory. Cancelling only shortens the wait for the kernel; it
 //!   never skips it.
 //! - **IO2** The request's state (done flag, result, address) lives in a
 //!   heap record owned by the event's `ud`, never only on the suspended
@@ -28,8 +28,10 @@ use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use async_abi::{
-    AaEvent, AaIoOp, AaSockAddr, AA_DONE, AA_E_CANCELLED, AA_E_DEADLOCK, AA_E_SHUTDOWN,
-    AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_READ, AA_IO_TRY_INLINE, AA_IO_WRITE, AA_OK,
+    AaBytes, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_DONE, AA_E_CANCELLED, AA_E_DEADLOCK,
+    AA_E_SHUTDOWN, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC, AA_IO_FSYNC,
+    AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_READ, AA_IO_REMOVEDIR,
+    AA_IO_RENAMEAT, AA_IO_STATX, AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
 };
 
 use super::Reactor;
@@ -46,10 +48,40 @@ pub(crate) enum IoReq<'a> {
     Read(&'a mut [u8]),
     /// `send` from the buffer.
     Write(&'a [u8]),
+    /// `pread` into the buffer at the file offset (never the descriptor's
+    /// cursor, which it leaves alone).
+    ReadAt(&'a mut [u8], u64),
+    /// `pwrite` from the buffer at the file offset.
+    WriteAt(&'a [u8], u64),
     /// `accept`; the peer address is written into the slot.
     Accept(&'a mut AaSockAddr),
     /// `connect` to the address.
     Connect(&'a AaSockAddr),
+    /// `openat(fd, path, flags | O_CLOEXEC, mode)` (ABI 1.1,
+    /// `AA_CAP_IO_FILE`): the result is a descriptor the host owns
+    /// ([`accepted_fd`]).
+    OpenAt {
+        path: &'a [u8],
+        flags: u32,
+        mode: u32,
+    },
+    /// `statx` of `path` relative to `fd`, or of `fd` itself when `path` is
+    /// empty, into the slot (1.1).
+    Statx {
+        path: &'a [u8],
+        nofollow: bool,
+        out: &'a mut AaStat,
+    },
+    /// `fsync`, or `fdatasync` (1.1).
+    Fsync { datasync: bool },
+    /// `ftruncate` to the length (1.1, `AA_CAP_IO_FTRUNCATE`).
+    Ftruncate(u64),
+    /// `unlinkat` of a file, or of an empty directory (1.1).
+    UnlinkAt { path: &'a [u8], dir: bool },
+    /// `renameat`, both paths relative to `fd` (1.1).
+    RenameAt { from: &'a [u8], to: &'a [u8] },
+    /// `mkdirat` with the permission bits (1.1).
+    MkdirAt { path: &'a [u8], mode: u32 },
 }
 
 /// What interrupted the wait for a request (the request itself was
@@ -126,22 +158,103 @@ pub(crate) fn perform(
         waiter: me.clone(),
         addr: UnsafeCell::new(AaSockAddr::EMPTY),
     });
-    let (opcode, buf, len, accept_out) = match req {
-        IoReq::Read(b) => (AA_IO_READ, b.as_mut_ptr(), b.len(), None),
-        IoReq::Write(b) => (AA_IO_WRITE, b.as_ptr().cast_mut(), b.len(), None),
-        IoReq::Accept(slot) => (AA_IO_ACCEPT, ptr::null_mut(), 0, Some(slot)),
+    let fd = i64::from(fd);
+    let mut accept_out = None;
+    // The paths, buffers and slots below are borrowed from the caller until
+    // this function returns, which is after the completion (IO1).
+    let op = match req {
+        IoReq::Read(b) => with_buf(AaIoOp::new(AA_IO_READ, fd), b.as_mut_ptr(), b.len(), -1),
+        IoReq::Write(b) => with_buf(
+            AaIoOp::new(AA_IO_WRITE, fd),
+            b.as_ptr().cast_mut(),
+            b.len(),
+            -1,
+        ),
+        IoReq::ReadAt(b, at) => with_buf(
+            AaIoOp::new(AA_IO_READ, fd),
+            b.as_mut_ptr(),
+            b.len(),
+            file_offset(at),
+        ),
+        IoReq::WriteAt(b, at) => with_buf(
+            AaIoOp::new(AA_IO_WRITE, fd),
+            b.as_ptr().cast_mut(),
+            b.len(),
+            file_offset(at),
+        ),
+        IoReq::Accept(slot) => {
+            accept_out = Some(slot);
+            let mut op = AaIoOp::new(AA_IO_ACCEPT, fd);
+            op.addr = rec.addr.get();
+            op
+        }
         IoReq::Connect(addr) => {
             // SAFETY: the record is fresh and not shared with the reactor yet.
             unsafe { *rec.addr.get() = *addr };
-            (AA_IO_CONNECT, ptr::null_mut(), 0, None)
+            let mut op = AaIoOp::new(AA_IO_CONNECT, fd);
+            op.addr = rec.addr.get();
+            op
+        }
+        IoReq::OpenAt { path, flags, mode } => {
+            let mut op = AaIoOp::new(AA_IO_OPENAT, fd);
+            op.path = AaBytes::from_slice(path);
+            op.open_flags = flags;
+            op.mode = mode;
+            op
+        }
+        IoReq::Statx {
+            path,
+            nofollow,
+            out,
+        } => {
+            *out = AaStat::default();
+            let mut op = with_buf(
+                AaIoOp::new(AA_IO_STATX, fd),
+                (out as *mut AaStat).cast(),
+                std::mem::size_of::<AaStat>(),
+                -1,
+            );
+            op.path = AaBytes::from_slice(path);
+            if nofollow {
+                op.op_flags = AA_IO_NOFOLLOW;
+            }
+            op
+        }
+        IoReq::Fsync { datasync } => {
+            let mut op = AaIoOp::new(AA_IO_FSYNC, fd);
+            if datasync {
+                op.op_flags = AA_IO_DATASYNC;
+            }
+            op
+        }
+        IoReq::Ftruncate(len) => {
+            let mut op = AaIoOp::new(AA_IO_FTRUNCATE, fd);
+            op.offset = file_offset(len);
+            op
+        }
+        IoReq::UnlinkAt { path, dir } => {
+            let mut op = AaIoOp::new(AA_IO_UNLINKAT, fd);
+            op.path = AaBytes::from_slice(path);
+            if dir {
+                op.op_flags = AA_IO_REMOVEDIR;
+            }
+            op
+        }
+        IoReq::RenameAt { from, to } => {
+            let mut op = AaIoOp::new(AA_IO_RENAMEAT, fd);
+            op.path = AaBytes::from_slice(from);
+            op.path2 = AaBytes::from_slice(to);
+            op.fd2 = fd;
+            op
+        }
+        IoReq::MkdirAt { path, mode } => {
+            let mut op = AaIoOp::new(AA_IO_MKDIRAT, fd);
+            op.path = AaBytes::from_slice(path);
+            op.mode = mode;
+            op
         }
     };
-    let mut op = AaIoOp::new(opcode, i64::from(fd));
-    op.buf = buf;
-    op.len = len;
-    if opcode == AA_IO_ACCEPT || opcode == AA_IO_CONNECT {
-        op.addr = rec.addr.get();
-    }
+    let mut op = op;
     let ud = Rc::into_raw(rec.clone()) as *mut c_void;
     let io_submit = reactor.vtable().io_submit.expect("F1");
     let mut ev: *mut AaEvent = ptr::null_mut();
@@ -214,6 +327,22 @@ pub(crate) fn perform(
     }
 }
 
+/// A read or write request's buffer and offset.
+fn with_buf(mut op: AaIoOp, buf: *mut u8, len: usize, offset: i64) -> AaIoOp {
+    op.buf = buf;
+    op.len = len;
+    op.offset = offset;
+    op
+}
+
+/// The ABI's offset for a positional request. An offset past `i64::MAX`
+/// cannot be expressed (-1 would mean "the cursor"); the kernel refuses
+/// such offsets with `EINVAL` anyway, and so does the reactor for any
+/// negative offset but -1, so it becomes -2.
+fn file_offset(at: u64) -> i64 {
+    i64::try_from(at).unwrap_or(-2)
+}
+
 unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) {
     // The close's one callback: the event is ours to dispose (F5).
     let _ = catch_unwind(|| {
@@ -259,8 +388,22 @@ pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
     }
 }
 
-/// Takes ownership of a descriptor an accept request returned (ABI: "the
-/// new descriptor ... owned by the host").
+/// Whether the open file description behind `fd` appends every write
+/// (`O_APPEND`, from `fcntl(F_GETFL)`): positional writes cannot keep a
+/// cursor of their own on it (the kernel appends whatever the offset).
+pub(crate) fn is_append(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `F_GETFL` only reads the flags of a descriptor the borrow
+    // keeps open; it takes no pointer.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(flags & libc::O_APPEND != 0)
+}
+
+/// Takes ownership of a descriptor an accept or open request returned
+/// (ABI: "the new descriptor ... owned by the host").
 pub(crate) fn accepted_fd(result: i64) -> Option<OwnedFd> {
     let fd = RawFd::try_from(result).ok().filter(|fd| *fd >= 0)?;
     // SAFETY: a successful `AA_IO_ACCEPT` result is a fresh descriptor that

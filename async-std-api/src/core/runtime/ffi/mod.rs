@@ -39,6 +39,7 @@
 
 pub(crate) mod current;
 mod dns;
+pub(crate) mod fs_watch;
 pub(crate) mod io;
 mod poll;
 pub(crate) mod process;
