@@ -83,8 +83,28 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if self.read_timeout.get().is_some() {
             return self.read_op("read", at, |mut s| s.read(buf));
         }
+        self.request_read(buf, at)
+    }
+
+    /// A read request through the reactor (`recv` on a socket).
+    pub(crate) fn request_read(
+        &self,
+        buf: &mut [u8],
+        at: &'static Location<'static>,
+    ) -> io::Result<usize> {
         let fd = self.as_raw_fd();
         let n = submit(self, IoReq::Read(buf), || format!("read fd {fd}"), at)?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// A write request through the reactor (`send` on a socket).
+    pub(crate) fn request_write(
+        &self,
+        buf: &[u8],
+        at: &'static Location<'static>,
+    ) -> io::Result<usize> {
+        let fd = self.as_raw_fd();
+        let n = submit(self, IoReq::Write(buf), || format!("write fd {fd}"), at)?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -103,9 +123,22 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if self.write_timeout.get().is_some() {
             return self.write_op("write", at, |mut s| s.write(buf));
         }
-        let fd = self.as_raw_fd();
-        let n = submit(self, IoReq::Write(buf), || format!("write fd {fd}"), at)?;
-        Ok(usize::try_from(n).unwrap_or(0))
+        self.request_write(buf, at)
+    }
+
+    /// True if datagram requests go to the reactor (`AA_CAP_IO_DGRAM`, and
+    /// no timeout in that direction, which readiness and a timer serve).
+    pub(crate) fn dgram_native(&self, write: bool) -> bool {
+        let timeout = if write {
+            self.write_timeout.get()
+        } else {
+            self.read_timeout.get()
+        };
+        timeout.is_none()
+            && crate::core::runtime::with_runtime(|rt| {
+                rt.reactor.caps() & async_abi::AA_CAP_IO_DGRAM != 0
+            })
+            .unwrap_or(false)
     }
 
     /// Waits until writable, for at most `timeout` (`TimedOut` after).

@@ -12,6 +12,8 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use super::addr::{addrs_of, ToSocketAddrs};
 use super::evented::Evented;
 use super::tcp::each_addr;
+use super::{from_aa, submit, to_aa};
+use crate::core::runtime::io::IoReq;
 
 /// A UDP socket: the coroutine analogue of [`std::net::UdpSocket`], with
 /// its methods and signatures. Receiving waits (suspends the coroutine)
@@ -131,8 +133,35 @@ impl UdpSocket {
     /// Outside a coroutine, when it has to wait.
     #[track_caller]
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.io
-            .read_op("recv_from", Location::caller(), |s| s.recv_from(buf))
+        let at = Location::caller();
+        if self.io.dgram_native(false) {
+            return self.native_recv_from(buf, false, at);
+        }
+        self.io.read_op("recv_from", at, |s| s.recv_from(buf))
+    }
+
+    /// A `recvfrom` request through the reactor (natively on io_uring).
+    fn native_recv_from(
+        &self,
+        buf: &mut [u8],
+        peek: bool,
+        at: &'static Location<'static>,
+    ) -> io::Result<(usize, SocketAddr)> {
+        let mut from = async_abi::AaSockAddr::EMPTY;
+        let fd = self.io.as_raw_fd();
+        let n = submit(
+            &self.io,
+            IoReq::RecvFrom {
+                buf,
+                from: &mut from,
+                peek,
+            },
+            || format!("recv_from fd {fd}"),
+            at,
+        )?;
+        let addr = from_aa(&from)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an internet address"))?;
+        Ok((usize::try_from(n).unwrap_or(0), addr))
     }
 
     /// As [`recv_from`](UdpSocket::recv_from), leaving the datagram queued.
@@ -146,8 +175,11 @@ impl UdpSocket {
     /// As [`recv_from`](UdpSocket::recv_from).
     #[track_caller]
     pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.io
-            .read_op("peek_from", Location::caller(), |s| s.peek_from(buf))
+        let at = Location::caller();
+        if self.io.dgram_native(false) {
+            return self.native_recv_from(buf, true, at);
+        }
+        self.io.read_op("peek_from", at, |s| s.peek_from(buf))
     }
 
     /// Sends `buf` to `addr` (the first address it resolves to); returns
@@ -168,6 +200,17 @@ impl UdpSocket {
         let target = addrs_of(&addr, at)?.into_iter().next().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no addresses to send data to")
         })?;
+        if self.io.dgram_native(true) {
+            let to = to_aa(&target);
+            let fd = self.io.as_raw_fd();
+            let n = submit(
+                &self.io,
+                IoReq::SendTo { buf, to: &to },
+                || format!("send_to fd {fd}"),
+                at,
+            )?;
+            return Ok(usize::try_from(n).unwrap_or(0));
+        }
         self.io.write_op("send_to", at, |s| s.send_to(buf, target))
     }
 
@@ -211,7 +254,11 @@ impl UdpSocket {
     /// As [`recv_from`](UdpSocket::recv_from).
     #[track_caller]
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.read_op("recv", Location::caller(), |s| s.recv(buf))
+        let at = Location::caller();
+        if self.io.dgram_native(false) {
+            return self.io.request_read(buf, at);
+        }
+        self.io.read_op("recv", at, |s| s.recv(buf))
     }
 
     /// As [`recv`](UdpSocket::recv), leaving the datagram queued.
@@ -225,7 +272,11 @@ impl UdpSocket {
     /// As [`recv_from`](UdpSocket::recv_from).
     #[track_caller]
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.read_op("peek", Location::caller(), |s| s.peek(buf))
+        let at = Location::caller();
+        if self.io.dgram_native(false) {
+            return self.native_recv_from(buf, true, at).map(|(n, _)| n);
+        }
+        self.io.read_op("peek", at, |s| s.peek(buf))
     }
 
     /// The connected peer's address.

@@ -41,7 +41,7 @@ use std::rc::Rc;
 
 use super::spawn::spawn;
 use super::task_group::{FirstResult, GroupAll, Race, TaskGroup, TaskGroupError};
-use crate::core::awaitable::Awaitable;
+use crate::core::awaitable::{Awaitable, Latch};
 use crate::core::coroutine::Coroutine;
 use crate::core::error::{Cancelled, JoinError};
 use crate::core::failure::{Failure, FailureOrigin};
@@ -189,6 +189,18 @@ impl<T: Clone + 'static> Trigger for FirstResult<T> {
     }
 }
 
+impl Trigger for Latch {
+    type Output = ();
+    type Error = Failure;
+    fn poll_trigger(&self, _: Token) -> Option<Result<(), Failure>> {
+        self.is_open().then(|| self.failure().map_or(Ok(()), Err))
+    }
+    #[allow(private_interfaces)]
+    fn watch_trigger(&self, _: Token) -> Watch<'_> {
+        Watch::Once(crate::core::awaitable::sealed::Sealed::completion(self))
+    }
+}
+
 macro_rules! by_ref {
     ($($t:ty $(, $g:ident)?);*) => {$(
         impl<'a $(, $g: Clone + 'static)?> Trigger for &'a $t {
@@ -205,7 +217,7 @@ macro_rules! by_ref {
     )*};
 }
 
-by_ref!(Coroutine; TaskGroup<T>, T; GroupAll<T>, T; Race<T>, T; FirstResult<T>, T);
+by_ref!(Coroutine; Latch; TaskGroup<T>, T; GroupAll<T>, T; Race<T>, T; FirstResult<T>, T);
 
 // ---- inputs ----
 

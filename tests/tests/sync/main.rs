@@ -9,3 +9,4 @@ mod sync_deferred;
 mod sync_locks;
 mod sync_signals;
 mod sync_threads;
+mod sync_latch;

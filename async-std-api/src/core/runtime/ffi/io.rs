@@ -30,8 +30,9 @@ use std::rc::Rc;
 use async_abi::{
     AaBytes, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_DONE, AA_E_CANCELLED, AA_E_DEADLOCK,
     AA_E_SHUTDOWN, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC, AA_IO_FSYNC,
-    AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_READ, AA_IO_REMOVEDIR,
-    AA_IO_RENAMEAT, AA_IO_STATX, AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
+    AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_PEEK, AA_IO_READ,
+    AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO, AA_IO_STATX, AA_IO_TRY_INLINE,
+    AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
 };
 
 use super::Reactor;
@@ -57,6 +58,15 @@ pub(crate) enum IoReq<'a> {
     Accept(&'a mut AaSockAddr),
     /// `connect` to the address.
     Connect(&'a AaSockAddr),
+    /// `recvfrom` into the buffer, the sender's address into the slot;
+    /// `peek` leaves the datagram queued (1.1, `AA_CAP_IO_DGRAM`).
+    RecvFrom {
+        buf: &'a mut [u8],
+        from: &'a mut AaSockAddr,
+        peek: bool,
+    },
+    /// `sendto` the address (1.1, `AA_CAP_IO_DGRAM`).
+    SendTo { buf: &'a [u8], to: &'a AaSockAddr },
     /// `openat(fd, path, flags | O_CLOEXEC, mode)` (ABI 1.1,
     /// `AA_CAP_IO_FILE`): the result is a descriptor the host owns
     /// ([`accepted_fd`]).
@@ -192,6 +202,32 @@ pub(crate) fn perform(
             // SAFETY: the record is fresh and not shared with the reactor yet.
             unsafe { *rec.addr.get() = *addr };
             let mut op = AaIoOp::new(AA_IO_CONNECT, fd);
+            op.addr = rec.addr.get();
+            op
+        }
+        IoReq::RecvFrom { buf, from, peek } => {
+            accept_out = Some(from);
+            let mut op = with_buf(
+                AaIoOp::new(AA_IO_RECVFROM, fd),
+                buf.as_mut_ptr(),
+                buf.len(),
+                -1,
+            );
+            op.addr = rec.addr.get();
+            if peek {
+                op.op_flags = AA_IO_PEEK;
+            }
+            op
+        }
+        IoReq::SendTo { buf, to } => {
+            // SAFETY: the record is fresh and not shared with the reactor yet.
+            unsafe { *rec.addr.get() = *to };
+            let mut op = with_buf(
+                AaIoOp::new(AA_IO_SENDTO, fd),
+                buf.as_ptr().cast_mut(),
+                buf.len(),
+                -1,
+            );
             op.addr = rec.addr.get();
             op
         }
