@@ -12,15 +12,25 @@
 //!   running jobs finish on their threads, which then exit. Nothing waits
 //!   for them: the runtime's caller is not held by work it gave up on.
 //!
+//! - **BP4** A worker that runs out of jobs first watches the queue for
+//!   [`SPIN`] before it sleeps, one worker at a time: waking a sleeping
+//!   thread costs tens of microseconds on a virtual machine, and a
+//!   coroutine that hands out blocking work in a loop hands out the next
+//!   job within a few.
+//!
 //! A job is a `FnOnce` that catches its own panics (the caller wraps it),
 //! so a worker thread never unwinds.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a worker waits for a job before it exits.
 pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// How long a worker out of jobs watches the queue before it sleeps (BP4).
+pub(crate) const SPIN: Duration = Duration::from_micros(50);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -29,6 +39,8 @@ struct Queue {
     jobs: VecDeque<Job>,
     threads: usize,
     idle: usize,
+    /// Workers watching the queue before they sleep (BP4): at most one.
+    spinning: usize,
     closed: bool,
 }
 
@@ -36,6 +48,8 @@ struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
     max: usize,
+    /// `jobs.len()`, readable without the lock by a spinning worker.
+    queued: AtomicUsize,
 }
 
 fn lock(q: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
@@ -63,6 +77,7 @@ impl Pool {
                 queue: Mutex::default(),
                 ready: Condvar::new(),
                 max: max.max(1),
+                queued: AtomicUsize::new(0),
             }),
         }
     }
@@ -77,6 +92,10 @@ impl Pool {
             return Err("the blocking pool is closed (the runtime is shutting down)".into());
         }
         q.jobs.push_back(job);
+        self.shared.queued.store(q.jobs.len(), Ordering::Release);
+        if q.spinning > 0 {
+            return Ok(()); // BP4: the spinning worker takes it
+        }
         if q.idle > 0 {
             drop(q);
             self.shared.ready.notify_one();
@@ -101,6 +120,7 @@ impl Pool {
                     return Ok(()); // a running thread will take the job
                 }
                 let job = q.jobs.pop_back();
+                self.shared.queued.store(q.jobs.len(), Ordering::Release);
                 drop(q);
                 drop(job);
                 Err(format!("cannot start a blocking-pool thread: {e}"))
@@ -113,6 +133,7 @@ impl Pool {
         let jobs = {
             let mut q = lock(&self.shared.queue);
             q.closed = true;
+            self.shared.queued.store(0, Ordering::Release);
             std::mem::take(&mut q.jobs)
         };
         self.shared.ready.notify_all();
@@ -133,9 +154,21 @@ fn work(shared: &Shared) {
     let mut q = lock(&shared.queue);
     loop {
         if let Some(job) = q.jobs.pop_front() {
+            shared.queued.store(q.jobs.len(), Ordering::Release);
             drop(q);
             job();
             q = lock(&shared.queue);
+            if q.jobs.is_empty() && !q.closed && q.spinning == 0 {
+                // BP4: watch for the next job a little before sleeping.
+                q.spinning = 1;
+                drop(q);
+                let until = Instant::now() + SPIN;
+                while shared.queued.load(Ordering::Acquire) == 0 && Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                q = lock(&shared.queue);
+                q.spinning = 0;
+            }
             continue;
         }
         if q.closed {
