@@ -62,7 +62,7 @@
 //! | `suspend` | [`suspend`]`() -> Result<(), `[`Cancelled`]`>` | a yield; a cancellation point (R-CO3) |
 //! | `Coroutine` object | [`Coroutine`] (cloneable, untyped), from [`JoinHandle::coroutine`] or [`current`] | the typed `JoinHandle` is unique, like std's; observing and cancelling need not be |
 //! | `isStarted`, `isQueued`, `isRunning`, `isSuspended`, `isCancelled`, `isCancellationRequested`, `isFinished` | [`Coroutine::is_started`] ... [`Coroutine::is_finished`] | std getter style (no `get_`), R-CO2 |
-//! | `getSpawnLocation`, `getSuspendLocation`, `getAwaitingInfo`, `getCoroutines()` | [`Coroutine::spawn_location`], [`Coroutine::suspend_location`], [`Coroutine::awaiting_info`], [`coroutines`] | `&'static Location`s; `getTrace` is not offered (a suspended Rust stack cannot be walked portably) (R-T1) |
+//! | `getSpawnLocation`, `getSuspendLocation`, `getAwaitingInfo`, `getCoroutines()` | [`Coroutine::spawn_location`], [`Coroutine::suspend_location`], [`Coroutine::awaiting_info`], [`coroutines`] | `&'static Location`s; `getTrace` is [`Coroutine::trace`]: the running coroutine's stack now, a suspended one's as it suspended when tracing is on ([`Builder::trace`], `ASYNC_TRACE=1`), since a suspended Rust stack cannot be walked portably afterwards (R-T1); [`live_events`] counts the reactor's live events |
 //! | `$c->onFinally(f)`, `Async\onFinally(f)` | [`Coroutine::on_finally`], [`on_finally`] | once, newest first (Go's `defer`), before joiners wake; also for a coroutine cancelled before it started, whose captures are dropped first; handler panics reported apart (R-CO8, D-12, D-23, P-16) |
 //! | `$c->cancel()` | [`Coroutine::cancel`], [`Coroutine::cancel_with`], [`JoinHandle::cancel`] | first reason wins; delivered once at the next suspension point (D-1, edge-triggered); a queued wake-up loses to it (D-2) |
 //! | `CancellationException` | [`Cancelled`] (id, [`CancelCause`], reason, scope, the [`Failure`] that caused it) | returned by every blocking call; `?` propagates it; converts only into `io::Error` and boxed errors, where the runtime still finds it: a coroutine that returns its own cancellation ends *cancelled*, never failed (R-C1, P-01) |
@@ -122,7 +122,6 @@
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
 //! | the process and pipe event descriptors (the design) | [`process::Command`] (`spawn`, `output`, `status`), [`process::Child`] (`wait`, `try_wait`, `kill`, `wait_with_output`, piped handles with `Read`/`Write`), [`io::pipe`], [`io::stdin`], [`io::stdout`], [`io::stderr`] | std's names; exits watched by the reactor (pidfd), a cancelled wait leaves the child watched and reaped, a dropped `Child` is reaped in the background (D-32); standard streams on the blocking pool, since their descriptors are shared with other processes |
 //!
-//! Not offered: `getTrace`.
 //!
 //! # Configuration
 //!
@@ -161,7 +160,7 @@ pub use crate::core::failure::{Failure, FailureKind, FailureOrigin};
 pub use crate::core::id::{CoroutineId, ScopeId};
 pub use crate::core::join::JoinHandle;
 pub use crate::core::runtime::{Builder, Error, ErrorKind};
-pub use crate::core::task::{coroutines, current, on_finally, suspend};
+pub use crate::core::task::{coroutines, current, live_events, on_finally, suspend};
 pub use crate::structured::combinators;
 pub use crate::structured::context::{
     coroutine_context, current_context, root_context, Context, ContextError, ContextErrorKind,

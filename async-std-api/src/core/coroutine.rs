@@ -133,6 +133,40 @@ impl Coroutine {
         self.state.location
     }
 
+    /// Its stack, as text (the RFC's `getTrace`): the running coroutine's
+    /// now; a suspended one's as it was when it suspended, if the runtime
+    /// traces suspensions ([`Builder::trace`](crate::Builder::trace),
+    /// `ASYNC_TRACE=1`: off by default, since capturing costs microseconds
+    /// per suspension); `None` otherwise, and once it finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::{delay, spawn, suspend, Builder};
+    ///
+    /// Builder::new()
+    ///     .trace(true)
+    ///     .run(|| {
+    ///         let c = spawn(|| delay(20).unwrap()).coroutine();
+    ///         suspend().unwrap();
+    ///         let trace = c.trace().unwrap();
+    ///         assert!(trace.contains("delay"), "{trace}");
+    ///         c.wait().unwrap();
+    ///         assert!(c.trace().is_none());
+    ///     })
+    ///     .unwrap();
+    /// ```
+    pub fn trace(&self) -> Option<String> {
+        if self.is_running() {
+            return Some(std::backtrace::Backtrace::force_capture().to_string());
+        }
+        if self.is_finished() {
+            return None;
+        }
+        self.state
+            .with_extra(|x| x.trace.as_ref().map(ToString::to_string))
+    }
+
     /// Where it last suspended (the RFC's `getSuspendLocation` and
     /// `getSuspendFileAndLine`): the caller of the blocking call. `None` if
     /// it never suspended.

@@ -95,6 +95,9 @@ pub(crate) struct CoroExtra {
     /// its key in the group's task set; set with [`IN_GROUP`] before the
     /// coroutine is queued, taken at its finish (`structured::task_group` TG2).
     pub(crate) group: Option<(Rc<dyn GroupSink>, usize)>,
+    /// Its stack at its last suspension, when the runtime traces (the
+    /// RFC's `getTrace`, `Builder::trace`).
+    pub(crate) trace: Option<std::backtrace::Backtrace>,
 }
 
 /// What a task group is told when one of its explicit tasks finishes

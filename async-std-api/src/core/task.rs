@@ -165,3 +165,33 @@ pub fn coroutines() -> Vec<Coroutine> {
         panic!("coroutines called outside a coroutine runtime: run the program inside async_std_api::run")
     })
 }
+
+/// How many of the reactor's events keep the loop alive now (timers,
+/// watches, requests in flight; not the runtime's own hidden ones): the
+/// reactor's `alive` count, for diagnostics and tests (a leak of events
+/// shows here).
+///
+/// # Panics
+///
+/// Outside a runtime.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{live_events, run, time};
+///
+/// run(|| {
+///     let before = live_events();
+///     let t = time::timeout(60_000);
+///     assert_eq!(live_events(), before + 1);
+///     drop(t);
+///     assert_eq!(live_events(), before);
+/// })
+/// .unwrap();
+/// ```
+#[track_caller]
+pub fn live_events() -> usize {
+    runtime::with_runtime(|rt| rt.reactor.alive() as usize).unwrap_or_else(|| {
+        panic!("live_events called outside a coroutine runtime: run the program inside async_std_api::run")
+    })
+}

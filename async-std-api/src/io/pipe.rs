@@ -29,7 +29,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::core::runtime::io::IoReq;
+use crate::core::runtime::io::{FdWait, IoReq};
 use crate::core::runtime::process::{self as sys};
 use crate::net::{close, submit};
 
@@ -68,12 +68,7 @@ impl PipeFd {
             return Ok(0);
         }
         let fd = self.get().as_raw_fd();
-        let n = submit(
-            self.get(),
-            IoReq::Read(buf),
-            || format!("read pipe fd {fd}"),
-            at,
-        )?;
+        let n = submit(self.get(), IoReq::Read(buf), FdWait("read pipe", fd), at)?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -83,12 +78,7 @@ impl PipeFd {
             return Ok(0);
         }
         let fd = self.get().as_raw_fd();
-        let n = submit(
-            self.get(),
-            IoReq::Write(buf),
-            || format!("write pipe fd {fd}"),
-            at,
-        )?;
+        let n = submit(self.get(), IoReq::Write(buf), FdWait("write pipe", fd), at)?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 

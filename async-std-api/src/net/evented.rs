@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::sock::Sock;
 use super::submit;
 use crate::core::readiness::{Direction, Readiness};
-use crate::core::runtime::io::IoReq;
+use crate::core::runtime::io::{FdWait, IoReq};
 use crate::core::wait::with_me;
 
 /// A socket and what waits on it. Field order is drop order: the watch
@@ -92,8 +92,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         buf: &mut [u8],
         at: &'static Location<'static>,
     ) -> io::Result<usize> {
-        let fd = self.as_raw_fd();
-        let n = submit(self, IoReq::Read(buf), || format!("read fd {fd}"), at)?;
+        let n = submit(self, IoReq::Read(buf), FdWait("read", self.as_raw_fd()), at)?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -103,8 +102,12 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         buf: &[u8],
         at: &'static Location<'static>,
     ) -> io::Result<usize> {
-        let fd = self.as_raw_fd();
-        let n = submit(self, IoReq::Write(buf), || format!("write fd {fd}"), at)?;
+        let n = submit(
+            self,
+            IoReq::Write(buf),
+            FdWait("write", self.as_raw_fd()),
+            at,
+        )?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 

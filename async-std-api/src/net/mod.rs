@@ -86,7 +86,7 @@ use std::panic::Location;
 
 use async_abi::AaSockAddr;
 
-use crate::core::runtime::io::{self as rio, Interrupt, IoReq};
+use crate::core::runtime::io::{self as rio, Describe, Interrupt, IoReq};
 use crate::core::wait::{checkpoint, forced_unwind, with_me};
 
 /// `AF_INET` / `AF_INET6` on Linux.
@@ -98,7 +98,7 @@ const AF_INET6: u16 = 10;
 pub(crate) fn submit(
     fd: &impl AsRawFd,
     req: IoReq<'_>,
-    what: impl FnOnce() -> String,
+    what: impl Describe,
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
     with_me("blocking I/O", |rt, me| {
@@ -111,7 +111,7 @@ fn submit_as(
     me: &std::rc::Rc<crate::core::state::CoroState>,
     fd: &impl AsRawFd,
     req: IoReq<'_>,
-    what: impl FnOnce() -> String,
+    what: impl Describe,
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
     checkpoint(me).map_err(io::Error::from)?;

@@ -12,7 +12,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use super::addr::{addrs_of, ToSocketAddrs};
 use super::evented::Evented;
 use super::{from_aa, submit, to_aa};
-use crate::core::runtime::io::{accepted_fd, IoReq};
+use crate::core::runtime::io::{accepted_fd, FdWait, IoReq};
 
 /// `EINPROGRESS` on Linux: a non-blocking connect under way.
 const EINPROGRESS: i32 = 115;
@@ -165,12 +165,7 @@ impl TcpListener {
         let at = Location::caller();
         let mut peer = async_abi::AaSockAddr::EMPTY;
         let fd = self.io.as_raw_fd();
-        let r = submit(
-            &self.io,
-            IoReq::Accept(&mut peer),
-            || format!("accept fd {fd}"),
-            at,
-        )?;
+        let r = submit(&self.io, IoReq::Accept(&mut peer), FdWait("accept", fd), at)?;
         let owned = accepted_fd(r).ok_or_else(|| io::Error::other("accept returned no socket"))?;
         let stream = TcpStream {
             io: Evented::new(std::net::TcpStream::from(owned)),

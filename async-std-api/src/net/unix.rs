@@ -18,7 +18,7 @@ use socket2::{Domain, Socket, Type};
 
 use super::evented::Evented;
 use super::submit;
-use crate::core::runtime::io::{accepted_fd, IoReq};
+use crate::core::runtime::io::{accepted_fd, FdWait, IoReq};
 
 /// `AF_UNIX` on Linux.
 const AF_UNIX: u16 = 1;
@@ -403,12 +403,7 @@ impl UnixListener {
         let at = Location::caller();
         let mut peer = AaSockAddr::EMPTY;
         let fd = self.io.as_raw_fd();
-        let r = submit(
-            &self.io,
-            IoReq::Accept(&mut peer),
-            || format!("accept fd {fd}"),
-            at,
-        )?;
+        let r = submit(&self.io, IoReq::Accept(&mut peer), FdWait("accept", fd), at)?;
         let owned = accepted_fd(r).ok_or_else(|| io::Error::other("accept returned no socket"))?;
         let stream = UnixStream {
             io: Evented::new(std::os::unix::net::UnixStream::from(owned)),

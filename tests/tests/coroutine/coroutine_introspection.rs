@@ -91,3 +91,39 @@ fn r_co2_the_lifecycle_queries_agree_with_each_other() {
     })
     .unwrap();
 }
+
+#[test]
+fn r_t1_a_traced_suspended_coroutine_shows_the_stack_it_waits_on() {
+    async_std_api::Builder::new()
+        .trace(true)
+        .run(|| {
+            fn waits_here() {
+                async_std_api::delay(10).unwrap();
+            }
+            let c = async_std_api::spawn(waits_here).coroutine();
+            tests::support::yield_until_waiting(&[&c]);
+            let trace = c.trace().expect("traced while suspended");
+            assert!(trace.contains("waits_here"), "{trace}");
+            let mine = async_std_api::current().trace().expect("the running one's");
+            assert!(mine.contains("r_t1_a_traced"), "{mine}");
+            c.wait().unwrap();
+            assert_eq!(c.trace(), None, "a finished coroutine has none");
+        })
+        .unwrap();
+}
+
+#[test]
+fn r_t1_without_tracing_a_suspended_coroutine_has_no_trace_and_events_are_counted() {
+    async_std_api::run(|| {
+        let c = async_std_api::spawn(|| async_std_api::delay(10).unwrap()).coroutine();
+        tests::support::yield_until_waiting(&[&c]);
+        assert_eq!(c.trace(), None);
+        let before = async_std_api::live_events();
+        let t = async_std_api::time::timeout(60_000);
+        assert_eq!(async_std_api::live_events(), before + 1);
+        drop(t);
+        assert_eq!(async_std_api::live_events(), before);
+        c.wait().unwrap();
+    })
+    .unwrap();
+}

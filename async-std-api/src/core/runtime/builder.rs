@@ -216,6 +216,16 @@ impl Builder {
         self
     }
 
+    /// Captures each coroutine's stack when it suspends, for
+    /// [`Coroutine::trace`](crate::Coroutine::trace) (the RFC's `getTrace`).
+    /// Off by default: a capture costs microseconds per suspension.
+    /// Overrides `ASYNC_TRACE` (`1`/`0`) and the config file's `[runtime]
+    /// trace`.
+    pub fn trace(mut self, on: bool) -> Builder {
+        self.explicit.trace = Some(on);
+        self
+    }
+
     /// Installs a handler for the runtime's [`Event`](crate::events::Event)s
     /// (zombies, disposals, unhandled failures, deadlocks, stuck
     /// cancellations, the activity watchdog): see [`events`](crate::events).

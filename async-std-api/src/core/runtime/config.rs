@@ -29,6 +29,8 @@ pub(crate) struct Explicit {
     pub(crate) cancellation_timeout: Option<Duration>,
     /// The blocking pool's size.
     pub(crate) blocking_threads: Option<usize>,
+    /// Capture stacks at suspensions (`Coroutine::trace`).
+    pub(crate) trace: Option<bool>,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
 }
@@ -71,6 +73,8 @@ pub(crate) struct Resolved {
     pub(crate) cancellation_timeout: Option<Duration>,
     /// The blocking pool's size (`core::runtime::pool`).
     pub(crate) blocking_threads: usize,
+    /// Capture stacks at suspensions (`Coroutine::trace`).
+    pub(crate) trace: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,6 +93,7 @@ struct RuntimeTable {
     max_activity_interval: Option<u64>,
     cancellation_timeout: Option<u64>,
     blocking_threads: Option<usize>,
+    trace: Option<bool>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -220,6 +225,19 @@ pub(crate) fn resolve(
         .or(env_threads)
         .or(file_runtime.blocking_threads)
         .unwrap_or_else(super::pool::default_threads);
+    let env_trace = match env("ASYNC_TRACE").filter(|v| !v.trim().is_empty()) {
+        None => None,
+        Some(v) => Some(match v.trim() {
+            "1" | "true" | "on" => true,
+            "0" | "false" | "off" => false,
+            _ => return Err(format!("invalid ASYNC_TRACE \"{v}\": expected 1 or 0")),
+        }),
+    };
+    let trace = explicit
+        .trace
+        .or(env_trace)
+        .or(file_runtime.trace)
+        .unwrap_or(false);
     if blocking_threads == 0 {
         return Err(
             "invalid blocking_threads 0: the blocking pool needs at least one thread".into(),
@@ -259,6 +277,7 @@ pub(crate) fn resolve(
         max_activity_interval,
         cancellation_timeout,
         blocking_threads,
+        trace,
     })
 }
 

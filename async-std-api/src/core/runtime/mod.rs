@@ -448,6 +448,7 @@ impl Runtime {
             }
         };
         log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
+        sched.trace.set(cfg.trace);
         let remote = remote::Remote::new(reactor.clone());
         Ok(Runtime {
             sched,

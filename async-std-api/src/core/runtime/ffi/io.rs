@@ -13,6 +13,9 @@
 //!   stack; it is freed after the event is disposed (F5).
 //! - **IO3** Each request has its own completion; a wake-up is re-checked
 //!   against the record's done flag (P-22).
+//! - **IO4** A record is reused only once nothing but `perform` refers to
+//!   it (its request completed and its event is gone, or it never had
+//!   one), so a request's hot path allocates nothing.
 //!
 //! # Safety
 //!
@@ -20,7 +23,7 @@
 //! `io_submit` sound: the pointers come from borrows that outlive this call.
 #![allow(unsafe_code)]
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
@@ -28,16 +31,16 @@ use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use async_abi::{
-    AaBytes, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_DONE, AA_E_CANCELLED, AA_E_DEADLOCK,
-    AA_E_SHUTDOWN, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC, AA_IO_FSYNC,
-    AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_PEEK, AA_IO_READ,
-    AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO, AA_IO_STATX, AA_IO_TRY_INLINE,
-    AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
+    AaBytes, AaCoroutine, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_DONE, AA_E_CANCELLED,
+    AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC,
+    AA_IO_FSYNC, AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_PEEK,
+    AA_IO_READ, AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO, AA_IO_STATX,
+    AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
 };
 
 use super::Reactor;
 use crate::core::budget;
-use crate::core::runtime::{status_text, wake, with_runtime, Runtime};
+use crate::core::runtime::{status_text, wake_raw, with_runtime, Runtime};
 use crate::core::state::CoroState;
 
 /// `ECANCELED` on Linux.
@@ -94,6 +97,57 @@ pub(crate) enum IoReq<'a> {
     MkdirAt { path: &'a [u8], mode: u32 },
 }
 
+/// How a request's wait is described to the scheduler (deadlock and
+/// watchdog reports), made only when the request has to wait.
+pub(crate) trait Describe {
+    /// The text, written into `buf` or `owned`, either of which lives until
+    /// the request completed (the scheduler reads it meanwhile).
+    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8];
+}
+
+/// Room for the common descriptions (`"accept fd 123"`).
+pub(crate) const DESC_CAP: usize = 40;
+
+impl<F: FnOnce() -> String> Describe for F {
+    fn text<'b>(self, _: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8] {
+        *owned = self();
+        owned.as_bytes()
+    }
+}
+
+/// `"<verb> fd <n>"`, written on the stack: the description of every read,
+/// write and accept, so a request that waits formats and allocates nothing.
+pub(crate) struct FdWait(pub(crate) &'static str, pub(crate) RawFd);
+
+impl Describe for FdWait {
+    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8] {
+        let FdWait(verb, fd) = self;
+        let verb = &verb.as_bytes()[..verb.len().min(DESC_CAP - 16)];
+        let mut at = 0;
+        for part in [verb, b" fd "] {
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        let mut digits = [0u8; 11];
+        let (mut n, mut d) = (i64::from(fd).unsigned_abs(), digits.len());
+        loop {
+            d -= 1;
+            digits[d] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if fd < 0 {
+            d -= 1;
+            digits[d] = b'-';
+        }
+        let tail = &digits[d..];
+        buf[at..at + tail.len()].copy_from_slice(tail);
+        &buf[..at + tail.len()]
+    }
+}
+
 /// What interrupted the wait for a request (the request itself was
 /// cancelled in the reactor and then waited for, IO1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,8 +172,47 @@ pub(crate) struct IoOutcome {
 struct IoRec {
     done: Cell<bool>,
     result: Cell<i64>,
-    waiter: Rc<CoroState>,
+    /// The waiting coroutine's handle: alive while its request is pending,
+    /// since `perform` does not return before the completion (IO1, F4).
+    waiter: Cell<*mut AaCoroutine>,
     addr: UnsafeCell<AaSockAddr>,
+}
+
+/// Records kept for reuse (IO4), so a request allocates nothing.
+const SPARE_RECS: usize = 64;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Rc<IoRec>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A fresh record for `me`'s request: a spare one reset, or a new one.
+fn new_rec(me: &CoroState) -> Rc<IoRec> {
+    match SPARE.with(|s| s.borrow_mut().pop()) {
+        Some(rec) => {
+            rec.done.set(false);
+            rec.result.set(0);
+            rec.waiter.set(me.raw.get());
+            rec
+        }
+        None => Rc::new(IoRec {
+            done: Cell::new(false),
+            result: Cell::new(0),
+            waiter: Cell::new(me.raw.get()),
+            addr: UnsafeCell::new(AaSockAddr::EMPTY),
+        }),
+    }
+}
+
+/// IO4: keeps a record nothing else refers to (the reactor let go of it).
+fn recycle(rec: Rc<IoRec>) {
+    if Rc::strong_count(&rec) == 1 {
+        SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_RECS {
+                s.push(rec);
+            }
+        });
+    }
 }
 
 unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
@@ -128,7 +221,7 @@ unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
     let rec = unsafe { &*ud.cast::<IoRec>() };
     rec.result.set(result);
     rec.done.set(true);
-    let _ = catch_unwind(AssertUnwindSafe(|| wake(&rec.waiter)));
+    let _ = catch_unwind(AssertUnwindSafe(|| wake_raw(rec.waiter.get())));
 }
 
 /// Submits `req` on `fd` and waits for its completion (IO1), suspending the
@@ -145,7 +238,7 @@ pub(crate) fn perform(
     me: &Rc<CoroState>,
     fd: RawFd,
     req: IoReq<'_>,
-    what: impl FnOnce() -> String,
+    what: impl Describe,
     at: &'static Location<'static>,
 ) -> IoOutcome {
     let (reactor, sched) = (&*rt.reactor, &rt.sched);
@@ -162,12 +255,7 @@ pub(crate) fn perform(
             interrupt: Some(interrupt),
         };
     }
-    let rec = Rc::new(IoRec {
-        done: Cell::new(false),
-        result: Cell::new(0),
-        waiter: me.clone(),
-        addr: UnsafeCell::new(AaSockAddr::EMPTY),
-    });
+    let rec = new_rec(me);
     let fd = i64::from(fd);
     let mut accept_out = None;
     // The paths, buffers and slots below are borrowed from the caller until
@@ -193,6 +281,8 @@ pub(crate) fn perform(
             file_offset(at),
         ),
         IoReq::Accept(slot) => {
+            // SAFETY: the record is not shared with the reactor yet.
+            unsafe { *rec.addr.get() = AaSockAddr::EMPTY };
             accept_out = Some(slot);
             let mut op = AaIoOp::new(AA_IO_ACCEPT, fd);
             op.addr = rec.addr.get();
@@ -206,6 +296,8 @@ pub(crate) fn perform(
             op
         }
         IoReq::RecvFrom { buf, from, peek } => {
+            // SAFETY: the record is not shared with the reactor yet.
+            unsafe { *rec.addr.get() = AaSockAddr::EMPTY };
             accept_out = Some(from);
             let mut op = with_buf(
                 AaIoOp::new(AA_IO_RECVFROM, fd),
@@ -319,16 +411,18 @@ pub(crate) fn perform(
                 -i64::from(ECANCELED)
             };
             copy_addr(accept_out);
+            recycle(rec);
             return IoOutcome {
                 result,
                 interrupt: None,
             };
         }
     };
-    let what = what();
+    let (mut buf, mut owned) = ([0u8; DESC_CAP], String::new());
+    let what = what.text(&mut buf, &mut owned);
     let mut interrupt = None;
     while !rec.done.get() {
-        let st = sched.suspend(me, what.as_bytes(), at);
+        let st = sched.suspend(me, what, at);
         if rec.done.get() || interrupt.is_some() {
             continue;
         }
@@ -357,10 +451,9 @@ pub(crate) fn perform(
     // count is ours again.
     drop(unsafe { Rc::from_raw(ud as *const IoRec) });
     copy_addr(accept_out);
-    IoOutcome {
-        result: rec.result.get(),
-        interrupt,
-    }
+    let result = rec.result.get();
+    recycle(rec);
+    IoOutcome { result, interrupt }
 }
 
 /// A read or write request's buffer and offset.
@@ -445,4 +538,25 @@ pub(crate) fn accepted_fd(result: i64) -> Option<OwnedFd> {
     // SAFETY: a successful `AA_IO_ACCEPT` result is a fresh descriptor that
     // the reactor hands to the host and never touches again.
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_descriptions_are_written_without_formatting() {
+        let (mut buf, mut owned) = ([0u8; DESC_CAP], String::new());
+        assert_eq!(FdWait("read", 7).text(&mut buf, &mut owned), b"read fd 7");
+        assert_eq!(
+            FdWait("accept", 2_147_483_647).text(&mut buf, &mut owned),
+            b"accept fd 2147483647"
+        );
+        assert_eq!(
+            FdWait("write", -1).text(&mut buf, &mut owned),
+            b"write fd -1"
+        );
+        let lazy = || "connect 127.0.0.1:80".to_owned();
+        assert_eq!(lazy.text(&mut buf, &mut owned), b"connect 127.0.0.1:80");
+    }
 }

@@ -181,6 +181,17 @@ impl Reactor {
         self.caps
     }
 
+    /// The reactor's count of events that keep the loop alive.
+    pub(crate) fn alive(&self) -> u32 {
+        let r = self.r.get();
+        if r.is_null() {
+            return 0;
+        }
+        let alive = self.plugin.vt.alive.expect("F1");
+        // SAFETY: `r` is live (F2) and we are on its loop thread.
+        unsafe { alive(r) }
+    }
+
     /// The name the configuration chose the reactor by.
     pub(crate) fn label(&self) -> &str {
         &self.label
@@ -538,6 +549,15 @@ impl Drop for TimerEvent {
     }
 }
 
+/// Keeps `me`'s stack as it suspends (the RFC's `getTrace`): out of line,
+/// since it costs microseconds and runs only when tracing is on.
+#[cold]
+#[inline(never)]
+fn capture_trace(me: &CoroState) {
+    let bt = std::backtrace::Backtrace::force_capture();
+    me.with_extra(|x| x.trace = Some(bt));
+}
+
 type CoroutineNewFn = unsafe extern "C" fn(
     *mut AaScheduler,
     *const AaSpawnOptions,
@@ -579,6 +599,8 @@ pub(crate) struct Scheduler {
     plugin: Loaded<AaSchedulerVTable>,
     s: std::cell::Cell<*mut AaScheduler>,
     hot: HotSlots,
+    /// Capture each coroutine's stack at its suspensions (`Builder::trace`).
+    pub(crate) trace: std::cell::Cell<bool>,
 }
 
 impl Scheduler {
@@ -627,6 +649,7 @@ impl Scheduler {
             plugin,
             s: std::cell::Cell::new(out),
             hot,
+            trace: std::cell::Cell::new(false),
         })
     }
 
@@ -799,6 +822,9 @@ impl Scheduler {
             column: at.column(),
         };
         me.last_suspend.set(Some(at));
+        if self.trace.get() {
+            capture_trace(me);
+        }
         current::leave();
         // SAFETY: `s` is live (F2); `info` and `what` live on this stack
         // until `suspend` returns, which is what `AaWaitInfo` requires.
