@@ -2,3 +2,4 @@
 
 mod time_delay;
 mod time_timeout;
+mod time_interval;

@@ -170,6 +170,9 @@ fn profile(args: &[String]) {
     if args.first().is_some_and(|a| a == "echo") {
         return profile_echo(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == "wait") {
+        return profile_wait(&args[1..]);
+    }
     let usage =
         "usage: bench --profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>";
     let [scenario, engine, iters] = args else {
@@ -541,3 +544,38 @@ fn blocking_all(report: &mut Report) {
 }
 
 const FIBER_ITERS: u64 = 1_000_000;
+
+/// `--profile wait <fresh|persistent> <iters> [period_us]`: `iters` waits
+/// of `period_us` (20) µs each, on a fresh timer per wait (`sleep`) or on one persistent timer
+/// (`time::interval`), for instruction counts per wait under callgrind
+/// (two iteration counts, difference over difference; the sleeping itself
+/// costs no instructions).
+fn profile_wait(args: &[String]) {
+    let usage = "usage: bench --profile wait <fresh|persistent> <iters> [period_us]";
+    let (kind, iters, period_us) = match args {
+        [k, n] => (k, n, "20"),
+        [k, n, p] => (k, n, p.as_str()),
+        _ => panic!("{usage}"),
+    };
+    let iters: u64 = iters.parse().expect(usage);
+    let period = std::time::Duration::from_micros(period_us.parse().expect(usage));
+    let kind = kind.clone();
+    // The backends from the environment (embedded by default).
+    async_std_api::Builder::new()
+        .run(move || match kind.as_str() {
+            "fresh" => {
+                for _ in 0..iters {
+                    async_std_api::sleep(period).expect("sleep");
+                }
+            }
+            "persistent" => {
+                let mut every = async_std_api::time::interval(period);
+                for _ in 0..iters {
+                    every.tick().expect("tick");
+                }
+            }
+            _ => panic!("{usage}"),
+        })
+        .expect("runtime");
+    println!("wait {iters} done");
+}

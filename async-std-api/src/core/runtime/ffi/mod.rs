@@ -255,6 +255,27 @@ impl Reactor {
         flags: u32,
         on_fire: Box<dyn Fn(AaStatus)>,
     ) -> Result<TimerEvent, AaStatus> {
+        self.timer_full(after_ns, 0, flags, on_fire)
+    }
+
+    /// A timer that fires `first_ns` from now, then every `repeat_ns`: one
+    /// reactor event for all its ticks (`time::Interval`).
+    pub(crate) fn timer_repeating(
+        self: &Rc<Self>,
+        first_ns: u64,
+        repeat_ns: u64,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
+        self.timer_full(first_ns, repeat_ns.max(1), 0, on_fire)
+    }
+
+    fn timer_full(
+        self: &Rc<Self>,
+        after_ns: u64,
+        repeat_ns: u64,
+        flags: u32,
+        on_fire: Box<dyn Fn(AaStatus)>,
+    ) -> Result<TimerEvent, AaStatus> {
         let r = self.r.get();
         if r.is_null() {
             return Err(AA_E_CLOSED);
@@ -268,7 +289,7 @@ impl Reactor {
             timer_new(
                 r,
                 after_ns,
-                0,
+                repeat_ns,
                 flags,
                 Some(timer_cb),
                 ud.cast::<c_void>(),
