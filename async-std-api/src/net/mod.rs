@@ -148,8 +148,32 @@ fn submit_as(
     }
 }
 
-fn os_error(result: i64) -> io::Error {
-    io::Error::from_raw_os_error(i32::try_from(-result).unwrap_or(i32::MAX))
+/// A failed request's result as the error std would give: `-errno` as the
+/// OS error; an ABI status (at or below `AA_E_BASE`, never an errno) as an
+/// error of the matching kind naming the status and the reactor, never as a
+/// made-up errno.
+pub(crate) fn os_error(result: i64) -> io::Error {
+    let status = i32::try_from(result).unwrap_or(i32::MIN);
+    if status > async_abi::AA_E_BASE {
+        return io::Error::from_raw_os_error(-status);
+    }
+    let kind = match status {
+        async_abi::AA_E_UNSUPPORTED => io::ErrorKind::Unsupported,
+        async_abi::AA_E_INVALID => io::ErrorKind::InvalidInput,
+        async_abi::AA_E_NOMEM => io::ErrorKind::OutOfMemory,
+        async_abi::AA_E_TIMEOUT => io::ErrorKind::TimedOut,
+        async_abi::AA_E_BUSY => io::ErrorKind::ResourceBusy,
+        _ => io::ErrorKind::Other,
+    };
+    let reactor = crate::core::runtime::with_runtime(|rt| rt.reactor.label().to_owned())
+        .unwrap_or_else(|| "?".to_owned());
+    io::Error::new(
+        kind,
+        format!(
+            "reactor \"{reactor}\" refused the request: {}",
+            crate::core::runtime::status_text(status)
+        ),
+    )
 }
 
 /// Closes a descriptor through the reactor if a runtime runs, else directly.
@@ -221,6 +245,16 @@ pub(crate) fn from_aa(addr: &AaSockAddr) -> Option<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abi_statuses_are_named_not_passed_off_as_errnos() {
+        let e = os_error(i64::from(async_abi::AA_E_UNSUPPORTED));
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        assert_eq!(e.raw_os_error(), None);
+        assert!(e.to_string().contains("AA_E_UNSUPPORTED"), "{e}");
+        let e = os_error(-111);
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+    }
 
     #[test]
     fn socket_addresses_round_trip() {

@@ -155,7 +155,7 @@ where
         zombies: Zombies::new(rt.zombie_timeout),
     }));
     // R1: installed for the run and the teardown, cleared on every path.
-    let (main, status) = runtime::installed(&rt, || {
+    let (main, status, why) = runtime::installed(&rt, || {
         let body: Body = Box::new(move || BodyResult::Value(Box::new(f())));
         let main = rt.spawn_main(body, location);
         let status = match &main {
@@ -165,10 +165,12 @@ where
             }
             Err(_) => 0,
         };
+        // A failed run: the plugins' own words, read before they go.
+        let why = (status < 0 && status != AA_E_DEADLOCK).then(|| rt.plugin_failure(status));
         // RN1: the zombie timers go before the reactor does.
         structure(&rt).zombies.clear();
         rt.teardown();
-        (main, status)
+        (main, status, why)
     });
     rt.finish();
     let main = main?;
@@ -182,14 +184,14 @@ where
         ));
     }
     if status < 0 {
-        return Err(Error::new(
-            ErrorKind::Plugin,
+        let why = why.unwrap_or_else(|| {
             format!(
                 "scheduler \"{}\" failed: {}",
                 rt.scheduler_label,
                 status_text(status)
-            ),
-        ));
+            )
+        });
+        return Err(Error::new(ErrorKind::Plugin, why));
     }
     let value = main.with_outcome(|o| match o {
         Outcome::Value(v) => Ok(v.take()),

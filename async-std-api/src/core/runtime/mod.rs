@@ -499,6 +499,28 @@ impl Runtime {
         }
     }
 
+    /// One line for a run the scheduler ended with `status`: the
+    /// scheduler's own message, and the reactor's when the scheduler blames
+    /// it (a failed `run_once`), each naming its plugin.
+    pub(crate) fn plugin_failure(&self, status: AaStatus) -> String {
+        let sched = self
+            .sched
+            .last_error()
+            .unwrap_or_else(|| status_text(status));
+        let mut line = format!("scheduler \"{}\" failed: {sched}", self.scheduler_label);
+        if sched.contains("reactor") {
+            let reactor = self
+                .reactor
+                .last_error()
+                .unwrap_or_else(|| "it gave no message".to_owned());
+            line.push_str(&format!(
+                "; reactor \"{}\": {reactor}",
+                self.reactor.label()
+            ));
+        }
+        line
+    }
+
     /// Destroys the scheduler, then the reactor (R2). A scheduler that still
     /// holds coroutines (it should not, after `run`) is shut down and run
     /// once more so they unwind. Called inside [`installed`], after the

@@ -181,6 +181,19 @@ impl Reactor {
         self.caps
     }
 
+    /// The reactor's last error message, if it has one.
+    pub(crate) fn last_error(&self) -> Option<String> {
+        let r = self.r.get();
+        let f = self.plugin.vt.last_error_message?;
+        if r.is_null() {
+            return None;
+        }
+        let mut buf = [0u8; 512];
+        // SAFETY: `r` is live (F2); `buf` is writable for its length.
+        let n = unsafe { f(r, buf.as_mut_ptr(), buf.len()) };
+        (n > 0).then(|| err_text(&buf, 0))
+    }
+
     /// The reactor's count of events that keep the loop alive.
     pub(crate) fn alive(&self) -> u32 {
         let r = self.r.get();
@@ -680,6 +693,19 @@ impl Scheduler {
 
     pub(crate) fn caps(&self) -> u64 {
         self.plugin.vt.caps
+    }
+
+    /// The scheduler's last error message, if it has one.
+    pub(crate) fn last_error(&self) -> Option<String> {
+        let s = self.s.get();
+        let f = self.plugin.vt.last_error_message?;
+        if s.is_null() {
+            return None;
+        }
+        let mut buf = [0u8; 512];
+        // SAFETY: `s` is live (F2); `buf` is writable for its length.
+        let n = unsafe { f(s, buf.as_mut_ptr(), buf.len()) };
+        (n > 0).then(|| err_text(&buf, 0))
     }
 
     /// Runs the loop until no coroutine is left.
