@@ -42,6 +42,7 @@ fn main() -> Result<(), async_std_api::Error> {
             .reactor("embedded")
             .run(|| println!("{PROBE_MARKER}")),
         "emfile" => run(emfile),
+        "fallbacks" => run(fallbacks),
         "panic" => run(|| {
             let h = spawn(|| panic!("boom"));
             println!("spawned {} at {}", h.id(), h.coroutine().spawn_location());
@@ -137,4 +138,43 @@ fn emfile() {
         failures.get()
     );
     drop(clients);
+}
+
+/// The event kinds whose native requests need ABI 1.1 capabilities
+/// (datagrams, files), on whatever reactor runs: on one without them the
+/// host falls back (readiness, the blocking pool) and says nothing. Prints
+/// one line per kind that worked.
+fn fallbacks() {
+    use std::io::{Read, Write};
+    let a = async_std_api::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = async_std_api::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    a.send_to(b"dgram", b.local_addr().unwrap()).unwrap();
+    let mut buf = [0u8; 8];
+    let (n, from) = b.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from), (&b"dgram"[..], a.local_addr().unwrap()));
+    println!("udp ok");
+    let dir = std::env::temp_dir().join(format!("aa-fallbacks-{}", std::process::id()));
+    async_std_api::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.txt");
+    let mut f = async_std_api::fs::File::create(&path).unwrap();
+    f.write_all(b"file contents").unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let mut back = String::new();
+    async_std_api::fs::File::open(&path)
+        .unwrap()
+        .read_to_string(&mut back)
+        .unwrap();
+    assert_eq!(back, "file contents");
+    assert_eq!(async_std_api::fs::metadata(&path).unwrap().len(), 13);
+    async_std_api::fs::remove_dir_all(&dir).unwrap();
+    println!("fs ok");
+    let n = async_std_api::net::lookup_host("localhost:1")
+        .unwrap()
+        .count();
+    assert!(n >= 1);
+    println!("dns ok");
+    let v = async_std_api::spawn_blocking(|| 7).join().unwrap();
+    assert_eq!(v, 7);
+    println!("blocking ok");
 }

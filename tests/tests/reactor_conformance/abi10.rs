@@ -10,6 +10,9 @@
 //!   runs a program on it (the probe's main coroutine; then its `emfile`
 //!   accept loop, TCP through `io_submit`), and never sends it a 1.1
 //!   request (the fixture prints a line for each one it refuses).
+//! - On it, the event kinds whose native requests need 1.1 capabilities
+//!   (datagrams, files) are served by the host's fallbacks (readiness, the
+//!   blocking pool), again with no 1.1 request sent.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -141,4 +144,27 @@ fn abi10_reactor_is_loaded_by_the_host_with_its_1_0_bits_and_serves_io() {
     for out in [&hello, &emfile] {
         assert!(!out.stderr.contains(REFUSAL), "{}", out.stderr);
     }
+}
+
+#[test]
+fn abi10_reactor_without_datagram_or_file_requests_gets_the_hosts_fallbacks() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let (fixture, inner) = (show(&fixture()), show(&mio_library()));
+    let env = [
+        ("ASYNC_REACTOR", fixture.as_str()),
+        ("AA_ABI10_INNER", inner.as_str()),
+    ];
+    // UDP by readiness, files on the blocking pool, DNS and blocking work as
+    // usual: all served, and no 1.1 request ever sent to a 1.0 reactor.
+    let out = run_child(PROBE, &["fallbacks"], &env);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        out.stdout.lines().collect::<Vec<_>>(),
+        ["udp ok", "fs ok", "dns ok", "blocking ok"],
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(REFUSAL), "{}", out.stderr);
 }
