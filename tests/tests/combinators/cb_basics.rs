@@ -74,21 +74,29 @@ fn d7_all_does_not_cancel_the_other_inputs_when_one_fails() {
 fn d7_any_does_not_cancel_the_losers() {
     run(|| {
         let rec = Recorder::new();
+        // Gates, not delays: which input wins is decided here, not by the
+        // timers' race under load.
+        let mut gates = Vec::new();
         let hs: Vec<_> = [1u64, 20, 30]
             .into_iter()
-            .map(|ms| {
+            .map(|n| {
+                let (gate, open) = async_std_api::sync::Deferred::<()>::new();
+                gates.push(open);
                 let r = rec.clone();
                 spawn(move || {
-                    delay(ms).unwrap();
-                    r.push(format!("{ms} done"));
-                    ms
+                    gate.wait().unwrap();
+                    r.push(format!("{n} done"));
+                    n
                 })
             })
             .collect();
         let losers: Vec<_> = hs[1..].iter().map(|h| h.coroutine()).collect();
+        let mut gates = gates.into_iter();
+        gates.next().unwrap().resolve(()).unwrap();
         assert_eq!(any(hs).join().unwrap(), 1);
-        for c in &losers {
+        for (c, g) in losers.iter().zip(gates) {
             assert!(!c.is_cancellation_requested());
+            g.resolve(()).unwrap();
             c.wait().unwrap();
         }
         rec.assert_events(&["1 done", "20 done", "30 done"]);
