@@ -1,7 +1,8 @@
-//! The committed header is real C: a reactor skeleton written in C compiles
-//! against it with the system compiler (as C11 and as C++), and the layout
-//! of every struct agrees with Rust's, checked by `_Static_assert` lines
-//! generated here from `size_of`/`offset_of!`.
+//! The committed header is real C: it compiles with the system compiler as
+//! C11 and as C++, the C reactor of the workspace (`reactor-c/`) compiles
+//! against it with every warning an error, and the layout of every struct
+//! agrees with Rust's, checked by `_Static_assert` lines generated here from
+//! `size_of`/`offset_of!` (`tests/c/layout_check.c`).
 
 use std::fmt::Write as _;
 use std::mem::{align_of, offset_of, size_of};
@@ -291,9 +292,9 @@ fn compile(compiler: &str, args: &[&str], dir: &PathBuf) {
         .arg("-Wextra")
         .arg("-Werror")
         .arg("-c")
-        .arg(crate_dir.join("tests/c/reactor_skeleton.c"))
+        .arg(crate_dir.join("tests/c/layout_check.c"))
         .arg("-o")
-        .arg(dir.join(format!("skeleton-{compiler}.o")))
+        .arg(dir.join(format!("layout-{compiler}.o")))
         .output()
         .unwrap_or_else(|e| panic!("cannot run the C compiler `{compiler}`: {e}"));
     assert!(
@@ -345,6 +346,34 @@ fn header_compiles_as_cpp() {
     );
 }
 
+/// The reactor a third party starts from compiles against the header alone,
+/// as strict C11 with every warning an error (the matrix also loads it and
+/// runs the suite on it).
+#[test]
+fn reactor_c_compiles_against_the_header() {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = crate_dir.join("../reactor-c/src");
+    let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Werror",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
+        .output()
+        .expect("cannot run the C compiler");
+    assert!(
+        output.status.success(),
+        "reactor-c does not compile against the header:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Checks the generated asserts themselves: a reordered field must fail.
 #[test]
 fn a_wrong_offset_is_caught_by_the_c_compiler() {
@@ -361,7 +390,7 @@ fn a_wrong_offset_is_caught_by_the_c_compiler() {
         .arg(crate_dir.join("include"))
         .arg("-I")
         .arg(&dir)
-        .arg(crate_dir.join("tests/c/reactor_skeleton.c"))
+        .arg(crate_dir.join("tests/c/layout_check.c"))
         .output()
         .expect("cannot run the C compiler");
     assert!(!status.status.success(), "a wrong offset assert compiled");
