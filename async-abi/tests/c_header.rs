@@ -316,33 +316,47 @@ fn header_compiles_as_c11_with_matching_layout() {
     );
 }
 
+/// The header is C++ too: included twice (the guard covers its `extern "C"`
+/// block), and an entry symbol defined in C++ against its prototype gets C
+/// linkage, the name the host looks up.
 #[test]
-fn header_compiles_as_cpp() {
+fn header_compiles_as_cpp_and_gives_entry_symbols_c_linkage() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cpp_header");
     std::fs::create_dir_all(&dir).unwrap();
-    // C++ has static_assert, not _Static_assert, and no designated-initializer
-    // order freedom before C++20: compile the header alone.
-    let src = dir.join("header_only.cpp");
+    let src = dir.join("entry.cpp");
     std::fs::write(
         &src,
-        "#include \"async_abi.h\"\nint main() { return AA_ABI_MAJOR == 1 ? 0 : 1; }\n",
+        "#include \"async_abi.h\"\n#include \"async_abi.h\"\n\
+         static const AaPluginDesc DESC = {};\n\
+         const AaPluginDesc *aa_reactor_entry_v1(void) { return &DESC; }\n\
+         int check() { return AA_ABI_MAJOR == 1 ? 0 : 1; }\n",
     )
     .unwrap();
+    let object = dir.join("entry.o");
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
-        .arg("-std=c++17")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-fsyntax-only")
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-c"])
         .arg("-I")
         .arg(crate_dir.join("include"))
         .arg(&src)
+        .arg("-o")
+        .arg(&object)
         .output()
         .expect("cannot run the C++ compiler");
     assert!(
         output.status.success(),
         "C++ rejected the header:\n{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(&object).unwrap();
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(
+        has(b"aa_reactor_entry_v1\0"),
+        "no aa_reactor_entry_v1 symbol"
+    );
+    assert!(
+        !has(b"_Z19aa_reactor_entry_v1v"),
+        "the entry symbol got C++ linkage: the prototype is not inside extern \"C\""
     );
 }
 
