@@ -6,6 +6,9 @@
  * change the Rust source and run `cargo xtask gen-header`.
  */
 
+/* The guard is written here and closed by the trailer (not by cbindgen's
+ * include_guard, which would close before the trailer): the extern "C"
+ * block and the entry prototypes must be inside it. */
 #ifndef ASYNC_ABI_H
 #define ASYNC_ABI_H
 
@@ -62,7 +65,15 @@
  * [loop] only on the thread that created the reactor or scheduler, and
  * callbacks run there, from inside run_once, and may re-enter any [loop]
  * function; [any] any thread, never blocks for long, never calls back.
+ *
+ * Vtable slots: each says "Required." (a host refuses a vtable with it NULL)
+ * or "Optional."; each capability bit says what a host does when it is
+ * clear (docs/abi/capabilities.md maps the user API to the bits).
  */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 
 // The major version of this ABI. A host refuses a plugin with another major.
@@ -101,50 +112,84 @@
 // Log level: very verbose diagnostics.
 #define AA_LOG_TRACE 5
 
-// Capability: timers.
+// Capability: timers (`timer_new`, `timer_rearm`, required slots all the
+// same). Clear: the reactor cannot time anything. async-std-api relies on
+// timers for every timed wait (`sleep`, timeouts, intervals) and does not
+// check this bit: those waits fail with the status `timer_new` returns.
 #define AA_CAP_TIMER (1 << 0)
 
-// Capability: descriptor readiness (`poll_new`).
+// Capability: descriptor readiness (`poll_new`, `poll_set_interest`,
+// required slots all the same). Clear: the host never calls `poll_new`;
+// async-std-api's readiness waits (`io::Async`, a socket with a read or
+// write timeout, a datagram socket without `AA_CAP_IO_DGRAM`) fail with
+// `ErrorKind::Unsupported` naming the reactor.
 #define AA_CAP_POLL (1 << 1)
 
-// Capability: completion-level socket requests (`io_submit`).
+// Capability: completion-level requests on streams (`io_submit` with
+// `AA_IO_READ`, `WRITE`, `ACCEPT`, `CONNECT`, `CLOSE`; a required slot all
+// the same). Clear: async-std-api does not check this bit; its stream
+// sockets, pipes and descriptor closes submit requests anyway and fail
+// with the status `io_submit` returns (`AA_E_UNSUPPORTED`).
 #define AA_CAP_IO (1 << 2)
 
-// Capability: cross-thread triggers.
+// Capability: cross-thread triggers (`trigger_new`, `trigger_fire`,
+// required slots all the same). Clear: the host never calls `trigger_new`;
+// whatever reports from another thread fails with
+// `ErrorKind::Unsupported` naming the reactor: `spawn_blocking`, every
+// blocking-pool fallback (files, stdio, name resolution and process waits
+// without their own capability), `sync::ThreadSender`,
+// `sync::ThreadResolver`.
 #define AA_CAP_TRIGGER (1 << 3)
 
-// Capability: signals (and ownership of their dispositions).
+// Capability: signals (`signal_new`, and ownership of their
+// dispositions). Clear: `signal_new` may be NULL and is never called;
+// async-std-api's `signal` module fails with `ErrorKind::Unsupported`
+// naming the reactor.
 #define AA_CAP_SIGNAL (1 << 4)
 
-// Capability: child process exits.
+// Capability: child process exits (`process_new`). Clear: `process_new`
+// may be NULL and is never called; async-std-api waits for children on its
+// blocking pool (which needs `AA_CAP_TRIGGER`).
 #define AA_CAP_PROCESS (1 << 5)
 
-// Capability: filesystem watches.
+// Capability: filesystem watches (`fs_watch_new`). Clear: `fs_watch_new`
+// may be NULL and is never called; `fs::watch` fails with
+// `ErrorKind::Unsupported` naming the reactor (there is no fallback).
 #define AA_CAP_FS_WATCH (1 << 6)
 
-// Capability: name resolution.
+// Capability: name resolution (`dns_resolve`). Clear: `dns_resolve` may
+// be NULL and is never called; async-std-api resolves names on its
+// blocking pool (which needs `AA_CAP_TRIGGER`).
 #define AA_CAP_DNS (1 << 7)
 
-// Capability: `io_submit` honours `AA_IO_TRY_INLINE`.
+// Capability: `io_submit` honours `AA_IO_TRY_INLINE`. Clear: the reactor
+// never returns `AA_DONE`; a host may pass the flag anyway (async-std-api
+// always does) and gets every result through the callback.
 #define AA_CAP_IO_INLINE (1 << 8)
 
 // Capability: the reactor completes I/O natively (io_uring), not by
-// readiness plus a system call.
+// readiness plus a system call, so a read or write at an offset of a
+// regular file never blocks its loop. Clear: async-std-api runs file
+// reads and writes on its blocking pool.
 #define AA_CAP_IO_NATIVE (1 << 9)
 
 // Capability (1.1): datagram requests, `AA_IO_RECVFROM` and `AA_IO_SENDTO`
-// on UDP and Unix datagram sockets, and `AA_IO_PEEK`.
+// on UDP and Unix datagram sockets, and `AA_IO_PEEK`. Clear: the host
+// sends neither; async-std-api's datagram sockets wait for readiness
+// (`AA_CAP_POLL`) and make the system call themselves.
 #define AA_CAP_IO_DGRAM (1 << 10)
 
 // Capability (1.1): file requests that never block the loop:
 // `AA_IO_OPENAT`, `AA_IO_STATX`, `AA_IO_FSYNC`, `AA_IO_UNLINKAT`,
 // `AA_IO_RENAMEAT`, `AA_IO_MKDIRAT`. A readiness reactor does not set it
-// (regular files are always "ready" and their system calls block); the
-// host then runs these on its blocking pool.
+// (regular files are always "ready" and their system calls block). Clear:
+// the host sends none of these; async-std-api runs them on its blocking
+// pool.
 #define AA_CAP_IO_FILE (1 << 11)
 
 // Capability (1.1): `AA_IO_FTRUNCATE` without blocking the loop (io_uring
-// since Linux 6.9).
+// since Linux 6.9). Clear: the host never sends it; async-std-api runs
+// `File::set_len` on its blocking pool.
 #define AA_CAP_IO_FTRUNCATE (1 << 12)
 
 // Every capability bit ABI 1.0 defined. From a reactor whose vtable says
@@ -660,31 +705,32 @@ typedef struct {
   AaIfaceHeader hdr;
   // `AA_CAP_*` bits.
   uint64_t caps;
-  // Creates a loop; the calling thread becomes its loop thread. On
+  // Required. Creates a loop; the calling thread becomes its loop thread. On
   // failure, the status says which kind (`AA_E_INVALID` for an option,
   // `-ENOSYS`, `-EPERM` for a refused io_uring, ...) and the one-line
   // reason is written into `cfg->err_buf`, not also logged: the host
   // prints it once, and a log record of it would print it twice. Only
   // without a buffer does the reason go to the host's log. `[loop]`
   AaStatus (*create)(AaPluginCtx *ctx, const AaReactorConfig *cfg, AaReactor **out);
-  // Destroys a loop. `AA_E_BUSY` while events are alive (not yet disposed,
-  // or disposed but still held by the kernel); the host then runs the loop
-  // until they are gone. `AA_E_INVALID` from inside a callback. `[loop]`
+  // Required. Destroys a loop. `AA_E_BUSY` while events are alive (not yet
+  // disposed, or disposed but still held by the kernel); the host then runs
+  // the loop until they are gone. `AA_E_INVALID` from inside a callback.
+  // `[loop]`
   AaStatus (*destroy)(AaReactor *r);
-  // Runs one loop iteration (see the module doc). Returns the number of
-  // callbacks run, or a negative status. `[loop]`
+  // Required. Runs one loop iteration (see the module doc). Returns the
+  // number of callbacks run, or a negative status. `[loop]`
   AaStatus (*run_once)(AaReactor *r, int64_t timeout_ns);
-  // Number of active, referenced, non-hidden events: what keeps the loop
-  // alive. `[loop]`
+  // Required. Number of active, referenced, non-hidden events: what keeps
+  // the loop alive. `[loop]`
   uint32_t (*alive)(const AaReactor *r);
-  // The loop's cached monotonic time in nanoseconds (refreshed at the start
-  // of each iteration and before arming a timer). `[loop]`
+  // Required. The loop's cached monotonic time in nanoseconds (refreshed at
+  // the start of each iteration and before arming a timer). `[loop]`
   uint64_t (*now_ns)(const AaReactor *r);
-  // Interrupts a blocking `run_once`; coalescing, never blocks, never
-  // allocates. `[any]`
+  // Required. Interrupts a blocking `run_once`; coalescing, never blocks,
+  // never allocates. `[any]`
   AaStatus (*wake)(const AaReactor *r);
-  // Creates and arms a timer that fires `first_ns` from now, then every
-  // `repeat_ns` (0: once). `flags`: `AA_EVF_*`. `[loop]`
+  // Required. Creates and arms a timer that fires `first_ns` from now, then
+  // every `repeat_ns` (0: once). `flags`: `AA_EVF_*`. `[loop]`
   AaStatus (*timer_new)(AaReactor *r,
                         uint64_t first_ns,
                         uint64_t repeat_ns,
@@ -692,10 +738,10 @@ typedef struct {
                         AaTimerCb cb,
                         void *ud,
                         AaEvent **out);
-  // Re-arms a timer (active or not) to fire `first_ns` from now, then every
-  // `repeat_ns`. No callback for the replaced deadline. `[loop]`
+  // Required. Re-arms a timer (active or not) to fire `first_ns` from now,
+  // then every `repeat_ns`. No callback for the replaced deadline. `[loop]`
   AaStatus (*timer_rearm)(AaEvent *ev, uint64_t first_ns, uint64_t repeat_ns);
-  // Starts watching `fd` for `interest` (`AA_POLL_*`). `[loop]`
+  // Required. Starts watching `fd` for `interest` (`AA_POLL_*`). `[loop]`
   AaStatus (*poll_new)(AaReactor *r,
                        AaOsHandle fd,
                        uint32_t interest,
@@ -703,62 +749,73 @@ typedef struct {
                        AaPollCb cb,
                        void *ud,
                        AaEvent **out);
-  // Changes a poll's interest (0 disarms it) and re-evaluates readiness.
-  // `[loop]`
+  // Required. Changes a poll's interest (0 disarms it) and re-evaluates
+  // readiness. `[loop]`
   AaStatus (*poll_set_interest)(AaEvent *ev, uint32_t interest);
-  // Creates a trigger. `[loop]`
+  // Required. Creates a trigger. `[loop]`
   AaStatus (*trigger_new)(AaReactor *r, uint32_t flags, AaTriggerCb cb, void *ud, AaEvent **out);
-  // Fires a trigger from any thread; coalescing. The event must not have
-  // been disposed: the host keeps it alive while other threads hold it.
-  // `AA_E_CLOSED` after the trigger was cancelled or closed. `[any]`
+  // Required. Fires a trigger from any thread; coalescing. The event must
+  // not have been disposed: the host keeps it alive while other threads hold
+  // it. `AA_E_CLOSED` after the trigger was cancelled or closed. `[any]`
   AaStatus (*trigger_fire)(const AaEvent *ev);
-  // Submits an I/O request. Returns 0 (pending: `*out` is set and `cb`
-  // will run once), `AA_DONE` (completed inline, only with
-  // `AA_IO_TRY_INLINE`: the result is in `op->result`), or a negative
-  // status (nothing created, AA-R8). A descriptor that is not open is
-  // reported either way: a readiness reactor returns `-EBADF` at once; a
-  // completion reactor that learns it from the kernel completes the
-  // request once with `-EBADF`. `[loop]`
+  // Required. Submits an I/O request. Returns 0 (pending: `*out` is set and
+  // `cb` will run once), `AA_DONE` (completed inline, only with
+  // `AA_IO_TRY_INLINE`: the result is in `op->result`), or a negative status
+  // (nothing created, AA-R8). A descriptor that is not open is reported
+  // either way: a readiness reactor returns `-EBADF` at once; a completion
+  // reactor that learns it from the kernel completes the request once with
+  // `-EBADF`. `[loop]`
   AaStatus (*io_submit)(AaReactor *r, AaIoOp *op, uint32_t flags, AaIoCb cb, void *ud, AaEvent **out);
-  // Changes whether an event keeps the loop alive (libuv's ref/unref).
-  // `[loop]`
+  // Required. Changes whether an event keeps the loop alive (libuv's
+  // ref/unref). `[loop]`
   void (*set_ref)(AaEvent *ev, bool referenced);
-  // Ends the event's pending operation: its callback runs once more, from
-  // a later `run_once`, with `reason` (or the real result if the operation
-  // had already completed in the kernel). `reason` must be negative (a
-  // non-negative one would read as a successful result): `AA_E_INVALID`
-  // otherwise, and also if nothing is pending. `[loop]`
+  // Required. Ends the event's pending operation: its callback runs once
+  // more, from a later `run_once`, with `reason` (or the real result if the
+  // operation had already completed in the kernel). `reason` must be
+  // negative (a non-negative one would read as a successful result):
+  // `AA_E_INVALID` otherwise, and also if nothing is pending. `[loop]`
   AaStatus (*cancel)(AaEvent *ev, AaStatus reason);
-  // Closes the event asynchronously (AA-R4). `[loop]`
+  // Required. Closes the event asynchronously (AA-R4): the only callback
+  // afterwards is one `on_closed`, after a pending request's
+  // `-ECANCELED`. `[loop]`
   AaStatus (*close)(AaEvent *ev, AaClosedCb on_closed, void *ud);
-  // Drops the host's reference (see the event module doc): no further
-  // callbacks; memory freed when the kernel is done with it. `[loop]`
+  // Required. Drops the host's reference (see the event module doc): no
+  // further callbacks; memory freed when the kernel is done with it.
+  // `[loop]`
   void (*dispose)(AaEvent *ev);
-  // Copies the last error message of this reactor into `buf` (truncated,
-  // NUL-terminated if `cap > 0`) and returns its full length. `[loop]`
+  // Optional (NULL: hosts report failures without the reactor's reason;
+  // the conformance kit requires it). Copies the last error message of
+  // this reactor into `buf` (truncated, NUL-terminated if `cap > 0`) and
+  // returns its full length. Every `[loop]` call that returns a negative
+  // status sets it first to one line naming the call and the reason.
+  // `[loop]`
   size_t (*last_error_message)(const AaReactor *r, uint8_t *buf, size_t cap);
-  // Watches `signum`. `[loop]`
+  // Optional: NULL exactly when `caps` lacks `AA_CAP_SIGNAL`. Watches
+  // `signum`. `[loop]`
   AaStatus (*signal_new)(AaReactor *r,
                          int32_t signum,
                          uint32_t flags,
                          AaSignalCb cb,
                          void *ud,
                          AaEvent **out);
-  // Watches the child process `pid` for its exit. `[loop]`
+  // Optional: NULL exactly when `caps` lacks `AA_CAP_PROCESS`. Watches the
+  // child process `pid` for its exit. `[loop]`
   AaStatus (*process_new)(AaReactor *r,
                           int64_t pid,
                           uint32_t flags,
                           AaProcessCb cb,
                           void *ud,
                           AaEvent **out);
-  // Watches a file or directory. `[loop]`
+  // Optional: NULL exactly when `caps` lacks `AA_CAP_FS_WATCH`. Watches a
+  // file or directory. `[loop]`
   AaStatus (*fs_watch_new)(AaReactor *r,
                            AaBytes path,
                            uint32_t flags,
                            AaFsWatchCb cb,
                            void *ud,
                            AaEvent **out);
-  // Resolves `node`/`service`. `[loop]`
+  // Optional: NULL exactly when `caps` lacks `AA_CAP_DNS`. Resolves
+  // `node`/`service`. `[loop]`
   AaStatus (*dns_resolve)(AaReactor *r,
                           AaStr node,
                           AaStr service,
@@ -766,12 +823,12 @@ typedef struct {
                           AaDnsCb cb,
                           void *ud,
                           AaEvent **out);
-  // 1.1. The capabilities of this reactor instance: `caps` less what the
-  // running kernel lacks (an io_uring reactor on a kernel without
-  // `IORING_OP_FTRUNCATE` clears `AA_CAP_IO_FTRUNCATE`); never a bit
-  // `caps` lacks. Constant for the instance's life. NULL (a 1.0 reactor):
-  // the instance has `caps`. A reactor asked for a request its instance
-  // lacks answers `AA_E_UNSUPPORTED`. `[loop]`
+  // Optional (1.1). The capabilities of this reactor instance: `caps` less
+  // what the running kernel lacks (an io_uring reactor on a kernel without
+  // `IORING_OP_FTRUNCATE` clears `AA_CAP_IO_FTRUNCATE`); never a bit `caps`
+  // lacks. Constant for the instance's life. NULL (a 1.0 reactor): the
+  // instance has `caps`. A reactor asked for a request its instance lacks
+  // answers `AA_E_UNSUPPORTED`. `[loop]`
   uint64_t (*instance_caps)(const AaReactor *r);
 } AaReactorVTable;
 
@@ -898,64 +955,68 @@ typedef struct {
   AaIfaceHeader hdr;
   // Capability bits: `AA_SCHED_CAP_*`; other bits are zero (reserved).
   uint64_t caps;
-  // Creates a scheduler bound to the calling thread and to the reactor in
-  // `cfg`. `[loop]`
+  // Required. Creates a scheduler bound to the calling thread and to the
+  // reactor in `cfg`. On failure the one-line reason goes into
+  // `cfg->err_buf` only, as for a reactor's `create`. `[loop]`
   AaStatus (*create)(AaPluginCtx *ctx, const AaSchedulerConfig *cfg, AaScheduler **out);
-  // Destroys a scheduler: `AA_E_BUSY` while coroutines are alive (run it
-  // after `shutdown` first). Frees pooled stacks. `[loop]`
+  // Required. Destroys a scheduler: `AA_E_BUSY` while coroutines are alive
+  // (run it after `shutdown` first). Frees pooled stacks. `[loop]`
   AaStatus (*destroy)(AaScheduler *s);
-  // Runs the loop on the calling thread's stack (the scheduler's own
-  // context) until no coroutine is left. Returns 0, `AA_E_DEADLOCK` if a
-  // deadlock was detected during the run, or another negative status.
-  // Not callable from inside a coroutine. `[loop]`
+  // Required. Runs the loop on the calling thread's stack (the scheduler's
+  // own context) until no coroutine is left. Returns 0, `AA_E_DEADLOCK` if a
+  // deadlock was detected during the run, or another negative status. Not
+  // callable from inside a coroutine. `[loop]`
   AaStatus (*run)(AaScheduler *s);
-  // Creates a coroutine in state CREATED. `opts` may be NULL for the
-  // defaults. `[loop]`
+  // Required. Creates a coroutine in state CREATED. `opts` may be NULL for
+  // the defaults. `[loop]`
   AaStatus (*coroutine_new)(AaScheduler *s,
                             const AaSpawnOptions *opts,
                             AaCoroutineEntry entry,
                             void *arg,
                             AaCoroutine **out);
-  // Queues a coroutine to start or resume, with `status` as the start
-  // status or as what its `suspend` returns. Enqueueing one that is
+  // Required. Queues a coroutine to start or resume, with `status` as the
+  // start status or as what its `suspend` returns. Enqueueing one that is
   // already queued keeps its place; a negative status replaces a zero one
   // (the first error wins). Enqueueing the running coroutine queues it for
   // when it next suspends (a yield). `AA_E_INVALID` for a finished one.
   // `[loop]`
   AaStatus (*enqueue)(AaScheduler *s, AaCoroutine *coro, AaStatus status);
-  // Suspends the current coroutine until it is enqueued; returns the
-  // status it was enqueued with. `wait` (may be NULL) says what it waits
+  // Required. Suspends the current coroutine until it is enqueued; returns
+  // the status it was enqueued with. `wait` (may be NULL) says what it waits
   // for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. With
   // [`AA_SCHED_CAP_WAIT_YIELD`] in `caps`, a `wait` whose flags contain
   // `AA_WAIT_YIELD` first enqueues the caller with status 0, exactly as
   // `enqueue(s, current(s), 0)` would (a yield in one call). `[loop]`
   AaStatus (*suspend)(AaScheduler *s, const AaWaitInfo *wait);
-  // The running coroutine, or NULL in the scheduler's own context. `[loop]`
+  // Required. The running coroutine, or NULL in the scheduler's own
+  // context. `[loop]`
   AaCoroutine *(*current)(const AaScheduler *s);
-  // The `arg` a coroutine was created with. `[loop]`
+  // Required. The `arg` a coroutine was created with. `[loop]`
   void *(*coroutine_arg)(const AaCoroutine *coro);
-  // A coroutine's id. `[loop]`
+  // Required. A coroutine's id. `[loop]`
   uint64_t (*coroutine_id)(const AaCoroutine *coro);
-  // Fills `out` (whose `struct_size` the caller sets). `[loop]`
+  // Required. Fills `out` (whose `struct_size` the caller sets). `[loop]`
   AaStatus (*coroutine_info)(const AaScheduler *s, const AaCoroutine *coro, AaCoroutineInfo *out);
-  // Calls `visit` for every live coroutine, in creation order. The visitor
-  // must not create, enqueue or finish coroutines. `[loop]`
+  // Required. Calls `visit` for every live coroutine, in creation order. The
+  // visitor must not create, enqueue or finish coroutines. `[loop]`
   AaStatus (*iterate)(const AaScheduler *s, AaCoroutineVisitFn visit, void *ud);
-  // Queues a microtask: it runs before the next switch, in FIFO order.
-  // `[loop]`
+  // Required. Queues a microtask: it runs before the next switch, in FIFO
+  // order. `[loop]`
   AaStatus (*defer)(AaScheduler *s, AaMicrotaskFn task, void *arg);
-  // Adds a switch handler to `coro` (NULL: the current one). `[loop]`
+  // Required. Adds a switch handler to `coro` (NULL: the current one).
+  // `[loop]`
   AaStatus (*add_switch_handler)(AaScheduler *s,
                                  AaCoroutine *coro,
                                  AaSwitchHandlerFn handler,
                                  void *arg);
-  // Starts shutdown: every live coroutine except the running one is
-  // enqueued with `reason` (one that never started starts with it, so its
+  // Required. Starts shutdown: every live coroutine except the running one
+  // is enqueued with `reason` (one that never started starts with it, so its
   // body never runs), and coroutines created from now on start with it. A
-  // waiter still suspended when the loop goes idle is resumed with
-  // `reason` again. Callable inside or outside `run`. `[loop]`
+  // waiter still suspended when the loop goes idle is resumed with `reason`
+  // again. Callable inside or outside `run`. `[loop]`
   AaStatus (*shutdown)(AaScheduler *s, AaStatus reason);
-  // Copies the last error message into `buf` (truncated, NUL-terminated if
+  // Optional (NULL: the host reports failures without a reason). Copies
+  // the last error message into `buf` (truncated, NUL-terminated if
   // `cap > 0`) and returns its full length. `[loop]`
   size_t (*last_error_message)(const AaScheduler *s, uint8_t *buf, size_t cap);
 } AaSchedulerVTable;
@@ -1080,5 +1141,17 @@ typedef struct {
 // The address family, socket type or service is not supported for this
 // lookup (`EAI_FAMILY`, `EAI_SOCKTYPE`, `EAI_SERVICE`).
 #define AA_E_DNS_FAMILY -10103
+
+/*
+ * The entry symbols, one per role a plugin plays (a library may play both):
+ * no argument, no side effects, a static descriptor (AA-R7). A plugin
+ * defines the one of its role and exports it with default visibility.
+ */
+const AaPluginDesc *aa_scheduler_entry_v1(void);
+const AaPluginDesc *aa_reactor_entry_v1(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
 
 #endif  /* ASYNC_ABI_H */

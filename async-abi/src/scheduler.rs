@@ -91,8 +91,9 @@ pub struct AaSchedulerVTable {
     /// Capability bits: `AA_SCHED_CAP_*`; other bits are zero (reserved).
     pub caps: u64,
 
-    /// Creates a scheduler bound to the calling thread and to the reactor in
-    /// `cfg`. `[loop]`
+    /// Required. Creates a scheduler bound to the calling thread and to the
+    /// reactor in `cfg`. On failure the one-line reason goes into
+    /// `cfg->err_buf` only, as for a reactor's `create`. `[loop]`
     pub create: Option<
         unsafe extern "C" fn(
             ctx: *mut AaPluginCtx,
@@ -100,16 +101,16 @@ pub struct AaSchedulerVTable {
             out: *mut *mut AaScheduler,
         ) -> AaStatus,
     >,
-    /// Destroys a scheduler: `AA_E_BUSY` while coroutines are alive (run it
-    /// after `shutdown` first). Frees pooled stacks. `[loop]`
+    /// Required. Destroys a scheduler: `AA_E_BUSY` while coroutines are alive
+    /// (run it after `shutdown` first). Frees pooled stacks. `[loop]`
     pub destroy: Option<unsafe extern "C" fn(s: *mut AaScheduler) -> AaStatus>,
-    /// Runs the loop on the calling thread's stack (the scheduler's own
-    /// context) until no coroutine is left. Returns 0, `AA_E_DEADLOCK` if a
-    /// deadlock was detected during the run, or another negative status.
-    /// Not callable from inside a coroutine. `[loop]`
+    /// Required. Runs the loop on the calling thread's stack (the scheduler's
+    /// own context) until no coroutine is left. Returns 0, `AA_E_DEADLOCK` if a
+    /// deadlock was detected during the run, or another negative status. Not
+    /// callable from inside a coroutine. `[loop]`
     pub run: Option<unsafe extern "C" fn(s: *mut AaScheduler) -> AaStatus>,
-    /// Creates a coroutine in state CREATED. `opts` may be NULL for the
-    /// defaults. `[loop]`
+    /// Required. Creates a coroutine in state CREATED. `opts` may be NULL for
+    /// the defaults. `[loop]`
     pub coroutine_new: Option<
         unsafe extern "C" fn(
             s: *mut AaScheduler,
@@ -119,8 +120,8 @@ pub struct AaSchedulerVTable {
             out: *mut *mut AaCoroutine,
         ) -> AaStatus,
     >,
-    /// Queues a coroutine to start or resume, with `status` as the start
-    /// status or as what its `suspend` returns. Enqueueing one that is
+    /// Required. Queues a coroutine to start or resume, with `status` as the
+    /// start status or as what its `suspend` returns. Enqueueing one that is
     /// already queued keeps its place; a negative status replaces a zero one
     /// (the first error wins). Enqueueing the running coroutine queues it for
     /// when it next suspends (a yield). `AA_E_INVALID` for a finished one.
@@ -132,21 +133,22 @@ pub struct AaSchedulerVTable {
             status: AaStatus,
         ) -> AaStatus,
     >,
-    /// Suspends the current coroutine until it is enqueued; returns the
-    /// status it was enqueued with. `wait` (may be NULL) says what it waits
+    /// Required. Suspends the current coroutine until it is enqueued; returns
+    /// the status it was enqueued with. `wait` (may be NULL) says what it waits
     /// for; see [`AaWaitInfo`]. `AA_E_INVALID` outside a coroutine. With
     /// [`AA_SCHED_CAP_WAIT_YIELD`] in `caps`, a `wait` whose flags contain
     /// `AA_WAIT_YIELD` first enqueues the caller with status 0, exactly as
     /// `enqueue(s, current(s), 0)` would (a yield in one call). `[loop]`
     pub suspend:
         Option<unsafe extern "C" fn(s: *mut AaScheduler, wait: *const AaWaitInfo) -> AaStatus>,
-    /// The running coroutine, or NULL in the scheduler's own context. `[loop]`
+    /// Required. The running coroutine, or NULL in the scheduler's own
+    /// context. `[loop]`
     pub current: Option<unsafe extern "C" fn(s: *const AaScheduler) -> *mut AaCoroutine>,
-    /// The `arg` a coroutine was created with. `[loop]`
+    /// Required. The `arg` a coroutine was created with. `[loop]`
     pub coroutine_arg: Option<unsafe extern "C" fn(coro: *const AaCoroutine) -> *mut c_void>,
-    /// A coroutine's id. `[loop]`
+    /// Required. A coroutine's id. `[loop]`
     pub coroutine_id: Option<unsafe extern "C" fn(coro: *const AaCoroutine) -> u64>,
-    /// Fills `out` (whose `struct_size` the caller sets). `[loop]`
+    /// Required. Fills `out` (whose `struct_size` the caller sets). `[loop]`
     pub coroutine_info: Option<
         unsafe extern "C" fn(
             s: *const AaScheduler,
@@ -154,8 +156,8 @@ pub struct AaSchedulerVTable {
             out: *mut AaCoroutineInfo,
         ) -> AaStatus,
     >,
-    /// Calls `visit` for every live coroutine, in creation order. The visitor
-    /// must not create, enqueue or finish coroutines. `[loop]`
+    /// Required. Calls `visit` for every live coroutine, in creation order. The
+    /// visitor must not create, enqueue or finish coroutines. `[loop]`
     pub iterate: Option<
         unsafe extern "C" fn(
             s: *const AaScheduler,
@@ -163,8 +165,8 @@ pub struct AaSchedulerVTable {
             ud: *mut c_void,
         ) -> AaStatus,
     >,
-    /// Queues a microtask: it runs before the next switch, in FIFO order.
-    /// `[loop]`
+    /// Required. Queues a microtask: it runs before the next switch, in FIFO
+    /// order. `[loop]`
     pub defer: Option<
         unsafe extern "C" fn(
             s: *mut AaScheduler,
@@ -172,7 +174,8 @@ pub struct AaSchedulerVTable {
             arg: *mut c_void,
         ) -> AaStatus,
     >,
-    /// Adds a switch handler to `coro` (NULL: the current one). `[loop]`
+    /// Required. Adds a switch handler to `coro` (NULL: the current one).
+    /// `[loop]`
     pub add_switch_handler: Option<
         unsafe extern "C" fn(
             s: *mut AaScheduler,
@@ -181,13 +184,14 @@ pub struct AaSchedulerVTable {
             arg: *mut c_void,
         ) -> AaStatus,
     >,
-    /// Starts shutdown: every live coroutine except the running one is
-    /// enqueued with `reason` (one that never started starts with it, so its
+    /// Required. Starts shutdown: every live coroutine except the running one
+    /// is enqueued with `reason` (one that never started starts with it, so its
     /// body never runs), and coroutines created from now on start with it. A
-    /// waiter still suspended when the loop goes idle is resumed with
-    /// `reason` again. Callable inside or outside `run`. `[loop]`
+    /// waiter still suspended when the loop goes idle is resumed with `reason`
+    /// again. Callable inside or outside `run`. `[loop]`
     pub shutdown: Option<unsafe extern "C" fn(s: *mut AaScheduler, reason: AaStatus) -> AaStatus>,
-    /// Copies the last error message into `buf` (truncated, NUL-terminated if
+    /// Optional (NULL: the host reports failures without a reason). Copies
+    /// the last error message into `buf` (truncated, NUL-terminated if
     /// `cap > 0`) and returns its full length. `[loop]`
     pub last_error_message:
         Option<unsafe extern "C" fn(s: *const AaScheduler, buf: *mut u8, cap: usize) -> usize>,

@@ -1,7 +1,8 @@
-//! The committed header is real C: a reactor skeleton written in C compiles
-//! against it with the system compiler (as C11 and as C++), and the layout
-//! of every struct agrees with Rust's, checked by `_Static_assert` lines
-//! generated here from `size_of`/`offset_of!`.
+//! The committed header is real C: it compiles with the system compiler as
+//! C11 and as C++, the C reactor of the workspace (`reactor-c/`) compiles
+//! against it with every warning an error, and the layout of every struct
+//! agrees with Rust's, checked by `_Static_assert` lines generated here from
+//! `size_of`/`offset_of!` (`tests/c/layout_check.c`).
 
 use std::fmt::Write as _;
 use std::mem::{align_of, offset_of, size_of};
@@ -291,9 +292,9 @@ fn compile(compiler: &str, args: &[&str], dir: &PathBuf) {
         .arg("-Wextra")
         .arg("-Werror")
         .arg("-c")
-        .arg(crate_dir.join("tests/c/reactor_skeleton.c"))
+        .arg(crate_dir.join("tests/c/layout_check.c"))
         .arg("-o")
-        .arg(dir.join(format!("skeleton-{compiler}.o")))
+        .arg(dir.join(format!("layout-{compiler}.o")))
         .output()
         .unwrap_or_else(|e| panic!("cannot run the C compiler `{compiler}`: {e}"));
     assert!(
@@ -315,32 +316,74 @@ fn header_compiles_as_c11_with_matching_layout() {
     );
 }
 
+/// The header is C++ too: included twice (the guard covers its `extern "C"`
+/// block), and an entry symbol defined in C++ against its prototype gets C
+/// linkage, the name the host looks up.
 #[test]
-fn header_compiles_as_cpp() {
+fn header_compiles_as_cpp_and_gives_entry_symbols_c_linkage() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cpp_header");
     std::fs::create_dir_all(&dir).unwrap();
-    // C++ has static_assert, not _Static_assert, and no designated-initializer
-    // order freedom before C++20: compile the header alone.
-    let src = dir.join("header_only.cpp");
+    let src = dir.join("entry.cpp");
     std::fs::write(
         &src,
-        "#include \"async_abi.h\"\nint main() { return AA_ABI_MAJOR == 1 ? 0 : 1; }\n",
+        "#include \"async_abi.h\"\n#include \"async_abi.h\"\n\
+         static const AaPluginDesc DESC = {};\n\
+         const AaPluginDesc *aa_reactor_entry_v1(void) { return &DESC; }\n\
+         int check() { return AA_ABI_MAJOR == 1 ? 0 : 1; }\n",
     )
     .unwrap();
+    let object = dir.join("entry.o");
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
-        .arg("-std=c++17")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-fsyntax-only")
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-c"])
         .arg("-I")
         .arg(crate_dir.join("include"))
         .arg(&src)
+        .arg("-o")
+        .arg(&object)
         .output()
         .expect("cannot run the C++ compiler");
     assert!(
         output.status.success(),
         "C++ rejected the header:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(&object).unwrap();
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(
+        has(b"aa_reactor_entry_v1\0"),
+        "no aa_reactor_entry_v1 symbol"
+    );
+    assert!(
+        !has(b"_Z19aa_reactor_entry_v1v"),
+        "the entry symbol got C++ linkage: the prototype is not inside extern \"C\""
+    );
+}
+
+/// The reactor a third party starts from compiles against the header alone,
+/// as strict C11 with every warning an error (the matrix also loads it and
+/// runs the suite on it).
+#[test]
+fn reactor_c_compiles_against_the_header() {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = crate_dir.join("../reactor-c/src");
+    let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Werror",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
+        .output()
+        .expect("cannot run the C compiler");
+    assert!(
+        output.status.success(),
+        "reactor-c does not compile against the header:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
 }
@@ -361,7 +404,7 @@ fn a_wrong_offset_is_caught_by_the_c_compiler() {
         .arg(crate_dir.join("include"))
         .arg("-I")
         .arg(&dir)
-        .arg(crate_dir.join("tests/c/reactor_skeleton.c"))
+        .arg(crate_dir.join("tests/c/layout_check.c"))
         .output()
         .expect("cannot run the C compiler");
     assert!(!status.status.success(), "a wrong offset assert compiled");

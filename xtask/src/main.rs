@@ -24,6 +24,7 @@ mod arch;
 mod bench;
 mod chaos;
 mod cmd;
+mod conformance;
 mod header;
 mod layers;
 mod matrix;
