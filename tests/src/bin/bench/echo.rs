@@ -56,6 +56,10 @@ pub(crate) struct EchoResult {
     pub(crate) rps: f64,
     /// Nanoseconds of server-thread CPU time per request in the window.
     pub(crate) server_ns_per_req: f64,
+    /// Requests in the window.
+    pub(crate) requests: u64,
+    /// Requests echoed in the whole run (warm-up included).
+    pub(crate) total: u64,
 }
 
 /// The calling thread's id (for its schedstat).
@@ -77,6 +81,23 @@ fn cpu_ns(tid: i32) -> u64 {
 /// it from this thread pinned to CPU 1, and returns the request rate and the
 /// server thread's CPU time per request.
 pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static) -> EchoResult {
+    measure_window(serve, Window::Time(WINDOW))
+}
+
+/// When the measured window closes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Window {
+    /// After this long.
+    Time(Duration),
+    /// After this many requests (for instruction counts: see the module doc).
+    Requests(u64),
+}
+
+/// [`measure`] with a chosen window.
+pub(crate) fn measure_window(
+    serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static,
+    window: Window,
+) -> EchoResult {
     let (tx, rx) = mpsc::channel();
     let (tid_tx, tid_rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -91,16 +112,29 @@ pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'sta
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
     pin_to_cpu(1);
-    let (rps, requests, cpu) = drive(addr, tid).expect("load generator");
+    let d = drive(addr, tid, window).expect("load generator");
     EchoResult {
-        rps,
-        server_ns_per_req: cpu as f64 / requests.max(1) as f64,
+        rps: d.rps,
+        server_ns_per_req: d.cpu_ns as f64 / d.requests.max(1) as f64,
+        requests: d.requests,
+        total: d.total,
     }
 }
 
+/// What the load generator saw.
+struct Driven {
+    /// Requests per second in the window.
+    rps: f64,
+    /// Requests in the window.
+    requests: u64,
+    /// Server CPU ns in the window.
+    cpu_ns: u64,
+    /// Requests echoed in the whole run.
+    total: u64,
+}
+
 /// The load generator: `CONNS` connections, one message in flight each.
-/// Returns requests per second, requests and server CPU ns in the window.
-fn drive(addr: SocketAddr, server_tid: i32) -> io::Result<(f64, u64, u64)> {
+fn drive(addr: SocketAddr, server_tid: i32, window: Window) -> io::Result<Driven> {
     let mut poll = Poll::new()?;
     let mut conns = Vec::with_capacity(CONNS);
     for i in 0..CONNS {
@@ -157,9 +191,18 @@ fn drive(addr: SocketAddr, server_tid: i32) -> io::Result<(f64, u64, u64)> {
             cpu_start = cpu_ns(server_tid);
         }
         if let Some(t) = window_start {
-            if t.elapsed() >= WINDOW {
+            let closed = match window {
+                Window::Time(d) => t.elapsed() >= d,
+                Window::Requests(n) => measured >= n,
+            };
+            if closed {
                 let cpu = cpu_ns(server_tid).saturating_sub(cpu_start);
-                return Ok((measured as f64 / t.elapsed().as_secs_f64(), measured, cpu));
+                return Ok(Driven {
+                    rps: measured as f64 / t.elapsed().as_secs_f64(),
+                    requests: measured,
+                    cpu_ns: cpu,
+                    total: done,
+                });
             }
         }
     }

@@ -485,22 +485,33 @@ fn timers_all(report: &mut Report) {
     );
 }
 
-/// `--profile echo <mio|uring|tokio|monoio>`: one echo server alone under the
-/// load generator, for `strace -c -f` or callgrind (the client's own system
-/// calls are the same whatever the server, so differences are the server's).
+/// `--profile echo <mio|uring|tokio|monoio> [requests]`: one echo server
+/// alone under the load generator, for `strace -c -f`, `perf` or callgrind
+/// (the client's own system calls are the same whatever the server, so
+/// differences are the server's). With `requests` the window closes after
+/// that many requests instead of after `echo::WINDOW`: run it twice under
+/// callgrind and divide (see `echo.rs`, "Instructions per request").
 fn profile_echo(args: &[String]) {
-    let usage = "usage: bench --profile echo <mio|uring|tokio|monoio>";
-    let [server] = args else { panic!("{usage}") };
+    let usage = "usage: bench --profile echo <mio|uring|tokio|monoio> [requests]";
+    let (server, window) = match args {
+        [server] => (server, echo::Window::Time(echo::WINDOW)),
+        [server, n] => (
+            server,
+            echo::Window::Requests(n.parse().unwrap_or_else(|_| panic!("{usage}"))),
+        ),
+        _ => panic!("{usage}"),
+    };
     let result = match server.as_str() {
-        "mio" => echo::measure(echo::ours("mio")),
-        "uring" => echo::measure(echo::ours("uring")),
-        "tokio" => echo::measure(echo::tokio_server),
-        "monoio" => echo::measure(echo::monoio_server),
+        "mio" => echo::measure_window(echo::ours("mio"), window),
+        "uring" => echo::measure_window(echo::ours("uring"), window),
+        "tokio" => echo::measure_window(echo::tokio_server, window),
+        "monoio" => echo::measure_window(echo::monoio_server, window),
         _ => panic!("{usage}"),
     };
     println!(
-        "echo {server}: {:.0} requests/s, {:.0} ns of server CPU per request",
-        result.rps, result.server_ns_per_req
+        "echo {server}: {:.0} requests/s, {:.0} ns of server CPU per request, \
+         {} requests in the window, {} echoed in all",
+        result.rps, result.server_ns_per_req, result.requests, result.total
     );
 }
 
