@@ -27,6 +27,12 @@
 //!   touches) fires it only while its [`TriggerEvent`] lives: it fires
 //!   under a lock, and the event's drop empties it under that lock before
 //!   disposing the event.
+//! - **F8** A one-shot callback (an I/O request's, a process watch's, a
+//!   name lookup's) that the reactor calls a second time is not passed on:
+//!   the first call stands, and the plugin's fault is reported once per
+//!   runtime and kind as an [`Event::PluginFault`], naming the reactor.
+//! - **F9** A reactor without `AA_CAP_IO` is sent no request: a request
+//!   fails with `AA_E_UNSUPPORTED` and a close is done by the host.
 //!
 //! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
 //!
@@ -61,6 +67,7 @@ use async_abi::{
 
 use super::loader::Loaded;
 use crate::core::entry::run_entry;
+use crate::core::events::Event;
 use crate::core::state::{Body, CoroState};
 
 /// Owned `AaKv` views over Rust strings, valid while `self` lives.
@@ -96,6 +103,30 @@ fn err_text(buf: &[u8], status: AaStatus) -> String {
     }
 }
 
+/// F8: reports that the reactor called a one-shot callback (`what`, e.g.
+/// "an I/O request's") again; once per runtime and kind.
+pub(crate) fn called_twice(what: &'static str) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let event = super::with_runtime(|rt| {
+            let r = &rt.reactor;
+            if r.faults.borrow().contains(&what) {
+                return None;
+            }
+            r.faults.borrow_mut().push(what);
+            let (name, version) = super::loader::describe(&r.plugin.desc);
+            Some(Event::PluginFault {
+                plugin: format!("reactor \"{}\" ({name} {version})", r.label),
+                fault: format!(
+                    "called {what} callback a second time (ignored; the first call stands)"
+                ),
+            })
+        });
+        if let Some(Some(event)) = event {
+            crate::core::events::emit(event);
+        }
+    }));
+}
+
 /// A reactor instance and its plugin.
 pub(crate) struct Reactor {
     plugin: Loaded<AaReactorVTable>,
@@ -110,6 +141,8 @@ pub(crate) struct Reactor {
     /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
     /// as long as the reactor, longer than the scheduler (R2).
     watched: std::cell::OnceCell<Box<AaReactorVTable>>,
+    /// The kinds of fault already reported (F8).
+    faults: std::cell::RefCell<Vec<&'static str>>,
 }
 
 impl Reactor {
@@ -153,6 +186,7 @@ impl Reactor {
             label: label.to_owned(),
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
+            faults: std::cell::RefCell::default(),
         })
     }
 
