@@ -16,6 +16,8 @@
 //! - `runtime_probe tcp`: one TCP round trip whose read waits for its data
 //!   (so its completion comes through the request's callback); prints
 //!   `echoed ping`, or `tcp error: <error>`.
+//! - `runtime_probe busy`: two coroutines yield to each other 100,000
+//!   times each (the loop never idles), then `done`.
 //! - `runtime_probe panic`: a coroutine panics; stderr names it before
 //!   std's own panic message.
 //! - `runtime_probe zombie [handler]`: safely disposes a scope whose
@@ -47,6 +49,12 @@ fn main() -> Result<(), async_std_api::Error> {
         "emfile" => run(emfile),
         "fallbacks" => run(fallbacks),
         "tcp" => run(tcp),
+        "busy" => run(|| {
+            let other = spawn(|| (0..100_000).for_each(|_| suspend().unwrap()));
+            (0..100_000).for_each(|_| suspend().unwrap());
+            other.join().unwrap();
+            println!("done");
+        }),
         "panic" => run(|| {
             let h = spawn(|| panic!("boom"));
             println!("spawned {} at {}", h.id(), h.coroutine().spawn_location());

@@ -146,3 +146,29 @@ fn d40_a_callback_called_twice_is_ignored_and_reported_once_naming_the_plugin() 
         "{out:?}"
     );
 }
+
+#[test]
+fn d40_a_failed_reactor_poll_ends_the_run_naming_the_reactor_on_the_busy_path_too() {
+    let (p, inner) = (fixture(), mio_library());
+    // The loop never idles: only the busy path's fairness poll calls the
+    // reactor, and its fourth call fails.
+    let out = run_child(
+        PROBE,
+        &["busy"],
+        &[
+            ("ASYNC_REACTOR", &p),
+            ("AA_FAULTY_INNER", &inner),
+            ("AA_FAULTY_FAIL_POLLS", "3"),
+        ],
+    );
+    assert!(!out.stdout.contains("done"), "the run went on: {out:?}");
+    assert_eq!(
+        out.stderr.lines().last().unwrap_or_default(),
+        format!(
+            "Error: scheduler \"embedded\" failed: reactor run_once failed with AA_E_INTERNAL (-10007); \
+             reactor \"{p}\": faulty fixture: run_once failed on purpose"
+        ),
+        "{out:?}"
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+}
