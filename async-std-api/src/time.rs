@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::io::Write as _;
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use std::convert::Infallible;
 
 use crate::core::awaitable::{sealed, sealed::Sealed, Awaitable};
 use crate::core::error::Cancelled;
-use crate::core::runtime::{self, TimerEvent};
+use crate::core::runtime::{self, TimerEvent, WakeRec};
 use crate::core::state::CoroState;
 use crate::core::wait::{checkpoint, suspend_once, with_me, yield_once};
 use crate::core::waiters::Completion;
@@ -104,22 +105,22 @@ fn sleep_as(
     at: &'static Location<'static>,
 ) -> Result<(), Cancelled> {
     checkpoint(me)?;
-    let fired = Rc::new(Cell::new(false));
-    let on_fire = {
-        let fired = fired.clone();
-        let me = me.clone();
-        Box::new(move |_status| {
-            fired.set(true);
-            runtime::wake(&me);
-        })
-    };
+    // Declared before the timer, so the timer is disposed first.
+    let rec = WakeRec::new(me);
     let _timer = rt
         .reactor
-        .timer(nanos(duration), on_fire)
+        .wake_timer(nanos(duration), &rec)
         .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
-    let what = format!("delay {} ms", duration.as_millis());
-    while !fired.get() {
-        suspend_once(rt, me, what.as_bytes(), at)?; // `_timer` is disposed on return
+    // On the stack: a million sleepers should not each hold a string.
+    let mut buf = [0u8; 48];
+    let what = {
+        let mut w = &mut buf[..];
+        let _ = write!(w, "delay {} ms", duration.as_millis());
+        let left = w.len();
+        &buf[..buf.len() - left]
+    };
+    while !rec.fired() {
+        suspend_once(rt, me, what, at)?; // `_timer` is disposed on return
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 mod arch;
 mod bench;
+mod bench_report;
 mod chaos;
 mod cmd;
 mod conformance;

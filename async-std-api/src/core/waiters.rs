@@ -25,7 +25,10 @@ pub(crate) struct Completion {
     /// usual single `join`), so subscribing it borrows and allocates
     /// nothing; null when empty. Every listed waiter is newer than it.
     solo: Cell<*mut AaCoroutine>,
-    waiters: RefCell<WaitList>,
+    /// The waiters after the solo one, made on the first such waiter: every
+    /// coroutine record holds a completion, and a million suspended
+    /// coroutines should not each carry an empty list.
+    waiters: RefCell<Option<Box<WaitList>>>,
 }
 
 /// The key of the waiter in a completion's `solo` slot.
@@ -36,8 +39,14 @@ impl Completion {
         Completion {
             done: Cell::new(false),
             solo: Cell::new(ptr::null_mut()),
-            waiters: RefCell::new(WaitList::new()),
+            waiters: RefCell::new(None),
         }
+    }
+
+    /// Whether the list beyond the solo waiter is empty.
+    #[inline]
+    fn list_empty(&self) -> bool {
+        self.waiters.borrow().as_ref().is_none_or(|w| w.head == NIL)
     }
 
     #[inline]
@@ -48,25 +57,30 @@ impl Completion {
     /// True if a waiter is subscribed.
     #[inline]
     pub(crate) fn has_waiters(&self) -> bool {
-        !self.solo.get().is_null() || self.waiters.borrow().head != NIL
+        !self.solo.get().is_null() || !self.list_empty()
     }
 
     /// Not done, no waiter: as new (the record it is in is reused).
     pub(super) fn reuse(&mut self) {
         *self.done.get_mut() = false;
         *self.solo.get_mut() = ptr::null_mut();
-        *self.waiters.get_mut() = WaitList::new();
+        if let Some(w) = self.waiters.get_mut() {
+            **w = WaitList::new();
+        }
     }
 
     /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
     #[inline]
     pub(crate) fn subscribe(&self, who: &CoroState) -> WaitKey {
         let raw = who.raw.get();
-        if self.solo.get().is_null() && self.waiters.borrow().head == NIL {
+        if self.solo.get().is_null() && self.list_empty() {
             self.solo.set(raw);
             return SOLO;
         }
-        self.waiters.borrow_mut().push(raw)
+        self.waiters
+            .borrow_mut()
+            .get_or_insert_with(|| Box::new(WaitList::new()))
+            .push(raw)
     }
 
     /// Removes a waiter (O(1)).
@@ -74,8 +88,8 @@ impl Completion {
     pub(crate) fn unsubscribe(&self, key: WaitKey) {
         if key == SOLO {
             self.solo.set(ptr::null_mut());
-        } else {
-            self.waiters.borrow_mut().remove(key);
+        } else if let Some(w) = self.waiters.borrow_mut().as_mut() {
+            w.remove(key);
         }
     }
 
@@ -92,10 +106,10 @@ impl Completion {
         if !solo.is_null() {
             runtime::wake_raw(solo);
         }
-        if self.waiters.borrow().head == NIL {
+        if self.list_empty() {
             return;
         }
-        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        let waiters = self.waiters.borrow_mut().take().expect("not empty");
         for raw in waiters.iter() {
             runtime::wake_raw(raw);
         }
@@ -384,7 +398,7 @@ mod tests {
         c.unsubscribe(ka);
         let kd = c.subscribe(&d);
         assert_ne!(kd, SOLO);
-        assert_eq!(ids(&c.waiters.borrow()), [2, 3]);
+        assert_eq!(ids(c.waiters.borrow().as_ref().unwrap()), [2, 3]);
         c.unsubscribe(kb);
         c.unsubscribe(kd);
         // All gone: the next waiter is solo again.

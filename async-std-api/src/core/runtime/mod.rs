@@ -60,7 +60,7 @@ pub(crate) use ffi::current::{
 pub(crate) use ffi::fs_watch::FsWatchEvent;
 pub(crate) use ffi::io;
 pub(crate) use ffi::process;
-pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent};
+pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent, WakeRec};
 pub(crate) use lifecycle::deadlock_seen;
 
 use super::events::{self, Handler};

@@ -28,7 +28,7 @@
 //!   under a lock, and the event's drop empties it under that lock before
 //!   disposing the event.
 //! - **F8** A one-shot callback (an I/O request's, a process watch's, a
-//!   name lookup's) that the reactor calls a second time is not passed on:
+//!   name lookup's, a sleep's timer) that the reactor calls a second time is not passed on:
 //!   the first call stands, and the plugin's fault is reported once per
 //!   runtime and kind as an [`Event::PluginFault`], naming the reactor.
 //! - **F9** A reactor without `AA_CAP_IO` is sent no request: a request
@@ -358,6 +358,45 @@ impl Reactor {
         }
     }
 
+    /// A one-shot timer that marks `rec` fired and wakes its waiter (the
+    /// sleeps' timer, `time::delay`): `rec` lives on the sleeping
+    /// coroutine's stack, which stays put while it waits, so a sleep
+    /// allocates nothing in the host.
+    pub(crate) fn wake_timer<'a>(
+        &'a self,
+        after_ns: u64,
+        rec: &'a WakeRec,
+    ) -> Result<WakeTimer<'a>, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let timer_new = self.plugin.vt.timer_new.expect("F1");
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `wake_timer_cb` matches `AaTimerCb`;
+        // `rec` outlives the returned guard, which disposes the event (F5).
+        let status = unsafe {
+            timer_new(
+                r,
+                after_ns,
+                0,
+                0,
+                Some(wake_timer_cb),
+                ptr::from_ref(rec).cast_mut().cast::<c_void>(),
+                &mut ev,
+            )
+        };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(WakeTimer {
+                reactor: self,
+                ev,
+                _rec: std::marker::PhantomData,
+            }),
+            // AA-R8: a failed constructor never calls back.
+            _ => Err(if status < 0 { status } else { AA_E_INVALID }),
+        }
+    }
+
     /// Watches `signum`: `on_signal` runs from inside `run_once` for each
     /// delivery (status 0) or once with a negative status. `AA_E_UNSUPPORTED`
     /// if the reactor lacks `AA_CAP_SIGNAL`.
@@ -615,6 +654,56 @@ impl Drop for TimerEvent {
         // closure box is ours.
         drop(unsafe { Box::from_raw(self.ud) });
     }
+}
+
+/// What a [`WakeTimer`] reports to: whether it fired, and whom it wakes.
+pub(crate) struct WakeRec {
+    fired: std::cell::Cell<bool>,
+    waiter: *mut async_abi::AaCoroutine,
+}
+
+impl WakeRec {
+    /// A record that wakes `me` (alive while it waits on it).
+    pub(crate) fn new(me: &CoroState) -> WakeRec {
+        WakeRec {
+            fired: std::cell::Cell::new(false),
+            waiter: me.raw.get(),
+        }
+    }
+
+    /// Whether the timer fired.
+    pub(crate) fn fired(&self) -> bool {
+        self.fired.get()
+    }
+}
+
+/// A one-shot timer over a [`WakeRec`]; dropping it disposes the event (no
+/// callback after), before the record can go.
+pub(crate) struct WakeTimer<'a> {
+    reactor: &'a Reactor,
+    ev: NonNull<AaEvent>,
+    _rec: std::marker::PhantomData<&'a WakeRec>,
+}
+
+impl Drop for WakeTimer<'_> {
+    fn drop(&mut self) {
+        // A null instance: destroyed (or leaked after a failed destroy),
+        // and never run again, so the record is never called either.
+        if !self.reactor.r.get().is_null() {
+            self.reactor.dispose(self.ev);
+        }
+    }
+}
+
+unsafe extern "C" fn wake_timer_cb(_ev: *mut AaEvent, _status: AaStatus, ud: *mut c_void) {
+    // SAFETY: `ud` is the `WakeRec` the `WakeTimer` borrows, alive until
+    // the event is disposed (F5), and callbacks never run after dispose.
+    let rec = unsafe { &*ud.cast::<WakeRec>() };
+    if rec.fired.replace(true) {
+        return called_twice("a one-shot timer's"); // F8
+    }
+    let waiter = rec.waiter;
+    let _ = catch_unwind(|| super::wake_raw(waiter));
 }
 
 /// Keeps `me`'s stack as it suspends (the RFC's `getTrace`): out of line,
