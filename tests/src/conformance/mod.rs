@@ -139,6 +139,7 @@ macro_rules! __conformance_case_list {
                 config_struct_size_too_small_is_invalid [],
                 last_error_message_describes_the_last_failure [],
                 now_ns_advances_with_the_loop [],
+                every_failure_sets_last_error_message [],
             }
             timers {
                 timers_fire_in_deadline_order [],
@@ -165,6 +166,9 @@ macro_rules! __conformance_case_list {
                 hang_up_is_reported [],
                 poll_and_request_on_one_fd_both_see_data [],
                 close_of_a_poll_owning_its_fd_closes_it [],
+                close_of_an_armed_poll_gives_only_on_closed [],
+                cancelled_poll_is_rearmed_by_set_interest [],
+                readiness_is_not_reported_again_until_consumed [],
             }
             trigger {
                 fire_from_another_thread_wakes_a_blocking_run_once [],
@@ -194,6 +198,8 @@ macro_rules! __conformance_case_list {
                 pending_reads_on_one_fd_complete_in_fifo_order [],
                 callback_may_submit_the_next_request_and_dispose_itself [],
                 descriptor_reused_after_io_close_works [],
+                requests_on_different_descriptors_start_in_submission_order [],
+                disposed_pending_io_close_still_closes_its_descriptor_by_destroy [],
             }
             liveness {
                 empty_loop_has_nothing_alive [],
