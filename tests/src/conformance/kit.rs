@@ -1,4 +1,4 @@
-//! The standalone kit: runs every case of [`CASES`](super::CASES) against a
+//! The standalone kit: runs every case of [`CASES`] against a
 //! reactor library, each case in its own process, and prints a summary.
 //!
 //! This is the `reactor_kit` binary's body (`tests/src/bin/reactor_kit.rs`).

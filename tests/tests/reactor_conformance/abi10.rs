@@ -69,7 +69,14 @@ fn abi10_reactor_passes_the_kit_with_every_1_1_case_skipped() {
     let (fixture, inner) = (fixture(), mio_library());
     let exe = std::env::current_exe().expect("current_exe");
     let out = Command::new(exe)
-        .args(["--test-threads=1", "--nocapture", "--skip", "abi10", "--skip", "skew"])
+        .args([
+            "--test-threads=1",
+            "--nocapture",
+            "--skip",
+            "abi10",
+            "--skip",
+            "skew",
+        ])
         .env(CHILD_ENV, "1")
         .env("ASYNC_REACTOR", &fixture)
         .env("AA_ABI10_INNER", &inner)
