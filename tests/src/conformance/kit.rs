@@ -514,9 +514,9 @@ fn summary(results: &[Done], order: &[&'static Case]) -> usize {
             Outcome::Passed => passed += 1,
             Outcome::Skipped(bits, why) => {
                 let key = if *bits == 0 {
-                    why.split_once(": ")
-                        .map_or(why.as_str(), |(_, r)| r)
-                        .to_owned()
+                    // `SKIPPED <case>: <reason>, <details>`: grouped by reason.
+                    let why = why.split_once(": ").map_or(why.as_str(), |(_, r)| r);
+                    why.split(", ").next().unwrap_or(why).to_owned()
                 } else {
                     cap_names(*bits)
                 };
