@@ -5,7 +5,16 @@
 //!
 //! # Using it
 //!
-//! A test binary invokes [`reactor_conformance_tests!`](crate::reactor_conformance_tests) with an expression
+//! Outside the workspace: the standalone program `reactor_kit`
+//! ([`kit`]), which runs every case of [`CASES`] in its own process
+//! against a library and prints executed, passed, skipped (by capability)
+//! and failed; `cargo xtask conformance path/to/lib.so` builds and runs it.
+//!
+//! Every case cites the rules of `docs/abi/` it checks (its `rules` in
+//! [`CASES`], from the case list below), and every rule there names its
+//! cases; `cargo xtask check-abi-rules` fails if the two disagree.
+//!
+//! Inside a test binary: invoke [`reactor_conformance_tests!`](crate::reactor_conformance_tests) with an expression
 //! that yields a [`Reactor`]; the macro expands to one `#[test]` per case,
 //! grouped in modules named after the tiers:
 //!
