@@ -187,6 +187,9 @@ fn write_markdown(dir: &Path, all: &[Value]) -> Result<(), String> {
             };
             md.push_str(&format!(" {ratio} |\n"));
         }
+        if let Some(note) = s["note"].as_str().filter(|n| !n.is_empty()) {
+            md.push_str(&format!("\n{note}\n"));
+        }
     }
     let path = dir.join("README.md");
     std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))

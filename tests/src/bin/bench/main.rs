@@ -103,6 +103,49 @@ const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
+/// How to read some scenarios' numbers: shown under their tables in the
+/// report (`docs/bench/`).
+const NOTES: &[(&str, &str)] = &[
+    (
+        "echo",
+        "Requests per second are bounded by the kernel's loopback work and the load generator, \
+         which share the two cores with the server: the server thread's CPU time per request \
+         (schedstat) is the fairer comparison.",
+    ),
+    (
+        "timers",
+        "Every coroutine arms its timer as it starts, so their deadlines spread over the start \
+         burst; the tail is how far the wake-up burst (timer callback, switch, finish, join) \
+         falls behind that spread.",
+    ),
+    (
+        "fs sequential read",
+        "On mio, file reads go through the blocking pool and pay two cross-thread wake-ups per \
+         read (tokio::fs pays the same); io_uring reads the file in the ring.",
+    ),
+    (
+        "udp ping-pong",
+        "Each round trip is four system calls and two loopback deliveries: the kernel \
+         dominates.",
+    ),
+    (
+        "process spawn+wait",
+        "fork/exec and the child's own start dominate; the runtimes differ only in how the \
+         exit is watched.",
+    ),
+    (
+        "1M coroutines suspended in delay(3000)",
+        "Targets: peak RSS under 4.6 GiB (the stackful floor is one touched 4 KiB page per \
+         coroutine plus its records) and the whole run under 10 s, of which 3 s is the delay. \
+         Each run is a child process, so its peak RSS is its own.",
+    ),
+    (
+        "spawn+join and switch with N coroutines alive",
+        "The N coroutines wait on a channel while the operations are measured: a flat row \
+         means the cost does not grow with the number alive.",
+    ),
+];
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().is_some_and(|a| a == "--profile") {
@@ -180,6 +223,9 @@ fn main() {
         sync_peers(&mut report);
     }
     report.print();
+    for (scenario, text) in NOTES {
+        report.note(scenario, text);
+    }
     if let Some(path) = json {
         report
             .write_json(std::path::Path::new(&path))

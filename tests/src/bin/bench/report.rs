@@ -61,6 +61,8 @@ struct Scenario {
 pub(crate) struct Report {
     scenarios: Vec<Scenario>,
     lines: Vec<Line>,
+    /// What a reader needs to know to read a scenario's numbers, by name.
+    notes: Vec<(&'static str, &'static str)>,
 }
 
 impl Report {
@@ -68,6 +70,7 @@ impl Report {
         Report {
             scenarios: Vec::new(),
             lines: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -92,6 +95,11 @@ impl Report {
             values,
             baseline,
         });
+    }
+
+    /// Attaches a note to `scenario` (in the JSON, for the report).
+    pub(crate) fn note(&mut self, scenario: &'static str, text: &'static str) {
+        self.notes.push((scenario, text));
     }
 
     /// Records the ns/op measurement every other line of `scenario` is
@@ -178,11 +186,19 @@ impl Report {
             } else {
                 s.columns.iter().map(|c| json_str(c)).collect()
             };
+            let note = self
+                .notes
+                .iter()
+                .filter(|(n, _)| *n == s.name)
+                .map(|(_, t)| *t)
+                .collect::<Vec<_>>()
+                .join(" ");
             out.push_str(&format!(
-                "{{\"name\":{},\"unit\":{},\"columns\":[{}],\"lines\":[",
+                "{{\"name\":{},\"unit\":{},\"columns\":[{}],\"note\":{},\"lines\":[",
                 json_str(&s.name),
                 json_str(s.unit.header()),
-                columns.join(",")
+                columns.join(","),
+                json_str(&note)
             ));
             for (i, l) in lines.iter().enumerate() {
                 if i > 0 {
