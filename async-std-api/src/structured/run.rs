@@ -186,7 +186,7 @@ where
     if status < 0 {
         let why = why.unwrap_or_else(|| {
             format!(
-                "scheduler \"{}\" failed: {}",
+                "scheduler {} failed: {}",
                 rt.scheduler_label,
                 status_text(status)
             )

@@ -584,14 +584,14 @@ fn timers_all(report: &mut Report) {
     );
 }
 
-/// `--profile echo <mio|uring|tokio|monoio> [requests]`: one echo server
+/// `--profile echo <mio|embedded|uring|tokio|monoio> [requests]`: one echo server
 /// alone under the load generator, for `strace -c -f`, `perf` or callgrind
 /// (the client's own system calls are the same whatever the server, so
 /// differences are the server's). With `requests` the window closes after
 /// that many requests instead of after `echo::WINDOW`: run it twice under
 /// callgrind and divide (see `echo.rs`, "Instructions per request").
 fn profile_echo(args: &[String]) {
-    let usage = "usage: bench --profile echo <mio|uring|tokio|monoio> [requests]";
+    let usage = "usage: bench --profile echo <mio|embedded|uring|tokio|monoio> [requests]";
     let (server, window) = match args {
         [server] => (server, echo::Window::Time(echo::WINDOW)),
         [server, n] => (
@@ -602,6 +602,9 @@ fn profile_echo(args: &[String]) {
     };
     let result = match server.as_str() {
         "mio" => echo::measure_window(echo::ours("mio"), window),
+        // The statically linked default: against "mio" (the same reactor as
+        // a plugin), the dynamic-plugin cost.
+        "embedded" => echo::measure_window(echo::ours("embedded"), window),
         "uring" => echo::measure_window(echo::ours("uring"), window),
         "tokio" => echo::measure_window(echo::tokio_server, window),
         "monoio" => echo::measure_window(echo::monoio_server, window),
