@@ -146,6 +146,7 @@ pub mod fiber;
 pub mod fs;
 pub mod io;
 pub mod net;
+pub mod per_core;
 pub mod process;
 pub mod signal;
 pub mod sync;

@@ -1,0 +1,140 @@
+//! `spawn_on`: a `Send` closure as a coroutine on a given loop, joined from
+//! a coroutine on another loop (suspending) or from a plain thread
+//! (blocking); its panic reaches the joiner.
+
+use std::sync::mpsc;
+
+use async_std_api::per_core::{current_loop, spawn_on, LoopId, Loops};
+use async_std_api::{delay, spawn, Builder, CancelCause};
+
+#[test]
+fn d39_spawn_on_runs_on_the_target_loop_and_the_joiner_suspends_meanwhile() {
+    let r = Builder::new()
+        .threads(2)
+        .run_per_core(|id| {
+            if id.index() != 0 {
+                return vec![];
+            }
+            let h = spawn_on(LoopId::new(1), || {
+                delay(20).unwrap();
+                (current_loop(), 6 * 7)
+            })
+            .unwrap();
+            assert_eq!(h.loop_id(), LoopId::new(1));
+            // While main waits for loop 1, this loop runs its other coroutines.
+            let ticks = std::rc::Rc::new(std::cell::Cell::new(0));
+            let t = ticks.clone();
+            let ticker = spawn(move || {
+                while delay(1).is_ok() {
+                    t.set(t.get() + 1);
+                }
+            });
+            let (on, v) = h.join().unwrap();
+            ticker.cancel();
+            assert!(ticker.join().unwrap_err().is_cancelled());
+            assert!(ticks.get() >= 1, "loop 0 ran nothing while main waited");
+            vec![(on, v)]
+        })
+        .unwrap();
+    assert_eq!(r[0], [(Some(LoopId::new(1)), 42)]);
+}
+
+#[test]
+fn d39_a_panic_in_spawn_on_reaches_the_joiner_and_the_loops_carry_on() {
+    let r = Builder::new()
+        .threads(2)
+        .run_per_core(|id| {
+            let other = LoopId::new(1 - id.index());
+            let h = spawn_on(other, move || -> u32 { panic!("boom from {other}") }).unwrap();
+            let err = h.join().unwrap_err();
+            assert!(err.is_panic(), "{err}");
+            err.panic_message().unwrap().to_owned()
+        })
+        .unwrap();
+    assert_eq!(r, ["boom from loop 1", "boom from loop 0"]);
+}
+
+#[test]
+fn d39_a_plain_thread_spawns_on_a_loop_and_blocks_in_join() {
+    let r = Builder::new()
+        .threads(2)
+        .run_per_core(|id| {
+            if id.index() != 0 {
+                return 0;
+            }
+            let loops = Loops::current().unwrap();
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let h = loops.spawn_on(LoopId::new(1), || current_loop().unwrap().index() + 10);
+                tx.send(h.unwrap().join().unwrap()).unwrap();
+            });
+            // Waits for the thread on the blocking pool, not on this loop.
+            async_std_api::spawn_blocking(move || rx.recv().unwrap())
+                .join()
+                .unwrap()
+        })
+        .unwrap();
+    assert_eq!(r, [11, 0]);
+}
+
+#[test]
+fn d39_spawn_on_a_missing_loop_or_after_the_run_is_an_error_naming_it() {
+    let (tx, rx) = mpsc::channel();
+    Builder::new()
+        .threads(2)
+        .run_per_core(move |id| {
+            let loops = Loops::current().unwrap();
+            if id.index() == 0 {
+                let err = spawn_on(LoopId::new(5), || ()).unwrap_err();
+                assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+                assert_eq!(err.to_string(), "spawn_on: no loop 5 (the run has 2 loops)");
+                tx.send(loops).unwrap();
+            }
+        })
+        .unwrap();
+    let loops = rx.recv().unwrap();
+    let err = loops.spawn_on(LoopId::new(1), || ()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::Other);
+    assert_eq!(
+        err.to_string(),
+        "spawn_on: loop 1 no longer accepts coroutines (every loop's closure returned, \
+         or the loops are shutting down)"
+    );
+}
+
+#[test]
+fn d39_a_spawn_on_coroutine_cancelled_by_a_shutdown_reports_it_to_its_joiner() {
+    let (tx, rx) = mpsc::channel();
+    let ends = Builder::new()
+        .threads(2)
+        .run_per_core(move |id| {
+            if id.index() == 0 {
+                let loops = Loops::current().unwrap();
+                let (started_tx, started) = mpsc::channel();
+                let h = loops
+                    .spawn_on(LoopId::new(1), move || {
+                        started_tx.send(()).unwrap();
+                        delay(60_000).map_err(|c| c.cause())
+                    })
+                    .unwrap();
+                tx.send(h).unwrap();
+                async_std_api::spawn_blocking(move || started.recv().unwrap())
+                    .join()
+                    .unwrap();
+                loops.shutdown("stop");
+            }
+            // Caught and returned: each loop keeps its value (D-25).
+            delay(60_000).unwrap_err().reason().map(str::to_owned)
+        })
+        .unwrap();
+    assert_eq!(ends, [Some("stop".to_owned()), Some("stop".to_owned())]);
+    // It caught its cancellation and returned: it ends cancelled all the
+    // same, as a local join would say (D-25).
+    let err = rx.recv().unwrap().join().unwrap_err();
+    assert!(err.is_cancelled(), "{err}");
+    let c = err.cancelled().unwrap();
+    assert_eq!(
+        (c.cause(), c.reason()),
+        (CancelCause::Shutdown, Some("stop"))
+    );
+}
