@@ -36,13 +36,42 @@ fn d39_each_loop_runs_f_on_its_own_thread_and_the_values_come_in_loop_order() {
     assert!(Loops::current().is_none());
 }
 
+/// The cores this thread may run on, as the kernel lists them.
+fn cpus_allowed() -> String {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[test]
+fn d39_pinned_loops_each_run_on_one_core_of_their_own() {
+    let before = cpus_allowed();
+    let pinned = Builder::new()
+        .threads(2)
+        .pin(true)
+        .run_per_core(|_| cpus_allowed())
+        .unwrap();
+    let single = |s: &str| s.parse::<usize>().is_ok();
+    assert!(pinned.iter().all(|c| single(c)), "{pinned:?}");
+    if !single(&before) {
+        assert_ne!(
+            pinned[0], pinned[1],
+            "two cores allowed ({before}), one each"
+        );
+    }
+    let unpinned = run_per_core(2, |_| cpus_allowed()).unwrap();
+    assert_eq!(unpinned, [before.clone(), before]);
+}
+
 #[test]
 fn d39_a_loop_whose_f_returned_serves_the_others_until_every_f_returned() {
     // Loop 0 returns at once; loop 1 then asks it for work, which it still
     // runs (its door stays open until the last f returns).
     let r = Builder::new()
         .threads(2)
-        .pin(true)
         .run_per_core(|id| {
             if id.index() == 0 {
                 return None;
