@@ -76,11 +76,9 @@ fn main() -> ExitCode {
             }
             Ok(accepted)
         });
-    let per_loop = served.map_err(|e| e.to_string()).and_then(|loops| {
-        loops
-            .into_iter()
-            .collect::<Result<Vec<usize>, String>>()
-    });
+    let per_loop = served
+        .map_err(|e| e.to_string())
+        .and_then(|loops| loops.into_iter().collect::<Result<Vec<usize>, String>>());
     match per_loop {
         Ok(counts) => {
             eprintln!("connections per loop: {counts:?}");

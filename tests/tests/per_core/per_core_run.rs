@@ -6,6 +6,17 @@ use std::sync::{Arc, Mutex};
 use async_std_api::per_core::{current_loop, run_per_core, LoopId, Loops};
 use async_std_api::{delay, spawn, Builder, ErrorKind};
 
+fn assert_send_sync<T: Send + Sync>() {}
+
+/// Compile-time contract (STYLE S22): what crosses loops is `Send + Sync`.
+#[test]
+fn d39_what_crosses_loops_is_send_and_sync() {
+    assert_send_sync::<Loops>();
+    assert_send_sync::<LoopId>();
+    assert_send_sync::<async_std_api::per_core::LoopJoinHandle<String>>();
+    assert_send_sync::<async_std_api::per_core::LoopSender<String>>();
+}
+
 #[test]
 fn d39_each_loop_runs_f_on_its_own_thread_and_the_values_come_in_loop_order() {
     let caller = std::thread::current().id();
