@@ -11,7 +11,7 @@
 //! on every loop let the kernel spread connections over the loops.
 //!
 //! What this module owns, and its rules:
-//! - **PC1** Each loop has a *door*: a [`Port`] registered on its runtime's
+//! - **PC1** Each loop has a *door*: a `Port` registered on its runtime's
 //!   door for other threads (`core::runtime::remote`), through which
 //!   [`spawn_on`] and [`Loops::shutdown`] reach it. Every door opens before
 //!   any loop runs `f` (a start gate), so `spawn_on` from `f` finds every
@@ -36,7 +36,7 @@
 //!   prefixed with `loop <i>: `; a panic resumes in the caller once every
 //!   loop ended.
 //!
-//! Who touches what: [`Shared`] is behind one lock (doors) and atomics,
+//! Who touches what: `Shared` is behind one lock (doors) and atomics,
 //! reached from every loop thread and any thread holding a [`Loops`]; a
 //! door's callback runs on its own loop thread only.
 

@@ -23,6 +23,9 @@ use crate::core::runtime::{self, with_running};
 use crate::core::wait::{checkpoint, suspend_once};
 use crate::sync::{Reply, SendError, Sender, ThreadSender};
 
+/// The channel loop's answer (LS1): `None` if the runtime ended first.
+type Answer<T> = Option<Result<(), T>>;
+
 /// Sends into a [`channel`](crate::sync::channel) of one loop from a
 /// coroutine on another loop (or from a plain thread): `Send`, `Sync` and
 /// cloneable. Made on the receiving loop with [`LoopSender::new`], then
@@ -121,7 +124,7 @@ impl<T: Send + 'static> LoopSender<T> {
             if let Err(c) = checkpoint(me) {
                 return Err(SendError::interrupted(Some(v), c));
             }
-            let answer: Rc<RefCell<Option<Option<Result<(), T>>>>> = Rc::default();
+            let answer: Rc<RefCell<Option<Answer<T>>>> = Rc::default();
             let (a, waiter) = (answer.clone(), me.clone());
             let registered = rt.remote.register(move |r: Option<Result<(), T>>| {
                 *a.borrow_mut() = Some(r);

@@ -7,7 +7,9 @@
 //!   runs even if the caller's scope ends first.
 //! - **SO2** The outcome lands in a [`Slot`] under one lock: the value, the
 //!   panic (as the handle's [`JoinError`], `is_panic`), or a cancellation
-//!   when the coroutine never ran or was unwound by a forced shutdown. It
+//!   when the coroutine never ran, was unwound by a forced shutdown, or
+//!   returned after its cancellation was requested (D-25, D-11: the value
+//!   is dropped, as a local `join` would say). It
 //!   is set once; whoever waits is woken: a coroutine through its own
 //!   loop's door for other threads (a [`Promise`]), a thread through the
 //!   slot's condition variable.
