@@ -89,3 +89,38 @@ fn d39_a_loop_sender_gets_its_value_back_from_a_closed_channel() {
         .unwrap();
     assert_eq!(r, [Some(Some("kept")), None]);
 }
+
+#[test]
+fn d39_a_loop_sender_cancelled_while_the_channel_is_full_returns_and_its_value_still_arrives() {
+    let r = Builder::new()
+        .threads(2)
+        .run_per_core(|id| {
+            if id.index() != 0 {
+                return None;
+            }
+            let (tx, rx) = channel::<&'static str>(1);
+            tx.try_send("first").unwrap(); // full
+            let loop_tx = LoopSender::new(&tx).unwrap();
+            drop(tx);
+            let h = spawn_on(LoopId::new(1), move || {
+                let seen = std::rc::Rc::new(std::cell::Cell::new(None));
+                let s = seen.clone();
+                let sender = spawn(move || {
+                    let err = loop_tx.send("second").unwrap_err();
+                    s.set(Some((err.cancelled().is_some(), err.into_inner())));
+                });
+                let c = sender.coroutine();
+                poll_until(|| c.is_suspended());
+                sender.cancel();
+                assert!(sender.join().unwrap_err().is_cancelled());
+                seen.take()
+            })
+            .unwrap();
+            // Cancelled, and without its value: it was handed over.
+            assert_eq!(h.join().unwrap(), Some((true, None)));
+            // Handed over before the cancellation: it arrives, in order.
+            Some(rx.iter().collect::<Vec<_>>())
+        })
+        .unwrap();
+    assert_eq!(r[0].as_deref(), Some(&["first", "second"][..]));
+}
