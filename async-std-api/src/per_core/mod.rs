@@ -98,6 +98,8 @@ enum Command {
     Spawn(Box<dyn FnOnce() + Send>),
     /// PC3: a graceful shutdown with this reason.
     Shutdown(String),
+    /// SO4: cancel this `spawn_on` coroutine.
+    Cancel(u64),
 }
 
 /// The start gate (PC1).
@@ -618,6 +620,7 @@ fn open_door(i: usize, shared: &Shared, signals: bool, door: &Rc<DoorState>) -> 
             .port(move |cmd: Option<Command>| match cmd {
                 Some(Command::Spawn(job)) => job(),
                 Some(Command::Shutdown(reason)) => graceful_shutdown_with(reason),
+                Some(Command::Cancel(ticket)) => spawn_on::cancel_here(ticket),
                 None => d.close(),
             })
             .map_err(|_| {

@@ -16,15 +16,22 @@
 //! - **SO3** A panic whose handle was dropped first is not lost: it
 //!   resumes in the coroutine, so it is that loop's unhandled failure (as a
 //!   detached [`spawn`](crate::spawn)'s), and PC4 shuts the loops down.
+//! - **SO4** [`LoopJoinHandle::cancel`] goes through the same door as the
+//!   spawn, after it (one inbox, in order), and finds the coroutine in its
+//!   loop's table of running `spawn_on` coroutines (`RUNNING`, this loop
+//!   thread only), which the job leaves when it ends.
 
+use std::collections::HashMap;
 use std::io;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::{cell::Cell, fmt};
+use std::{cell::Cell, cell::RefCell, fmt};
 
-use super::{lock, Command, LoopId, Loops};
+use super::{lock, Command, LoopId, Loops, Shared};
+use crate::core::coroutine::Coroutine;
 use crate::core::error::{CancelCause, Cancelled, JoinError};
 use crate::core::failure::{Failure, FailureOrigin};
 use crate::core::id::CoroutineId;
@@ -39,6 +46,23 @@ use crate::structured::spawn::spawn_in_at;
 struct Slot<T> {
     state: Mutex<SlotState<T>>,
     done: Condvar,
+    /// SO4: the key of the coroutine in its loop's `RUNNING`.
+    ticket: u64,
+}
+
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// SO4: this loop's running `spawn_on` coroutines.
+    static RUNNING: RefCell<HashMap<u64, Coroutine>> = RefCell::new(HashMap::new());
+}
+
+/// SO4: on the loop thread, from its door.
+pub(super) fn cancel_here(ticket: u64) {
+    let c = RUNNING.with(|r| r.borrow().get(&ticket).cloned());
+    if let Some(c) = c {
+        c.cancel();
+    }
 }
 
 struct SlotState<T> {
@@ -82,6 +106,9 @@ struct Job<T> {
 
 impl<T> Drop for Job<T> {
     fn drop(&mut self) {
+        let ticket = self.slot.ticket;
+        // Off its loop (a door closed under it, RM4) this finds nothing.
+        let _ = RUNNING.try_with(|r| r.borrow_mut().remove(&ticket));
         let id = self.slot.id();
         let reason = format!("{} shut down before the coroutine finished", self.loop_id);
         let c = Cancelled::of(id, CancelCause::Shutdown, Some(reason));
@@ -99,6 +126,7 @@ impl<T> Drop for Job<T> {
 pub struct LoopJoinHandle<T> {
     slot: Arc<Slot<T>>,
     loop_id: LoopId,
+    shared: Arc<Shared>,
     _value: PhantomData<fn() -> T>,
 }
 
@@ -120,6 +148,36 @@ impl<T: Send + 'static> LoopJoinHandle<T> {
     /// The loop the coroutine runs on.
     pub fn loop_id(&self) -> LoopId {
         self.loop_id
+    }
+
+    /// Cancels the coroutine (cause [`Explicit`](crate::CancelCause::Explicit)),
+    /// from any thread: the request goes to its loop after the spawn
+    /// (SO4) and is delivered there as any cancellation (D-1: at its next
+    /// suspension point; one that never started never runs). Does nothing
+    /// once it finished or its loop stopped taking requests.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::per_core::{spawn_on, LoopId};
+    /// use async_std_api::{delay, Builder};
+    ///
+    /// Builder::new()
+    ///     .threads(2)
+    ///     .run_per_core(|id| {
+    ///         if id.index() == 0 {
+    ///             let h = spawn_on(LoopId::new(1), || delay(60_000)).unwrap();
+    ///             h.cancel();
+    ///             assert!(h.join().unwrap_err().is_cancelled());
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// ```
+    pub fn cancel(&self) {
+        let cmd = Command::Cancel(self.slot.ticket);
+        let _ = self
+            .shared
+            .send(self.loop_id, cmd, "LoopJoinHandle::cancel");
     }
 
     /// True once the coroutine has an outcome (`join` would not wait).
@@ -337,6 +395,7 @@ impl Loops {
                 detached: false,
             }),
             done: Condvar::new(),
+            ticket: NEXT_TICKET.fetch_add(1, Ordering::Relaxed),
         });
         let job = Job {
             slot: slot.clone(),
@@ -348,6 +407,7 @@ impl Loops {
         Ok(LoopJoinHandle {
             slot,
             loop_id: id,
+            shared: self.shared.clone(),
             _value: PhantomData,
         })
     }
@@ -383,5 +443,6 @@ where
     // the job, which reports the cancellation (SO2).
     if let Ok(h) = spawn_in_at(&global_scope(), body, at) {
         lock(&slot.state).id = Some(h.id());
+        RUNNING.with(|r| r.borrow_mut().insert(slot.ticket, h.coroutine()));
     }
 }

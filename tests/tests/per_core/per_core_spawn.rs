@@ -138,3 +138,73 @@ fn d39_a_spawn_on_coroutine_cancelled_by_a_shutdown_reports_it_to_its_joiner() {
         (CancelCause::Shutdown, Some("stop"))
     );
 }
+
+#[test]
+fn d39_a_handle_cancels_its_coroutine_from_another_thread() {
+    let r = Builder::new()
+        .threads(2)
+        .run_per_core(|id| {
+            if id.index() != 0 {
+                return None;
+            }
+            let (started_tx, started) = mpsc::channel();
+            let h = spawn_on(LoopId::new(1), move || {
+                started_tx.send(()).unwrap();
+                delay(60_000).map_err(|c| c.cause())
+            })
+            .unwrap();
+            // The cancel comes from a plain thread, once the coroutine waits.
+            let h = async_std_api::spawn_blocking(move || {
+                started.recv().unwrap();
+                h.cancel();
+                h
+            })
+            .join()
+            .unwrap();
+            let err = h.join().unwrap_err();
+            Some(err.cancelled().map(|c| c.cause()))
+        })
+        .unwrap();
+    assert_eq!(r, [Some(Some(CancelCause::Explicit)), None]);
+}
+
+#[test]
+fn d39_a_panic_whose_handle_was_dropped_fails_its_loop_and_shuts_the_run_down() {
+    let err = Builder::new()
+        .threads(2)
+        .on_event(|_| {}) // keeps the expected failure report off stderr
+        .run_per_core(|id| {
+            if id.index() == 0 {
+                let (dropped_tx, dropped) = mpsc::channel::<()>();
+                let h = spawn_on(LoopId::new(1), move || {
+                    async_std_api::spawn_blocking(move || dropped.recv().unwrap())
+                        .join()
+                        .unwrap();
+                    panic!("nobody joins this");
+                })
+                .unwrap();
+                drop(h);
+                dropped_tx.send(()).unwrap();
+            }
+            // Both loops wait until the failure shuts them down: loop 1 by
+            // its own error flow (the failure is the cause), loop 0 by PC4.
+            let c = delay(60_000).unwrap_err();
+            assert_eq!(c.cause(), CancelCause::Shutdown);
+            if id.index() == 0 {
+                assert_eq!(c.reason(), Some("loop 1 failed"));
+            } else {
+                let f = c.failure().unwrap();
+                assert_eq!(f.panic_message(), Some("nobody joins this"));
+            }
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), async_std_api::ErrorKind::Failed);
+    assert_eq!(
+        err.failure().unwrap().panic_message(),
+        Some("nobody joins this")
+    );
+    assert!(
+        err.to_string().starts_with("loop 1: unhandled failure: "),
+        "{err}"
+    );
+}
