@@ -115,6 +115,13 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// report (`docs/bench/`).
 const NOTES: &[(&str, &str)] = &[
     (
+        "echo2",
+        "Nothing is pinned and the load generator shares the two cores with every server thread, \
+         so requests per second are bounded by the machine, not by the loop count; server CPU \
+         per request sums every server thread's schedstat, and 1e9 / that figure is what the \
+         servers would sustain per core with the client's time set aside.",
+    ),
+    (
         "echo",
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
          which share the two cores with the server: the server thread's CPU time per request \
