@@ -295,16 +295,23 @@ pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, Logs) {
 
 /// Yields until `cond` holds: lets other coroutines reach a state (started,
 /// waiting in a delay) without depending on the scheduling order, which
-/// only the FIFO policy fixes. Fails after 100,000 yields.
+/// only the FIFO policy fixes. Fails after at least 100,000 yields and 10
+/// seconds: a count alone gave up too early on a loaded machine, where
+/// another thread the condition waits for may not run for milliseconds.
 #[track_caller]
 pub fn yield_until(mut cond: impl FnMut() -> bool) {
-    for _ in 0..100_000 {
+    let start = std::time::Instant::now();
+    let mut yields: u64 = 0;
+    loop {
         if cond() {
             return;
         }
+        yields += 1;
+        if yields >= 100_000 && start.elapsed() >= std::time::Duration::from_secs(10) {
+            panic!("yield_until: the condition was not reached after {yields} yields and 10 s");
+        }
         async_std_api::suspend().expect("yield_until: the caller was cancelled");
     }
-    panic!("yield_until: the condition was not reached after 100,000 yields");
 }
 
 /// Yields until every coroutine in `cs` is suspended (waiting): see
