@@ -142,8 +142,8 @@ impl Reactor {
             return 0;
         }
         match outcome {
-            Ok(exit) => ev.callback.notify_exit(&ev, &exit),
-            Err(status) => ev.callback.notify(&ev, status, 0),
+            Ok(exit) => ev.callback.notify_exit(&*ev, &exit),
+            Err(status) => ev.callback.notify(&*ev, status, 0),
         }
         1
     }

@@ -63,7 +63,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_INVALID, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -567,7 +567,7 @@ impl Reactor {
                     ev.scheduled.set(ev.scheduled.get() - 1);
                     self.touch(&ev);
                     if ev.deliverable() {
-                        ev.callback.notify(&ev, status, value);
+                        ev.callback.notify(&*ev, status, value);
                         count += 1;
                     }
                 }
@@ -576,7 +576,7 @@ impl Reactor {
                     ev.close.set(CloseState::Closed);
                     self.touch(&ev);
                     if let (true, Some(cb)) = (ev.deliverable(), on_closed) {
-                        cb.call(&ev);
+                        cb.call(&*ev);
                         count += 1;
                     }
                 }
@@ -597,7 +597,7 @@ impl Reactor {
             let Some(ev) = ev else { continue };
             let open = matches!(&*ev.state.borrow(), State::Trigger { open: true });
             if open && ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
+                ev.callback.notify(&*ev, 0, 0);
                 count += 1;
             }
         }
@@ -629,12 +629,4 @@ impl Drop for Running<'_> {
 }
 
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
-pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
-    if flags & !allowed != 0 {
-        return Err(Error::new(
-            AA_E_INVALID,
-            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
-        ));
-    }
-    Ok(())
-}
+pub(crate) use reactor_sdk::error::check_flags;

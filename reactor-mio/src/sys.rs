@@ -21,12 +21,11 @@
 //! - **S4 Ownership.** A descriptor wrapped in an [`OwnedFd`] was just
 //!   returned by the kernel and is owned by nobody else.
 //!
-//! The signal handler and its table are in [`signal`], `getaddrinfo` in
-//! [`dns`]; each states its own obligations.
+//! The signal handler and its table are in [`signal`] (`getaddrinfo` is
+//! the kit's, in `reactor_sdk::dns`); each states its own obligations.
 
-// The signal table and `getaddrinfo` live in the plugin SDK, shared with
-// the other reactor.
-pub(crate) use async_abi::sdk::{dns, signal};
+// The signal table lives in the plugin SDK, shared with the other reactor.
+pub(crate) use async_abi::sdk::signal;
 
 use std::ffi::CStr;
 use std::io;

@@ -8,12 +8,11 @@
 //! ran, so it does not drift; if the loop fell behind by whole periods, the
 //! missed ones are skipped, not replayed.
 //!
-//! The heap's invariants are in [`heap`]; the timer's own state is
-//! [`crate::event::TimerState`].
+//! The heap (and its invariants) is the kit's (`reactor_sdk::timer`); the
+//! timer's own state is [`crate::event::TimerState`].
 
-mod heap;
-
-pub(crate) use heap::TimerHeap;
+/// The deadlines of every armed timer.
+pub(crate) type TimerHeap = reactor_sdk::timer::TimerHeap<crate::event::Event>;
 
 use std::rc::Rc;
 
@@ -127,7 +126,7 @@ impl Reactor {
             }
             self.touch(&ev);
             if ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
+                ev.callback.notify(&*ev, 0, 0);
                 count += 1;
             }
         }

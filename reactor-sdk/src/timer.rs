@@ -1,23 +1,24 @@
-//! A min-heap of deadlines with lazy deletion.
+//! A binary min-heap of deadlines with lazy deletion, for any reactor whose
+//! timers say which deadline is current ([`Timed`]).
 //!
 //! # What this module owns
 //!
-//! [`TimerHeap`]: entries `(deadline, sequence, generation, timer)`, ordered
-//! by deadline, then by sequence (the order they were armed in), and a count
-//! of entries known to be stale.
+//! [`TimerHeap`]: entries `(deadline, sequence, generation, timer)`,
+//! ordered by deadline, then by sequence (arming order), and a count of
+//! entries known to be stale.
 //!
 //! # Invariants
 //!
-//! - **H1** An entry is current when its timer still exists and still has
-//!   the entry's generation and is armed; otherwise it is stale and is
-//!   skipped when it reaches the top. Re-arming or cancelling a timer only
-//!   bumps its generation: O(1), no search.
-//! - **H2** `stale` never exceeds the number of entries. When it grows past
-//!   half of them (and past a small floor), the heap is rebuilt without
-//!   stale entries, so a timer re-armed forever cannot grow the heap
-//!   forever.
+//! - **H1** An entry is current when its timer still exists, is armed and
+//!   still has the entry's generation; otherwise it is stale and is skipped
+//!   when it reaches the top. Re-arming or cancelling a timer only bumps its
+//!   generation: O(1), no search.
+//! - **H2** When stale entries outnumber current ones (past a small floor),
+//!   the heap is rebuilt without them, so a timer re-armed forever cannot
+//!   grow the heap forever.
 //! - **H3** Sequence numbers are unique and increasing, so equal deadlines
-//!   fire in arming order.
+//!   fire in arming order, and an entry pushed during an iteration has a
+//!   sequence above that iteration's horizon.
 //!
 //! # Access
 //!
@@ -26,67 +27,78 @@
 //!
 //! # Drop order
 //!
-//! Entries hold `Weak` references, so dropping the heap frees nothing but
-//! the entries themselves.
+//! Entries hold `Weak` references: dropping the heap frees only the
+//! entries.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::rc::{Rc, Weak};
 
-use crate::event::{Event, State};
+/// What the heap asks of a timer (H1).
+pub trait Timed {
+    /// The generation of the timer's pending deadline, `None` when it is
+    /// not armed (or is not a timer).
+    fn armed_generation(&self) -> Option<u64>;
+}
 
 /// One deadline.
 #[derive(Debug)]
-struct Entry {
+struct Entry<T> {
     deadline: u64,
     sequence: u64,
     generation: u64,
-    timer: Weak<Event>,
+    timer: Weak<T>,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Entry) -> bool {
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, other: &Entry<T>) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl Eq for Entry {}
+impl<T> Eq for Entry<T> {}
 
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Entry) -> Option<Ordering> {
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, other: &Entry<T>) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Entry {
-    fn cmp(&self, other: &Entry) -> Ordering {
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, other: &Entry<T>) -> Ordering {
         (self.deadline, self.sequence).cmp(&(other.deadline, other.sequence))
     }
 }
 
-impl Entry {
+impl<T: Timed> Entry<T> {
     /// The timer, if the entry is current (H1).
-    fn current(&self) -> Option<Rc<Event>> {
+    fn current(&self) -> Option<Rc<T>> {
         let timer = self.timer.upgrade()?;
-        let current = match &*timer.state.borrow() {
-            State::Timer(t) => t.armed && t.generation == self.generation,
-            _ => false,
-        };
-        current.then_some(timer)
+        (timer.armed_generation() == Some(self.generation)).then_some(timer)
     }
 }
 
 /// The deadlines of every armed timer (see the module doc).
-#[derive(Debug, Default)]
-pub(crate) struct TimerHeap {
-    heap: BinaryHeap<Reverse<Entry>>,
+#[derive(Debug)]
+pub struct TimerHeap<T> {
+    heap: BinaryHeap<Reverse<Entry<T>>>,
     sequence: u64,
     stale: usize,
 }
 
-impl TimerHeap {
+impl<T> Default for TimerHeap<T> {
+    fn default() -> TimerHeap<T> {
+        TimerHeap {
+            heap: BinaryHeap::new(),
+            sequence: 0,
+            stale: 0,
+        }
+    }
+}
+
+impl<T: Timed> TimerHeap<T> {
     /// Adds a deadline for `timer` at `generation`.
-    pub(crate) fn push(&mut self, timer: &Rc<Event>, deadline: u64, generation: u64) {
+    pub fn push(&mut self, timer: &Rc<T>, deadline: u64, generation: u64) {
         self.sequence += 1;
         self.heap.push(Reverse(Entry {
             deadline,
@@ -96,8 +108,8 @@ impl TimerHeap {
         }));
     }
 
-    /// Records that one entry became stale (H2), compacting if needed.
-    pub(crate) fn note_stale(&mut self) {
+    /// Records that one entry became stale, compacting if needed (H2).
+    pub fn note_stale(&mut self) {
         self.stale += 1;
         if self.stale > 64 && self.stale * 2 > self.heap.len() {
             let entries = std::mem::take(&mut self.heap).into_vec();
@@ -110,7 +122,7 @@ impl TimerHeap {
     }
 
     /// The earliest current deadline, dropping stale entries on the way.
-    pub(crate) fn next_deadline(&mut self) -> Option<u64> {
+    pub fn next_deadline(&mut self) -> Option<u64> {
         while let Some(Reverse(top)) = self.heap.peek() {
             if top.current().is_some() {
                 return Some(top.deadline);
@@ -121,16 +133,15 @@ impl TimerHeap {
         None
     }
 
-    /// The sequence number of the latest entry: entries pushed after this
-    /// call have a greater one.
-    pub(crate) fn horizon(&self) -> u64 {
+    /// The sequence of the latest entry: entries pushed after this call
+    /// have a greater one (H3).
+    pub fn horizon(&self) -> u64 {
         self.sequence
     }
 
-    /// Removes and returns the earliest current timer if its deadline is at
-    /// or before `now` and it was pushed at or before `horizon`, with that
-    /// deadline.
-    pub(crate) fn pop_due(&mut self, now: u64, horizon: u64) -> Option<(Rc<Event>, u64)> {
+    /// Removes and returns the earliest current timer if it is due at `now`
+    /// and was pushed at or before `horizon`, with its deadline.
+    pub fn pop_due(&mut self, now: u64, horizon: u64) -> Option<(Rc<T>, u64)> {
         let deadline = self.next_deadline()?;
         let sequence = self.heap.peek()?.0.sequence;
         if deadline > now || sequence > horizon {
@@ -141,13 +152,17 @@ impl TimerHeap {
     }
 
     /// Number of entries, stale ones included.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.heap.len()
     }
 
+    /// Whether the heap has no entry at all.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
     /// Drops every entry (`destroy`).
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.heap.clear();
         self.stale = 0;
     }
@@ -156,25 +171,34 @@ impl TimerHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
-    fn bump(timer: &Event) -> u64 {
-        match &mut *timer.state.borrow_mut() {
-            State::Timer(t) => {
-                t.generation += 1;
-                t.generation
-            }
-            _ => unreachable!(),
+    #[derive(Debug)]
+    struct T {
+        generation: Cell<u64>,
+    }
+
+    impl Timed for T {
+        fn armed_generation(&self) -> Option<u64> {
+            Some(self.generation.get())
         }
+    }
+
+    fn timer() -> Rc<T> {
+        Rc::new(T {
+            generation: Cell::new(0),
+        })
+    }
+
+    fn bump(timer: &T) -> u64 {
+        timer.generation.set(timer.generation.get() + 1);
+        timer.generation.get()
     }
 
     #[test]
     fn due_timers_pop_by_deadline_then_arming_order() {
         let mut heap = TimerHeap::default();
-        let (a, b, c) = (
-            Event::test_timer(20),
-            Event::test_timer(10),
-            Event::test_timer(10),
-        );
+        let (a, b, c) = (timer(), timer(), timer());
         heap.push(&a, 20, 0);
         heap.push(&b, 10, 0);
         heap.push(&c, 10, 0);
@@ -196,7 +220,7 @@ mod tests {
     #[test]
     fn entries_past_the_horizon_wait_for_the_next_pass() {
         let mut heap = TimerHeap::default();
-        let a = Event::test_timer(5);
+        let a = timer();
         let horizon = heap.horizon();
         heap.push(&a, 5, 0);
         assert!(heap.pop_due(10, horizon).is_none());
@@ -206,7 +230,7 @@ mod tests {
     #[test]
     fn stale_and_dropped_entries_are_skipped_and_compacted() {
         let mut heap = TimerHeap::default();
-        let t = Event::test_timer(1);
+        let t = timer();
         for i in 0..200 {
             heap.push(&t, 1000 + i, bump(&t));
             if i > 0 {
@@ -215,7 +239,7 @@ mod tests {
         }
         assert!(heap.len() < 200, "never compacted: {}", heap.len());
         assert_eq!(heap.next_deadline(), Some(1199));
-        let gone = Event::test_timer(1);
+        let gone = timer();
         heap.push(&gone, 1, 0);
         drop(gone);
         assert_eq!(heap.next_deadline(), Some(1199));

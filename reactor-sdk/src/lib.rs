@@ -1,0 +1,50 @@
+//! `reactor-sdk`: the Rust reactor kit. What every Rust reactor of the
+//! runtime's C ABI needs and should not write again, so that a reactor is
+//! its backend-specific code plus one trait implementation:
+//!
+//! - [`ffi`]: the [`Reactor`] and [`Event`] traits, and
+//!   [`export_reactor!`], which makes the plugin descriptor, the
+//!   `aa.reactor.v1` vtable and one `extern "C"` shim per slot, generic over
+//!   the trait and monomorphised (no `dyn`): each shim catches panics
+//!   (`AA_E_PANIC`), checks its pointers and flags, reads `AaIoOp`s under
+//!   the compatibility rule, records the failure for `last_error_message`;
+//! - [`callback`]: the host's typed callbacks ([`HostCallback`],
+//!   [`ClosedCallback`]);
+//! - [`error`]: [`Error`] (a status and one line) and [`Result`];
+//! - [`timer`]: the deadline heap ([`timer::TimerHeap`]) both workspace
+//!   reactors arm their one kernel timeout from;
+//! - [`dns`]: the resolver pool (`getaddrinfo` on at most four threads,
+//!   results handed back through the reactor's waker);
+//!
+//! It builds on `async_abi::sdk` (panic guards, host logging, the `AaIoOp`
+//! reader, the signal table and `getaddrinfo`), which stays in the ABI
+//! crate for every plugin, schedulers included. See `README.md` for what a
+//! reactor author implements, in order, and `reactor-example/` for a whole
+//! reactor on it.
+//!
+//! ```
+//! // A reactor type gets its plugin glue from one macro call:
+//! //     reactor_sdk::export_reactor!(crate::reactor::Reactor);
+//! // which needs `impl reactor_sdk::Reactor for Reactor` and
+//! // `unsafe impl reactor_sdk::Event for Event`.
+//! let vtable_size = std::mem::size_of::<async_abi::AaReactorVTable>();
+//! assert!(vtable_size > 0);
+//! ```
+
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)] // calls into the host (module `# Safety`)
+pub mod callback;
+pub mod dns;
+pub mod error;
+#[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
+pub mod ffi;
+pub mod timer;
+
+pub use callback::{ClosedCallback, HostCallback};
+pub use error::{Error, Result};
+pub use ffi::{Event, Reactor, Submitted};
+
+/// The ABI crate, for [`export_reactor!`]'s expansion.
+#[doc(hidden)]
+pub use async_abi as __abi;
