@@ -229,9 +229,9 @@ impl Reactor {
                     continue;
                 }
                 if ends {
-                    ev.callback.notify(&ev, status, 0);
+                    ev.callback.notify(&*ev, status, 0);
                 } else {
-                    ev.callback.notify_fs(&ev, bits, &change.name);
+                    ev.callback.notify_fs(&*ev, bits, &change.name);
                 }
                 count += 1;
             }

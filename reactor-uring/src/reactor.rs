@@ -65,7 +65,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED, AA_E_INVALID};
+use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED};
 
 use crate::config::Config;
 use crate::dns::Resolver;
@@ -506,7 +506,7 @@ impl Reactor {
                     ev.scheduled.set(ev.scheduled.get() - 1);
                     self.touch(&ev);
                     if ev.deliverable() {
-                        ev.callback.notify(&ev, status, value);
+                        ev.callback.notify(&*ev, status, value);
                         count += 1;
                     }
                 }
@@ -515,7 +515,7 @@ impl Reactor {
                     ev.close.set(CloseState::Closed);
                     self.touch(&ev);
                     if let (true, Some(cb)) = (ev.deliverable(), ev.on_closed.take()) {
-                        cb.call(&ev);
+                        cb.call(&*ev);
                         count += 1;
                     }
                 }
@@ -526,12 +526,4 @@ impl Reactor {
 }
 
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
-pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
-    if flags & !allowed != 0 {
-        return Err(Error::new(
-            AA_E_INVALID,
-            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
-        ));
-    }
-    Ok(())
-}
+pub(crate) use reactor_sdk::error::check_flags;

@@ -159,7 +159,7 @@ impl Reactor {
             for ev in watchers {
                 let active = matches!(&*ev.state.borrow(), State::Signal(s) if s.active);
                 if active && ev.deliverable() {
-                    ev.callback.notify(&ev, 0, i64::from(signum));
+                    ev.callback.notify(&*ev, 0, i64::from(signum));
                     count += 1;
                 }
             }

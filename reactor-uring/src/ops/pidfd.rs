@@ -90,8 +90,8 @@ impl Reactor {
         let mut count = 0;
         if ev.deliverable() {
             match outcome {
-                Ok(exit) => ev.callback.notify_exit(&ev, &exit),
-                Err(status) => ev.callback.notify(&ev, status, 0),
+                Ok(exit) => ev.callback.notify_exit(&*ev, &exit),
+                Err(status) => ev.callback.notify(&*ev, status, 0),
             }
             count = 1;
         }

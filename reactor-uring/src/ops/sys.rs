@@ -19,9 +19,9 @@
 //! - **Y3 Ownership.** A descriptor wrapped in an [`OwnedFd`] was just
 //!   returned by the kernel and is owned by nobody else.
 
-// The signal table and `getaddrinfo` live in the plugin SDK, shared with
-// the other reactor.
-pub(crate) use async_abi::sdk::{dns, signal};
+// The signal table lives in the plugin SDK, shared with the other reactor
+// (`getaddrinfo` is the kit's, in `reactor_sdk::dns`).
+pub(crate) use async_abi::sdk::signal;
 
 use std::ffi::CStr;
 use std::io;

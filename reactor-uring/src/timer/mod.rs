@@ -1,7 +1,8 @@
 //! Timers: arming, re-arming and firing, over a user-space heap of
 //! deadlines with one kernel wait for the nearest.
 //!
-//! No timer is a kernel object: the heap ([`heap`]) orders the deadlines,
+//! No timer is a kernel object: the kit's heap (`reactor_sdk::timer`) orders
+//! the deadlines,
 //! and each loop iteration passes the nearest one to its single
 //! `io_uring_enter` as the wait's timeout (`IORING_ENTER_EXT_ARG`), so a
 //! thousand timers cost no submission and no completion. (The reference
@@ -17,9 +18,8 @@
 //!
 //! The timer's own state is [`crate::event::TimerState`].
 
-mod heap;
-
-pub(crate) use heap::TimerHeap;
+/// The deadlines of every armed timer.
+pub(crate) type TimerHeap = reactor_sdk::timer::TimerHeap<crate::event::Event>;
 
 use std::rc::Rc;
 
@@ -137,7 +137,7 @@ impl Reactor {
             }
             self.touch(&ev);
             if ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
+                ev.callback.notify(&*ev, 0, 0);
                 count += 1;
             }
         }
