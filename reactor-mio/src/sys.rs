@@ -21,18 +21,16 @@
 //! - **S4 Ownership.** A descriptor wrapped in an [`OwnedFd`] was just
 //!   returned by the kernel and is owned by nobody else.
 //!
-//! The signal handler and its table are in [`signal`] (`getaddrinfo` is
-//! the kit's, in `reactor_sdk::dns`); each states its own obligations.
+//! The signal handler and its table (`async_abi::sdk::signal`),
+//! `getaddrinfo` (`reactor_sdk::dns`) and the inotify calls
+//! (`reactor_sdk::inotify`) are shared with the other reactor; each states
+//! its own obligations.
 
-// The signal table lives in the plugin SDK, shared with the other reactor.
-pub(crate) use async_abi::sdk::signal;
-
-use std::ffi::CStr;
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use async_abi::{AaExitStatus, AaSockAddr};
+use async_abi::AaSockAddr;
 
 /// Runs a libc call and turns `-1` into the thread's last OS error.
 macro_rules! syscall {
@@ -385,77 +383,4 @@ pub(crate) fn timerfd_arm(fd: &OwnedFd, ns: u64) -> io::Result<()> {
 pub(crate) fn eventfd_drain(fd: &OwnedFd) {
     let mut counter = [0u8; 8];
     let _ = read_own(fd, &mut counter);
-}
-
-/// `pidfd_open(pid, 0)` (Linux 5.3): a close-on-exec descriptor that is
-/// readable once the process `pid` has exited.
-pub(crate) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
-    // SAFETY: no pointer arguments; `syscall` returns a descriptor or -1.
-    let fd = syscall!(syscall(libc::SYS_pidfd_open, pid, 0))?;
-    // SAFETY: S4: `fd` was just returned by `pidfd_open` and is ours alone.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-/// `waitid(P_PIDFD, pidfd, WEXITED | WNOHANG)` (Linux 5.4): `Ok(None)` while
-/// the child runs, its exit once it ended; with `reap` false the child is
-/// left a zombie (`WNOWAIT`), so this only checks that `pidfd` is a child of
-/// this process (`ECHILD` otherwise). A child that exited gives its code and
-/// signal 0; one a signal killed gives code -1 and the signal.
-pub(crate) fn wait_exit(pidfd: &OwnedFd, reap: bool) -> io::Result<Option<AaExitStatus>> {
-    let mut options = libc::WEXITED | libc::WNOHANG;
-    if !reap {
-        options |= libc::WNOWAIT;
-    }
-    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-    retry(|| {
-        // SAFETY: S1; S3: `info` is a local `siginfo_t` the kernel fills.
-        syscall!(waitid(
-            libc::P_PIDFD,
-            pidfd.as_raw_fd() as libc::id_t,
-            info.as_mut_ptr(),
-            options,
-        ))
-    })?;
-    // SAFETY: zeroed, then possibly filled by `waitid`: a valid `siginfo_t`.
-    let info = unsafe { info.assume_init() };
-    // SAFETY: after `waitid` with `WEXITED`, the `sigchld` fields are the
-    // ones the kernel writes (all zero when no child changed state).
-    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if pid == 0 {
-        return Ok(None);
-    }
-    Ok(Some(if info.si_code == libc::CLD_EXITED {
-        AaExitStatus {
-            code: status,
-            signal: 0,
-        }
-    } else {
-        AaExitStatus {
-            code: -1,
-            signal: status,
-        }
-    }))
-}
-
-/// A new inotify instance: non-blocking, close-on-exec.
-pub(crate) fn inotify_init() -> io::Result<OwnedFd> {
-    // SAFETY: no pointer arguments.
-    let fd = syscall!(inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC))?;
-    // SAFETY: S4: `fd` was just returned by `inotify_init1` and is ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `inotify_add_watch`: the watch descriptor of `path` (the same one for
-/// every watch of the same inode).
-pub(crate) fn inotify_add(fd: &OwnedFd, path: &CStr, mask: u32) -> io::Result<i32> {
-    // SAFETY: S1 (owned descriptor); S3: `path` is NUL-terminated and
-    // borrowed for the call.
-    syscall!(inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask))
-}
-
-/// `inotify_rm_watch`. `EINVAL` (the kernel already dropped the watch: its
-/// inode was deleted) is not an error.
-pub(crate) fn inotify_rm(fd: &OwnedFd, wd: i32) {
-    // SAFETY: S1 (owned descriptor); no pointer arguments.
-    let _ = syscall!(inotify_rm_watch(fd.as_raw_fd(), wd));
 }

@@ -15,6 +15,12 @@
 //!   reactors arm their one kernel timeout from;
 //! - [`dns`]: the resolver pool (`getaddrinfo` on at most four threads,
 //!   results handed back through the reactor's waker);
+//! - [`signal`]: the loop's half of signal watches (the port in the
+//!   process-wide table and the watchers per signal);
+//! - [`inotify`]: filesystem watches (the descriptor, the kernel watches,
+//!   the records and whom they are for);
+//! - [`watch`]: the watchers-per-key list both of those keep;
+//! - [`process`]: a child's pidfd and its exit status.
 //!
 //! It builds on `async_abi::sdk` (panic guards, host logging, the `AaIoOp`
 //! reader, the signal table and `getaddrinfo`), which stays in the ABI
@@ -39,7 +45,13 @@ pub mod dns;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 pub mod ffi;
+#[allow(unsafe_code)] // three inotify system calls and a read (module `# Safety`)
+pub mod inotify;
+#[allow(unsafe_code)] // pidfd_open and waitid (module `# Safety`)
+pub mod process;
+pub mod signal;
 pub mod timer;
+pub mod watch;
 
 pub use callback::{ClosedCallback, HostCallback};
 pub use error::{Error, Result};
