@@ -45,6 +45,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// `-errno` of an I/O error (`-EIO` when it carries none).
+#[inline]
 pub fn neg_errno(err: &io::Error) -> AaStatus {
     -err.raw_os_error().unwrap_or(libc::EIO)
 }
@@ -64,6 +65,7 @@ pub fn os_reason(err: &io::Error) -> String {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
+#[inline]
 pub fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
     if flags & !allowed != 0 {
         return Err(Error::invalid(format!(

@@ -20,7 +20,10 @@
 //! - [`inotify`]: filesystem watches (the descriptor, the kernel watches,
 //!   the records and whom they are for);
 //! - [`watch`]: the watchers-per-key list both of those keep;
-//! - [`process`]: a child's pidfd and its exit status.
+//! - [`options`]: `create`'s option keys under the ABI's rules;
+//! - [`process`]: a child's pidfd and its exit status;
+//! - [`sys`]: the system calls a readiness reactor runs requests with, and
+//!   the host's lent buffer and address ([`sys::HostBuf`], [`sys::HostAddr`]).
 //!
 //! It builds on `async_abi::sdk` (panic guards, host logging, the `AaIoOp`
 //! reader, the signal table and `getaddrinfo`), which stays in the ABI
@@ -47,9 +50,12 @@ pub mod error;
 pub mod ffi;
 #[allow(unsafe_code)] // three inotify system calls and a read (module `# Safety`)
 pub mod inotify;
+pub mod options;
 #[allow(unsafe_code)] // pidfd_open and waitid (module `# Safety`)
 pub mod process;
 pub mod signal;
+#[allow(unsafe_code)] // the request system calls (module `# Safety`)
+pub mod sys;
 pub mod timer;
 pub mod watch;
 
