@@ -19,9 +19,10 @@ use std::rc::Rc;
 use async_abi::sdk::dns::Hints;
 use async_abi::sdk::request::Request;
 use async_abi::*;
+use reactor_sdk::core::Core;
 use reactor_sdk::sys::{HostAddr, HostBuf};
 use reactor_sdk::timer::Timed;
-use reactor_sdk::{ClosedCallback, Error, HostCallback, Result, Submitted};
+use reactor_sdk::{ClosedCallback, HostCallback, Result, Submitted};
 
 use crate::event::{Event, Kind, EVENT_MAGIC};
 use crate::io::Req;
@@ -92,16 +93,8 @@ impl reactor_sdk::Reactor for Reactor {
         Reactor::new()
     }
 
-    fn check_thread(&self, what: &str) -> Result<()> {
-        Reactor::check_thread(self, what)
-    }
-
-    fn fail(&self, err: Error) -> AaStatus {
-        Reactor::fail(self, err)
-    }
-
-    fn last_error(&self) -> String {
-        Reactor::last_error(self)
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     fn destroy(&self) -> Result<()> {
@@ -110,14 +103,6 @@ impl reactor_sdk::Reactor for Reactor {
 
     fn run_once(&self, timeout_ns: i64) -> Result<i32> {
         Reactor::run_once(self, timeout_ns)
-    }
-
-    fn alive(&self) -> u32 {
-        Reactor::alive(self)
-    }
-
-    fn now_ns(&self) -> u64 {
-        Reactor::now(self)
     }
 
     unsafe fn wake(this: *const Reactor) -> AaStatus {

@@ -8,9 +8,10 @@
 //!   is borrowed: each step copies what it needs, lets go, then calls.
 //! - **R2** A callback deferred during iteration N runs in iteration N+1 or
 //!   later: `run_once` takes the deferred queue at its start.
-//! - **R3** `alive` counts the events whose `counted` is set (E3).
-//! - **R4** `destroy` refuses while an event is not disposed.
-//! - **R5** Each iteration bounds its work: timers armed during it and
+//! - **R3** `alive` counts the events whose `counted` is set (E3; the
+//!   kit's `Core`, C1), and `destroy` refuses while an event is not
+//!   disposed (C2).
+//! - **R4** Each iteration bounds its work: timers armed during it and
 //!   requests submitted during it wait for the next one.
 
 use std::cell::{Cell, RefCell};
@@ -23,12 +24,13 @@ use std::os::unix::net::UnixStream;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_abi::sdk::dns::Hints;
 use async_abi::*;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use reactor_sdk::core::Core;
 use reactor_sdk::dns::Resolver;
 use reactor_sdk::error::check_flags;
 use reactor_sdk::signal::Signals;
@@ -74,9 +76,9 @@ pub(crate) struct Reactor {
     /// `wake`, triggers and resolver threads reach this from any thread.
     pub(crate) waker: Arc<mio::Waker>,
     this: Weak<Reactor>,
-    thread: std::thread::ThreadId,
-    base: Instant,
-    now: Cell<u64>,
+    /// The kit's loop bookkeeping: thread, clock, alive count, live events,
+    /// `run_once` re-entry, last error.
+    pub(crate) core: Core,
     pub(crate) poll: RefCell<Poll>,
     events: RefCell<Events>,
     pub(crate) fds: RefCell<Fds>,
@@ -89,10 +91,6 @@ pub(crate) struct Reactor {
     pub(crate) processes: RefCell<std::collections::HashMap<std::os::fd::RawFd, Rc<Event>>>,
     /// The kit's inotify instance, from the first `fs_watch_new`.
     pub(crate) inotify: RefCell<Option<reactor_sdk::inotify::Inotify<Event>>>,
-    alive: Cell<u32>,
-    live_events: Cell<usize>,
-    running: Cell<bool>,
-    last_error: RefCell<String>,
 }
 
 impl Reactor {
@@ -104,9 +102,7 @@ impl Reactor {
         Ok(Rc::new_cyclic(|this| Reactor {
             waker: Arc::new(waker),
             this: this.clone(),
-            thread: std::thread::current().id(),
-            base: Instant::now(),
-            now: Cell::new(0),
+            core: Core::new(),
             poll: RefCell::new(poll),
             events: RefCell::new(Events::with_capacity(256)),
             fds: RefCell::new(Fds::default()),
@@ -117,55 +113,16 @@ impl Reactor {
             resolver: RefCell::new(None),
             processes: RefCell::default(),
             inotify: RefCell::new(None),
-            alive: Cell::new(0),
-            live_events: Cell::new(0),
-            running: Cell::new(false),
-            last_error: RefCell::new(String::new()),
         }))
     }
 
-    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
-        if std::thread::current().id() == self.thread {
-            return Ok(());
-        }
-        Err(Error::invalid(format!(
-            "{what}: called from a thread other than the loop thread"
-        )))
-    }
-
-    pub(crate) fn fail(&self, err: Error) -> AaStatus {
-        *self.last_error.borrow_mut() = err.message;
-        err.status
-    }
-
-    pub(crate) fn last_error(&self) -> String {
-        self.last_error.borrow().clone()
-    }
-
-    /// Refreshes the cached clock (ns since `create`, never going back).
     pub(crate) fn refresh_clock(&self) -> u64 {
-        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let now = now.max(self.now.get());
-        self.now.set(now);
-        now
-    }
-
-    pub(crate) fn now(&self) -> u64 {
-        self.now.get()
-    }
-
-    pub(crate) fn alive(&self) -> u32 {
-        self.alive.get()
+        self.core.refresh_clock()
     }
 
     /// Reconciles the event's `counted` flag with its state (R3).
     pub(crate) fn touch(&self, ev: &Event) {
-        let live = ev.is_live();
-        if live != ev.counted.get() {
-            ev.counted.set(live);
-            let alive = self.alive.get();
-            self.alive.set(if live { alive + 1 } else { alive - 1 });
-        }
+        self.core.touch(&ev.counted, ev.is_live());
     }
 
     /// Makes an event of this reactor.
@@ -176,7 +133,7 @@ impl Reactor {
         callback: HostCallback,
         state: Kind,
     ) -> Rc<Event> {
-        self.live_events.set(self.live_events.get() + 1);
+        self.core.event_made();
         let trigger = (kind == AA_EVENT_TRIGGER).then(|| {
             Arc::new(Fire {
                 fired: false.into(),
@@ -213,16 +170,7 @@ impl Reactor {
     }
 
     pub(crate) fn destroy(&self) -> Result<()> {
-        if self.running.get() {
-            return Err(Error::invalid("destroy: called from inside run_once"));
-        }
-        let live = self.live_events.get();
-        if live > 0 {
-            return Err(Error::new(
-                AA_E_BUSY,
-                format!("destroy: {live} events are not disposed yet"),
-            ));
-        }
+        self.core.check_destroy()?;
         self.deferred.borrow_mut().clear();
         self.triggers.borrow_mut().clear();
         self.timers.borrow_mut().clear();
@@ -245,22 +193,12 @@ impl Reactor {
     // -----------------------------------------------------------------
 
     pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
-        if self.running.get() {
-            return Err(Error::invalid("run_once: called from inside a callback"));
-        }
-        if timeout_ns < -1 {
-            return Err(Error::invalid(format!(
-                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
-            )));
-        }
-        self.running.set(true);
-        let result = self.iterate(timeout_ns);
-        self.running.set(false);
-        result
+        let _running = self.core.enter(timeout_ns)?;
+        self.iterate(timeout_ns)
     }
 
     fn iterate(&self, timeout_ns: i64) -> Result<i32> {
-        // R2, R5: this iteration's share, taken up front.
+        // R2, R4: this iteration's share, taken up front.
         let deferred = mem::take(&mut *self.deferred.borrow_mut());
         let fresh = self.fds.borrow_mut().take_fresh();
         let horizon = self.timers.borrow().horizon();
@@ -311,7 +249,7 @@ impl Reactor {
             .timers
             .borrow_mut()
             .next_deadline()
-            .map(|d| d.saturating_sub(self.now.get()));
+            .map(|d| d.saturating_sub(self.core.now()));
         let (ns, timer_bound) = match (requested, timer) {
             (Some(r), Some(t)) if t < r => (Some(t), true),
             (None, Some(t)) => (Some(t), true),
@@ -444,7 +382,7 @@ impl Reactor {
         was_armed
     }
 
-    /// Fires the timers due at `now` armed before `horizon` (R5); a
+    /// Fires the timers due at `now` armed before `horizon` (R4); a
     /// periodic one re-arms from its deadline, skipping missed periods.
     fn run_timers(&self, now: u64, horizon: u64) -> i32 {
         let mut count = 0;
@@ -760,8 +698,7 @@ impl Reactor {
 
     pub(crate) fn dispose(&self, ev: Rc<Event>) {
         ev.disposed.set(true);
-        self.live_events
-            .set(self.live_events.get().saturating_sub(1));
+        self.core.event_disposed();
         if ev.header.kind == AA_EVENT_IO {
             self.withdraw_request(&ev);
         } else {

@@ -23,12 +23,13 @@ use std::rc::Rc;
 use async_abi::sdk::dns::Hints;
 use async_abi::sdk::request;
 use async_abi::*;
+use reactor_sdk::core::Core;
 use reactor_sdk::timer::Timed;
 
 pub(crate) use reactor_sdk::{ClosedCallback, HostCallback};
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::{Event, Request, State, EVENT_MAGIC};
 use crate::ops::Submitted;
 use crate::reactor::Reactor;
@@ -112,17 +113,8 @@ impl reactor_sdk::Reactor for Reactor {
     }
 
     #[inline]
-    fn check_thread(&self, what: &str) -> Result<()> {
-        Reactor::check_thread(self, what)
-    }
-
-    #[inline]
-    fn fail(&self, err: Error) -> AaStatus {
-        Reactor::fail(self, err)
-    }
-
-    fn last_error(&self) -> String {
-        Reactor::last_error(self)
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     fn destroy(&self) -> Result<()> {
@@ -132,16 +124,6 @@ impl reactor_sdk::Reactor for Reactor {
     #[inline]
     fn run_once(&self, timeout_ns: i64) -> Result<i32> {
         Reactor::run_once(self, timeout_ns)
-    }
-
-    #[inline]
-    fn alive(&self) -> u32 {
-        Reactor::alive(self)
-    }
-
-    #[inline]
-    fn now_ns(&self) -> u64 {
-        Reactor::now(self)
     }
 
     unsafe fn wake(this: *const Reactor) -> AaStatus {

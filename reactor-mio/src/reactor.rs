@@ -61,14 +61,16 @@ use std::io;
 use std::mem;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AaEvent, AaStatus, AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+
+use reactor_sdk::core::Core;
 
 use crate::config::Config;
 use crate::dns::Resolver;
@@ -129,9 +131,9 @@ pub(crate) struct Reactor {
     /// What other threads reach: the waker and the fired triggers.
     pub(crate) shared: Arc<Shared>,
     this: Weak<Reactor>,
-    thread: usize,
-    base: Instant,
-    now: Cell<u64>,
+    /// The loop's bookkeeping (the kit's: thread, clock, alive count, live
+    /// events, `run_once` re-entry, last error).
+    pub(crate) core: Core,
     poll: RefCell<Poll>,
     events: RefCell<Events>,
     /// Wakes the wait at the nearest timer deadline with nanosecond
@@ -157,19 +159,6 @@ pub(crate) struct Reactor {
     pub(crate) inotify: RefCell<Option<Inotify>>,
     /// The resolver, from the first `dns_resolve`.
     pub(crate) resolver: RefCell<Option<Resolver>>,
-    alive: Cell<u32>,
-    live_events: Cell<usize>,
-    running: Cell<bool>,
-    last_error: RefCell<String>,
-}
-
-thread_local! {
-    static THREAD_MARK: u8 = const { 0 };
-}
-
-/// A cheap identity of the calling thread: the address of a thread-local.
-fn thread_mark() -> usize {
-    THREAD_MARK.with(|m| m as *const u8 as usize)
 }
 
 impl Reactor {
@@ -190,9 +179,7 @@ impl Reactor {
         Ok(Rc::new_cyclic(|this| Reactor {
             shared,
             this: this.clone(),
-            thread: thread_mark(),
-            base: Instant::now(),
-            now: Cell::new(0),
+            core: Core::new(),
             poll: RefCell::new(poll),
             events: RefCell::new(Events::with_capacity(config.events_capacity)),
             timerfd,
@@ -209,63 +196,19 @@ impl Reactor {
             next_process: Cell::new(1),
             inotify: RefCell::new(None),
             resolver: RefCell::new(None),
-            alive: Cell::new(0),
-            live_events: Cell::new(0),
-            running: Cell::new(false),
-            last_error: RefCell::new(String::new()),
         }))
     }
 
-    /// Fails unless called on the loop thread.
-    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
-        if self.thread == thread_mark() {
-            Ok(())
-        } else {
-            Err(Error::invalid(format!(
-                "{what}: called from a thread other than the loop thread"
-            )))
-        }
-    }
-
-    /// Records a failure for `last_error_message` and returns its status.
-    pub(crate) fn fail(&self, err: Error) -> AaStatus {
-        let status = err.status;
-        *self.last_error.borrow_mut() = err.message;
-        status
-    }
-
-    /// The last error message.
-    pub(crate) fn last_error(&self) -> String {
-        self.last_error.borrow().clone()
-    }
-
     /// Refreshes and returns the cached clock (ns since `create`).
+    #[inline]
     pub(crate) fn refresh_clock(&self) -> u64 {
-        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // The monotonic clock never goes back; keep the cache monotonic too.
-        let now = now.max(self.now.get());
-        self.now.set(now);
-        now
-    }
-
-    /// The cached clock.
-    pub(crate) fn now(&self) -> u64 {
-        self.now.get()
-    }
-
-    /// Number of active, referenced, non-hidden events (R3).
-    pub(crate) fn alive(&self) -> u32 {
-        self.alive.get()
+        self.core.refresh_clock()
     }
 
     /// Reconciles the event's `counted` flag with its state (R3, E4).
+    #[inline]
     pub(crate) fn touch(&self, ev: &Event) {
-        let live = ev.is_live();
-        if live != ev.counted.get() {
-            ev.counted.set(live);
-            let alive = self.alive.get();
-            self.alive.set(if live { alive + 1 } else { alive - 1 });
-        }
+        self.core.touch(&ev.counted, ev.is_live());
     }
 
     /// Makes an event of this reactor (R4).
@@ -277,7 +220,7 @@ impl Reactor {
         trigger: Option<Arc<TriggerFlag>>,
         state: State,
     ) -> Rc<Event> {
-        self.live_events.set(self.live_events.get() + 1);
+        self.core.event_made();
         Rc::new(Event {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
@@ -300,8 +243,7 @@ impl Reactor {
 
     /// Counts a disposed event out of `live_events` (R4).
     pub(crate) fn forget_event(&self) {
-        self.live_events
-            .set(self.live_events.get().saturating_sub(1));
+        self.core.event_disposed();
     }
 
     /// Queues a callback for the next `run_once` (R2, E5).
@@ -342,16 +284,7 @@ impl Reactor {
     /// `destroy`: refuses while events are alive (R4), else drops
     /// everything (see the drop order).
     pub(crate) fn destroy(&self) -> Result<()> {
-        if self.running.get() {
-            return Err(Error::invalid("destroy: called from inside run_once"));
-        }
-        let live = self.live_events.get();
-        if live > 0 {
-            return Err(Error::new(
-                AA_E_BUSY,
-                format!("destroy: {live} events are not disposed yet"),
-            ));
-        }
+        self.core.check_destroy()?;
         self.deferred.borrow_mut().clear();
         self.triggers.borrow_mut().clear();
         self.shared.clear_fired();
@@ -369,18 +302,9 @@ impl Reactor {
     /// One loop iteration (see `async_abi::reactor`): returns the number of
     /// callbacks run.
     pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
-        if self.running.get() {
-            return Err(Error::invalid("run_once: called from inside a callback"));
-        }
-        if timeout_ns < -1 {
-            return Err(Error::invalid(format!(
-                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
-            )));
-        }
-        self.running.set(true);
         // Reset even if the iteration panics (the panic becomes AA_E_PANIC at
         // the boundary and the host may still call `destroy`).
-        let _running = Running(&self.running);
+        let _running = self.core.enter(timeout_ns)?;
         self.iterate(timeout_ns)
     }
 
@@ -431,7 +355,7 @@ impl Reactor {
         }
         let requested = u64::try_from(timeout_ns).ok();
         let deadline = self.timers.borrow_mut().next_deadline();
-        let timer = deadline.map(|d| d.saturating_sub(self.now.get()));
+        let timer = deadline.map(|d| d.saturating_sub(self.core.now()));
         let timer_bound = match (requested, timer) {
             (Some(r), Some(t)) => t < r,
             (None, Some(_)) => true,
@@ -616,15 +540,6 @@ impl Reactor {
             ));
         }
         Ok(())
-    }
-}
-
-/// Clears the `running` flag when dropped.
-struct Running<'a>(&'a Cell<bool>);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
     }
 }
 

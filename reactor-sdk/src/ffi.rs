@@ -50,6 +50,7 @@ use async_abi::sdk::request::Request;
 use async_abi::*;
 
 use crate::callback::{CallbackFn, ClosedCallback, HostCallback};
+use crate::core::Core;
 use crate::error::{Error, Result};
 
 /// What `io_submit` did with a request.
@@ -126,20 +127,38 @@ pub trait Reactor: Sized + 'static {
     fn instance_caps(&self) -> u64 {
         Self::CAPS
     }
+    /// The loop's bookkeeping, which the provided methods below read.
+    fn core(&self) -> &Core;
     /// Fails unless called on the loop thread.
-    fn check_thread(&self, what: &str) -> Result<()>;
+    #[inline]
+    fn check_thread(&self, what: &str) -> Result<()> {
+        self.core().check_thread(what)
+    }
     /// Records a failure for `last_error_message` and returns its status.
-    fn fail(&self, err: Error) -> AaStatus;
+    #[inline]
+    fn fail(&self, err: Error) -> AaStatus {
+        self.core().fail(err)
+    }
     /// The last error message.
-    fn last_error(&self) -> String;
-    /// `destroy`: refuses while events are alive or inside `run_once`.
+    fn last_error(&self) -> String {
+        self.core().last_error()
+    }
+    /// `destroy`: refuses while events are alive or inside `run_once`
+    /// (`Core::check_destroy`), else releases what the reactor holds.
     fn destroy(&self) -> Result<()>;
-    /// One loop iteration: the number of callbacks run.
+    /// One loop iteration (inside `Core::enter`): the number of callbacks
+    /// run.
     fn run_once(&self, timeout_ns: i64) -> Result<i32>;
     /// Active, referenced, non-hidden events.
-    fn alive(&self) -> u32;
+    #[inline]
+    fn alive(&self) -> u32 {
+        self.core().alive()
+    }
     /// The cached clock, in ns.
-    fn now_ns(&self) -> u64;
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.core().now()
+    }
     /// `wake`, from any thread.
     ///
     /// # Safety

@@ -11,6 +11,8 @@
 //! - [`callback`]: the host's typed callbacks ([`HostCallback`],
 //!   [`ClosedCallback`]);
 //! - [`error`]: [`Error`] (a status and one line) and [`Result`];
+//! - [`core`]: the loop's bookkeeping ([`core::Core`]: loop thread, clock,
+//!   alive count, events not yet disposed, `run_once` re-entry, last error);
 //! - [`timer`]: the deadline heap ([`timer::TimerHeap`]) both workspace
 //!   reactors arm their one kernel timeout from;
 //! - [`dns`]: the resolver pool (`getaddrinfo` on at most four threads,
@@ -44,6 +46,7 @@
 
 #[allow(unsafe_code)] // calls into the host (module `# Safety`)
 pub mod callback;
+pub mod core;
 pub mod dns;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
