@@ -2,8 +2,8 @@
 //! runtime's C ABI needs and should not write again, so that a reactor is
 //! its backend-specific code plus one trait implementation:
 //!
-//! - [`ffi`]: the [`Reactor`] and [`Event`] traits, and
-//!   [`export_reactor!`], which makes the plugin descriptor, the
+//! - [`traits`]: the [`Reactor`] and [`Event`] traits a reactor implements;
+//! - [`ffi`]: [`export_reactor!`], which makes the plugin descriptor, the
 //!   `aa.reactor.v1` vtable and one `extern "C"` shim per slot, generic over
 //!   the trait and monomorphised (no `dyn`): each shim catches panics
 //!   (`AA_E_PANIC`), checks its pointers and flags, reads `AaIoOp`s under
@@ -60,6 +60,8 @@ pub mod signal;
 #[allow(unsafe_code)] // the request system calls (module `# Safety`)
 pub mod sys;
 pub mod timer;
+#[allow(unsafe_code)] // `unsafe trait Event` and the `[any]` methods' contracts
+pub mod traits;
 pub mod watch;
 
 pub use callback::{ClosedCallback, HostCallback};
