@@ -43,6 +43,14 @@ unsafe impl reactor_sdk::Event for Event {
         self.reactor.upgrade()
     }
 
+    fn callback(&self) -> &HostCallback {
+        &self.callback
+    }
+
+    fn deliverable(&self) -> bool {
+        !self.disposed.get()
+    }
+
     unsafe fn fire(ev: *const Event) -> AaStatus {
         // SAFETY: F2 and F4: `magic` and `trigger` never change after
         // creation; only those fields are read.

@@ -34,7 +34,7 @@ use reactor_sdk::core::Core;
 use reactor_sdk::dns::Resolver;
 use reactor_sdk::error::check_flags;
 use reactor_sdk::signal::Signals;
-use reactor_sdk::timer::TimerHeap;
+use reactor_sdk::timer::{fire_due, next_deadline, TimerHeap};
 use reactor_sdk::{ClosedCallback, Error, HostCallback, Result};
 
 use crate::event::{Event, Fire, Kind, EVENT_MAGIC};
@@ -385,37 +385,20 @@ impl Reactor {
     /// Fires the timers due at `now` armed before `horizon` (R4); a
     /// periodic one re-arms from its deadline, skipping missed periods.
     fn run_timers(&self, now: u64, horizon: u64) -> i32 {
-        let mut count = 0;
-        loop {
-            let due = self.timers.borrow_mut().pop_due(now, horizon);
-            let Some((ev, deadline)) = due else { break };
-            let rearm = match &mut *ev.state.borrow_mut() {
-                Kind::Timer {
-                    repeat, generation, ..
-                } if *repeat > 0 => {
-                    let periods = (now.saturating_sub(deadline) / *repeat).saturating_add(1);
-                    *generation += 1;
-                    Some((
-                        deadline.saturating_add(periods.saturating_mul(*repeat)),
-                        *generation,
-                    ))
-                }
-                Kind::Timer { armed, .. } => {
-                    *armed = false;
-                    None
-                }
-                _ => None,
-            };
-            if let Some((next, generation)) = rearm {
-                self.timers.borrow_mut().push(&ev, next, generation);
+        let advance = |ev: &Event, deadline: u64| match &mut *ev.state.borrow_mut() {
+            Kind::Timer {
+                repeat, generation, ..
+            } if *repeat > 0 => {
+                *generation += 1;
+                Some((next_deadline(deadline, *repeat, now), *generation))
             }
-            self.touch(&ev);
-            if ev.deliverable() {
-                ev.callback.notify(&*ev, 0, 0);
-                count += 1;
+            Kind::Timer { armed, .. } => {
+                *armed = false;
+                None
             }
-        }
-        count
+            _ => None,
+        };
+        fire_due(&self.timers, now, horizon, advance, |ev| self.touch(ev))
     }
 
     // -----------------------------------------------------------------
@@ -536,17 +519,9 @@ impl Reactor {
             Some(signals) => signals.kit.take_batch(),
             None => return 0,
         };
-        let mut count = 0;
-        for (signum, watchers) in batch {
-            for ev in watchers {
-                let active = matches!(&*ev.state.borrow(), Kind::Signal { active: true, .. });
-                if active && ev.deliverable() {
-                    ev.callback.notify(&*ev, 0, i64::from(signum));
-                    count += 1;
-                }
-            }
-        }
-        count
+        reactor_sdk::signal::deliver(batch, |ev| {
+            matches!(&*ev.state.borrow(), Kind::Signal { active: true, .. })
+        })
     }
 
     // -----------------------------------------------------------------
@@ -593,32 +568,12 @@ impl Reactor {
     }
 
     fn run_dns(&self) -> i32 {
-        let batch = match self.resolver.borrow().as_ref() {
-            Some(resolver) => resolver.take_done(),
-            None => return 0,
-        };
-        let mut count = 0;
-        for done in batch {
-            let owner = self
-                .resolver
-                .borrow_mut()
-                .as_mut()
-                .and_then(|r| r.finish(done.id));
-            let Some(ev) = owner else { continue };
+        reactor_sdk::dns::deliver(&self.resolver, |ev| {
             if let Kind::Dns { active, .. } = &mut *ev.state.borrow_mut() {
                 *active = false;
             }
-            self.touch(&ev);
-            if !ev.deliverable() {
-                continue;
-            }
-            match &done.result {
-                Ok(addrs) => ev.callback.notify_dns(&*ev, addrs),
-                Err(status) => ev.callback.notify(&*ev, *status, 0),
-            }
-            count += 1;
-        }
-        count
+            self.touch(ev);
+        })
     }
 
     // -----------------------------------------------------------------

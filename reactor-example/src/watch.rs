@@ -19,7 +19,7 @@ use async_abi::*;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 use reactor_sdk::error::check_flags;
-use reactor_sdk::inotify::Inotify;
+use reactor_sdk::inotify::{Change, Inotify};
 use reactor_sdk::{Error, HostCallback, Result};
 
 use crate::event::{Event, Kind};
@@ -166,34 +166,18 @@ impl Reactor {
             Some(inotify) => inotify.read_ready(&mut changes),
             None => return 0,
         }
-        let mut count = 0;
-        for change in changes {
-            let route = self
-                .inotify
-                .borrow_mut()
-                .as_mut()
-                .and_then(|i| i.route(&change));
-            let Some(route) = route else { continue };
-            for ev in route.watchers {
-                let active = match &mut *ev.state.borrow_mut() {
-                    Kind::FsWatch { active, .. } if *active => {
-                        *active = !route.ends;
-                        true
-                    }
-                    _ => false,
-                };
-                self.touch(&ev);
-                if !active || !ev.deliverable() {
-                    continue;
+        let route = |c: &Change| self.inotify.borrow_mut().as_mut().map(|i| i.route(c));
+        let mark = |ev: &Rc<Event>, ends: bool| {
+            let active = match &mut *ev.state.borrow_mut() {
+                Kind::FsWatch { active, .. } if *active => {
+                    *active = !ends;
+                    true
                 }
-                if route.ends {
-                    ev.callback.notify(&*ev, route.status, 0);
-                } else {
-                    ev.callback.notify_fs(&*ev, route.bits, &change.name);
-                }
-                count += 1;
-            }
-        }
-        count
+                _ => false,
+            };
+            self.touch(ev);
+            active
+        };
+        reactor_sdk::inotify::deliver(changes, route, mark)
     }
 }

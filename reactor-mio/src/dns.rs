@@ -82,32 +82,12 @@ impl Reactor {
     /// Delivers the lookups that finished (DN1, DN3). Returns the number of
     /// callbacks run.
     pub(crate) fn run_dns(&self) -> i32 {
-        let batch = match self.resolver.borrow().as_ref() {
-            Some(resolver) => resolver.take_done(),
-            None => return 0,
-        };
-        let mut count = 0;
-        for done in batch {
-            let ev = self
-                .resolver
-                .borrow_mut()
-                .as_mut()
-                .and_then(|r| r.finish(done.id));
-            let Some(ev) = ev else { continue };
+        reactor_sdk::dns::deliver(&self.resolver, |ev| {
             if let State::Dns(d) = &mut *ev.state.borrow_mut() {
                 d.active = false;
             }
-            self.touch(&ev);
-            if !ev.deliverable() {
-                continue;
-            }
-            match &done.result {
-                Ok(addrs) => ev.callback.notify_dns(&*ev, addrs),
-                Err(status) => ev.callback.notify(&*ev, *status, 0),
-            }
-            count += 1;
-        }
-        count
+            self.touch(ev);
+        })
     }
 
     /// `destroy`: ends the pool (see the drop order).

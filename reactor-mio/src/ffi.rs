@@ -67,6 +67,16 @@ unsafe impl reactor_sdk::Event for Event {
         self.reactor.upgrade()
     }
 
+    #[inline]
+    fn callback(&self) -> &HostCallback {
+        &self.callback
+    }
+
+    #[inline]
+    fn deliverable(&self) -> bool {
+        !self.disposed.get()
+    }
+
     unsafe fn fire(ev: *const Event) -> AaStatus {
         // SAFETY: F2 and F4: the host keeps the trigger undisposed while any
         // thread may fire it; `magic` and `trigger` are immutable after

@@ -118,17 +118,10 @@ impl Reactor {
             Some(signals) => signals.kit.take_batch(),
             None => return 0,
         };
-        let mut count = 0;
-        for (signum, watchers) in batch {
-            for ev in watchers {
-                let active = matches!(&*ev.state.borrow(), State::Signal(s) if s.active);
-                if active && ev.deliverable() {
-                    ev.callback.notify(&*ev, 0, i64::from(signum));
-                    count += 1;
-                }
-            }
-        }
-        count
+        reactor_sdk::signal::deliver(
+            batch,
+            |ev| matches!(&*ev.state.borrow(), State::Signal(s) if s.active),
+        )
     }
 
     /// `destroy`: gives the port back (restoring dispositions it still

@@ -42,8 +42,10 @@
 //! result and exits, holding only the [`Pool`] (and through it the waker's
 //! descriptor, kept open until the last thread lets go).
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -52,6 +54,7 @@ use async_abi::sdk::dns::{getaddrinfo, Hints};
 use async_abi::{AaSockAddr, AaStatus, AA_E_DNS_NONAME};
 
 use crate::error::{Error, Result};
+use crate::traits::Event;
 
 /// Resolver threads per reactor, at most.
 pub const MAX_WORKERS: usize = 4;
@@ -272,6 +275,38 @@ impl<T> Resolver<T> {
             }
         }
     }
+}
+
+/// Delivers the lookups that finished (DN1, DN3), one callback at a time
+/// with no borrow of `resolver` held: `end` marks each lookup's event
+/// inactive (and reconciles its alive count) before its callback. Returns
+/// the number of callbacks run.
+pub fn deliver<E: Event>(
+    resolver: &RefCell<Option<Resolver<Rc<E>>>>,
+    mut end: impl FnMut(&Rc<E>),
+) -> i32 {
+    let batch = match resolver.borrow().as_ref() {
+        Some(resolver) => resolver.take_done(),
+        None => return 0,
+    };
+    let mut count = 0;
+    for done in batch {
+        let owner = resolver
+            .borrow_mut()
+            .as_mut()
+            .and_then(|r| r.finish(done.id));
+        let Some(ev) = owner else { continue };
+        end(&ev);
+        if !ev.deliverable() {
+            continue;
+        }
+        match &done.result {
+            Ok(addrs) => ev.callback().notify_dns(&*ev, addrs),
+            Err(status) => ev.callback().notify(&*ev, *status, 0),
+        }
+        count += 1;
+    }
+    count
 }
 
 /// Whether `node` is under the special-use domain `invalid.` (DN4).

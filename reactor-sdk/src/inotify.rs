@@ -58,6 +58,7 @@ use std::rc::Rc;
 use async_abi::{AaStatus, AA_FS_CHANGE, AA_FS_RENAME};
 
 use crate::error::{Error, Result};
+use crate::traits::Event;
 use crate::watch::WatchList;
 
 /// The inotify events every watch asks for (FW2).
@@ -142,6 +143,37 @@ fn check(res: libc::c_int) -> io::Result<libc::c_int> {
     } else {
         Ok(res)
     }
+}
+
+/// Calls each watch back for each record (FW2, FW3), with no borrow held:
+/// `route` is [`Inotify::route`] on the reactor's instance (`None` once it
+/// is gone), `mark(ev, ends)` says whether the watch is still active and,
+/// when `ends`, makes it inactive (and reconciles its alive count). Returns
+/// the number of callbacks run.
+pub fn deliver<E: Event>(
+    changes: Vec<Change>,
+    mut route: impl FnMut(&Change) -> Option<Option<Route<E>>>,
+    mut mark: impl FnMut(&Rc<E>, bool) -> bool,
+) -> i32 {
+    let mut count = 0;
+    for change in changes {
+        let Some(route) = route(&change) else {
+            return count;
+        };
+        let Some(route) = route else { continue };
+        for ev in route.watchers {
+            if !mark(&ev, route.ends) || !ev.deliverable() {
+                continue;
+            }
+            if route.ends {
+                ev.callback().notify(&*ev, route.status, 0);
+            } else {
+                ev.callback().notify_fs(&*ev, route.bits, &change.name);
+            }
+            count += 1;
+        }
+    }
+    count
 }
 
 impl<T> Inotify<T> {

@@ -36,6 +36,7 @@ use async_abi::sdk::signal::{self as table, Port};
 use async_abi::{AA_E_INVALID, AA_E_NOMEM};
 
 use crate::error::{Error, Result};
+use crate::traits::Event;
 use crate::watch::WatchList;
 
 /// Refuses a signal no reactor may watch (`AA_E_INVALID`, naming why).
@@ -47,6 +48,22 @@ pub fn check(signum: i32) -> Result<()> {
         )),
         None => Ok(()),
     }
+}
+
+/// Calls back, for each `(signum, watchers)` of a batch
+/// ([`Signals::take_batch`]), every watcher still `active` and not disposed
+/// (SW2), with no borrow held. Returns the number of callbacks run.
+pub fn deliver<E: Event>(batch: Vec<(i32, Vec<Rc<E>>)>, active: impl Fn(&E) -> bool) -> i32 {
+    let mut count = 0;
+    for (signum, watchers) in batch {
+        for ev in watchers {
+            if active(&ev) && ev.deliverable() {
+                ev.callback().notify(&*ev, 0, i64::from(signum));
+                count += 1;
+            }
+        }
+    }
+    count
 }
 
 /// A reactor's signal state (see the module doc).

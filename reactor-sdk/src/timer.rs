@@ -30,15 +30,61 @@
 //! Entries hold `Weak` references: dropping the heap frees only the
 //! entries.
 
+use std::cell::RefCell;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::rc::{Rc, Weak};
+
+use crate::traits::Event;
 
 /// What the heap asks of a timer (H1).
 pub trait Timed {
     /// The generation of the timer's pending deadline, `None` when it is
     /// not armed (or is not a timer).
     fn armed_generation(&self) -> Option<u64>;
+}
+
+/// The next deadline of a periodic timer that was due at `deadline`, seen
+/// at `now`: one period later, or, if the loop fell behind by whole
+/// periods, the first one after `now` (missed periods are skipped, not
+/// replayed, and the timer does not drift).
+pub fn next_deadline(deadline: u64, repeat: u64, now: u64) -> u64 {
+    let next = deadline.saturating_add(repeat);
+    if next > now {
+        return next;
+    }
+    let missed = (now - next) / repeat + 1;
+    next.saturating_add(missed.saturating_mul(repeat))
+}
+
+/// Fires every timer of `heap` due at `now` and armed at or before
+/// `horizon` (a callback that re-arms its timer cannot spin one pass), one
+/// callback at a time with no borrow of the heap held. `advance(ev,
+/// deadline)` updates the timer's state: `Some((next, generation))` for a
+/// periodic one (pushed again), `None` for a one-shot one (now disarmed);
+/// `touch(ev)` reconciles its alive count. Returns the number of callbacks
+/// run.
+pub fn fire_due<E: Timed + Event>(
+    heap: &RefCell<TimerHeap<E>>,
+    now: u64,
+    horizon: u64,
+    mut advance: impl FnMut(&E, u64) -> Option<(u64, u64)>,
+    touch: impl Fn(&E),
+) -> i32 {
+    let mut count = 0;
+    loop {
+        let due = heap.borrow_mut().pop_due(now, horizon);
+        let Some((ev, deadline)) = due else { break };
+        if let Some((next, generation)) = advance(&ev, deadline) {
+            heap.borrow_mut().push(&ev, next, generation);
+        }
+        touch(&ev);
+        if ev.deliverable() {
+            ev.callback().notify(&*ev, 0, 0);
+            count += 1;
+        }
+    }
+    count
 }
 
 /// One deadline.
@@ -193,6 +239,13 @@ mod tests {
     fn bump(timer: &T) -> u64 {
         timer.generation.set(timer.generation.get() + 1);
         timer.generation.get()
+    }
+
+    #[test]
+    fn periodic_deadline_advances_from_the_previous_one() {
+        assert_eq!(next_deadline(100, 10, 105), 110);
+        assert_eq!(next_deadline(100, 10, 110), 120);
+        assert_eq!(next_deadline(100, 10, 135), 140);
     }
 
     #[test]

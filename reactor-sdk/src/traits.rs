@@ -43,6 +43,13 @@ pub unsafe trait Event: Sized + 'static {
     /// The reactor that made the event, if it still exists.
     fn reactor(&self) -> Option<Rc<Self::Reactor>>;
 
+    /// The host's callback (the kit's delivery loops call it).
+    fn callback(&self) -> &HostCallback;
+
+    /// Whether the event may still call back: false once disposed (the
+    /// kit's delivery loops check it right before each call).
+    fn deliverable(&self) -> bool;
+
     /// `trigger_fire`, from any thread: marks the trigger fired and wakes
     /// the loop; `AA_E_INVALID` if the event is not a trigger.
     ///

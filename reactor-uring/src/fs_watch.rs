@@ -109,38 +109,28 @@ impl Reactor {
 
     /// Calls back for each record (FW2, FW3).
     pub(crate) fn deliver_changes(&self, changes: Vec<Change>) -> i32 {
-        let mut count = 0;
-        for change in changes {
-            let route = match self.inotify.borrow_mut().as_mut() {
-                Some(inotify) => inotify.watches.route(&change),
-                None => return count,
-            };
-            let Some(route) = route else { continue };
-            for ev in route.watchers {
-                let active = match &mut *ev.state.borrow_mut() {
-                    State::FsWatch(w) if w.active => {
-                        if route.ends {
-                            w.active = false;
-                        }
-                        true
+        let route = |c: &Change| {
+            self.inotify
+                .borrow_mut()
+                .as_mut()
+                .map(|inotify| inotify.watches.route(c))
+        };
+        let mark = |ev: &Rc<Event>, ends: bool| {
+            let active = match &mut *ev.state.borrow_mut() {
+                State::FsWatch(w) if w.active => {
+                    if ends {
+                        w.active = false;
                     }
-                    _ => false,
-                };
-                if route.ends {
-                    self.touch(&ev);
+                    true
                 }
-                if !active || !ev.deliverable() {
-                    continue;
-                }
-                if route.ends {
-                    ev.callback.notify(&*ev, route.status, 0);
-                } else {
-                    ev.callback.notify_fs(&*ev, route.bits, &change.name);
-                }
-                count += 1;
+                _ => false,
+            };
+            if ends {
+                self.touch(ev);
             }
-        }
-        count
+            active
+        };
+        reactor_sdk::inotify::deliver(changes, route, mark)
     }
 
     /// `destroy`, first step: takes the `READ` to drain (with the waker's,
