@@ -42,15 +42,7 @@ macro_rules! syscall {
     }};
 }
 
-/// Retries `f` while it fails with `EINTR`.
-fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match f() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
-    }
-}
+use reactor_sdk::sys::retry;
 
 /// A new eventfd: counter 0, non-blocking, close-on-exec.
 pub(crate) fn eventfd() -> io::Result<OwnedFd> {

@@ -15,6 +15,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use async_abi::AaExitStatus;
 
 use crate::error::{Error, Result};
+use crate::sys::retry;
 
 /// Turns `-1` into the thread's last OS error.
 fn check<T: PartialEq + From<i8>>(res: T) -> io::Result<T> {
@@ -22,16 +23,6 @@ fn check<T: PartialEq + From<i8>>(res: T) -> io::Result<T> {
         Err(io::Error::last_os_error())
     } else {
         Ok(res)
-    }
-}
-
-/// Retries `f` while it fails with `EINTR`.
-fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match f() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
     }
 }
 

@@ -102,7 +102,8 @@ impl HostAddr {
 }
 
 /// Retries `f` while it fails with `EINTR`.
-fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+#[inline]
+pub fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
         match f() {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
