@@ -114,8 +114,8 @@ extern "C" {
 
 // Capability: timers (`timer_new`, `timer_rearm`, required slots all the
 // same). Clear: the reactor cannot time anything. async-std-api relies on
-// timers for every timed wait (`sleep`, timeouts, intervals) and does not
-// check this bit: those waits fail with the status `timer_new` returns.
+// timers for every timed wait (`sleep`, timeouts, intervals, shutdown) and
+// refuses to start such a reactor, with one line naming it and this bit.
 #define AA_CAP_TIMER (1 << 0)
 
 // Capability: descriptor readiness (`poll_new`, `poll_set_interest`,
@@ -127,9 +127,9 @@ extern "C" {
 
 // Capability: completion-level requests on streams (`io_submit` with
 // `AA_IO_READ`, `WRITE`, `ACCEPT`, `CONNECT`, `CLOSE`; a required slot all
-// the same). Clear: async-std-api does not check this bit; its stream
-// sockets, pipes and descriptor closes submit requests anyway and fail
-// with the status `io_submit` returns (`AA_E_UNSUPPORTED`).
+// the same). Clear: async-std-api submits no request: its stream sockets
+// and pipes fail with `ErrorKind::Unsupported` naming the reactor, and it
+// closes descriptors itself.
 #define AA_CAP_IO (1 << 2)
 
 // Capability: cross-thread triggers (`trigger_new`, `trigger_fire`,

@@ -45,8 +45,8 @@ pub struct AaReactor {
 
 /// Capability: timers (`timer_new`, `timer_rearm`, required slots all the
 /// same). Clear: the reactor cannot time anything. async-std-api relies on
-/// timers for every timed wait (`sleep`, timeouts, intervals) and does not
-/// check this bit: those waits fail with the status `timer_new` returns.
+/// timers for every timed wait (`sleep`, timeouts, intervals, shutdown) and
+/// refuses to start such a reactor, with one line naming it and this bit.
 pub const AA_CAP_TIMER: u64 = 1 << 0;
 /// Capability: descriptor readiness (`poll_new`, `poll_set_interest`,
 /// required slots all the same). Clear: the host never calls `poll_new`;
@@ -56,9 +56,9 @@ pub const AA_CAP_TIMER: u64 = 1 << 0;
 pub const AA_CAP_POLL: u64 = 1 << 1;
 /// Capability: completion-level requests on streams (`io_submit` with
 /// `AA_IO_READ`, `WRITE`, `ACCEPT`, `CONNECT`, `CLOSE`; a required slot all
-/// the same). Clear: async-std-api does not check this bit; its stream
-/// sockets, pipes and descriptor closes submit requests anyway and fail
-/// with the status `io_submit` returns (`AA_E_UNSUPPORTED`).
+/// the same). Clear: async-std-api submits no request: its stream sockets
+/// and pipes fail with `ErrorKind::Unsupported` naming the reactor, and it
+/// closes descriptors itself.
 pub const AA_CAP_IO: u64 = 1 << 2;
 /// Capability: cross-thread triggers (`trigger_new`, `trigger_fire`,
 /// required slots all the same). Clear: the host never calls `trigger_new`;

@@ -164,6 +164,9 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
             }
             continue;
         }
+        if let Some(err) = s.pending_error.take() {
+            return err; // a failed fairness poll
+        }
         if s.live.len() == 0 {
             return AA_OK;
         }
@@ -173,7 +176,7 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
         if s.reactor.alive() > 0 {
             let rc = s.reactor.run_once(-1);
             if rc < 0 {
-                return s.fail(rc, format!("reactor run_once failed with status {rc}"));
+                return s.fail(rc, run_once_failed(rc));
             }
             continue;
         }
@@ -181,7 +184,7 @@ pub(crate) fn run_loop(s: &Scheduler) -> AaStatus {
         // (callbacks of closed events may still be due), then decide.
         let rc = s.reactor.run_once(0);
         if rc < 0 {
-            return s.fail(rc, format!("reactor run_once failed with status {rc}"));
+            return s.fail(rc, run_once_failed(rc));
         }
         if rc > 0 || !s.queue.is_empty() || !s.microtasks.is_empty() {
             continue;
@@ -204,7 +207,11 @@ fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
     if !s.queue.is_empty() {
         let ticks = s.ticks.get() + 1;
         if ticks >= s.slow_tick_at {
-            slow_tick(s, ticks);
+            if !slow_tick(s, ticks) {
+                // The reactor failed: back to the root, which returns the
+                // error (a failed `run_once` is fatal on every path).
+                return None;
+            }
         } else {
             s.ticks.set(ticks);
         }
@@ -214,12 +221,15 @@ fn next_runnable(s: &Scheduler) -> Option<CoroPtr> {
 
 /// The busy tick's slow path: the non-blocking reactor poll of every
 /// [`POLL_EVERY`]th busy tick, and under chaos (which takes this path on
-/// every busy tick) the random pick that makes the queue's head.
+/// every busy tick) the random pick that makes the queue's head. False if
+/// the reactor's poll failed (`pending_error` is set).
 #[cold]
 #[inline(never)]
-fn slow_tick(s: &Scheduler, ticks: u32) {
+fn slow_tick(s: &Scheduler, ticks: u32) -> bool {
     if ticks >= POLL_EVERY {
-        fairness_poll(s);
+        if !fairness_poll(s) {
+            return false;
+        }
     } else {
         s.ticks.set(ticks);
     }
@@ -228,18 +238,34 @@ fn slow_tick(s: &Scheduler, ticks: u32) {
         debug_assert!(s.current.get().is_none(), "a pick while a coroutine runs");
         s.queue.chaos_pick();
     }
+    true
+}
+
+/// The message for a failed `run_once`: the status by name (the host adds
+/// the reactor's own message).
+#[cold]
+fn run_once_failed(rc: AaStatus) -> String {
+    match async_abi::status_name(rc) {
+        Some(name) => format!("reactor run_once failed with {name} ({rc})"),
+        None => format!("reactor run_once failed with status {rc}"),
+    }
 }
 
 /// The non-blocking reactor poll of every [`POLL_EVERY`]th busy tick.
+/// A failure is fatal to the run, as on the idle path: it is recorded in
+/// `pending_error` for the root loop to return, and this returns false.
 #[inline(always)]
-fn fairness_poll(s: &Scheduler) {
+fn fairness_poll(s: &Scheduler) -> bool {
     s.ticks.set(0);
     Counters::bump(&s.counters.tick_polls);
     let rc = s.reactor.run_once(0);
     if rc < 0 {
-        async_abi::plugin_error!("reactor run_once(0) failed with status {rc}");
+        let msg = run_once_failed(rc);
+        s.pending_error.set(Some(s.fail(rc, msg)));
+        return false;
     }
     s.microtasks.drain();
+    true
 }
 
 /// Where coroutine `n` runs: its own fiber if it started, else an idle or

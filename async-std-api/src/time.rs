@@ -14,7 +14,7 @@ use std::convert::Infallible;
 
 use crate::core::awaitable::{sealed, sealed::Sealed, Awaitable};
 use crate::core::error::Cancelled;
-use crate::core::runtime::{self, TimerEvent};
+use crate::core::runtime::{self, TimerEvent, WakeRec};
 use crate::core::state::CoroState;
 use crate::core::wait::{checkpoint, suspend_once, with_me, yield_once};
 use crate::core::waiters::Completion;
@@ -97,6 +97,31 @@ fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Ca
     with_me("delay", |rt, me| sleep_as(rt, me, duration, at))
 }
 
+/// `"delay <ms> ms"`, written on the stack without `fmt`: a million
+/// sleepers should neither each hold a string nor each pay the formatter
+/// (it was a fifth of a sleep's instructions).
+fn delay_text(buf: &mut [u8; 48], ms: u128) -> &[u8] {
+    const HEAD: &[u8] = b"delay ";
+    const TAIL: &[u8] = b" ms";
+    let mut digits = [0u8; 39];
+    let (mut n, mut d) = (ms, digits.len());
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut at = 0;
+    for part in [HEAD, &digits[d..], TAIL] {
+        let part = &part[..part.len().min(buf.len() - at)];
+        buf[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    &buf[..at]
+}
+
 fn sleep_as(
     rt: &runtime::Runtime,
     me: &Rc<CoroState>,
@@ -104,22 +129,16 @@ fn sleep_as(
     at: &'static Location<'static>,
 ) -> Result<(), Cancelled> {
     checkpoint(me)?;
-    let fired = Rc::new(Cell::new(false));
-    let on_fire = {
-        let fired = fired.clone();
-        let me = me.clone();
-        Box::new(move |_status| {
-            fired.set(true);
-            runtime::wake(&me);
-        })
-    };
+    // Declared before the timer, so the timer is disposed first.
+    let rec = WakeRec::new(me);
     let _timer = rt
         .reactor
-        .timer(nanos(duration), on_fire)
+        .wake_timer(nanos(duration), &rec)
         .unwrap_or_else(|s| panic!("cannot arm a timer: {}", runtime::status_text(s)));
-    let what = format!("delay {} ms", duration.as_millis());
-    while !fired.get() {
-        suspend_once(rt, me, what.as_bytes(), at)?; // `_timer` is disposed on return
+    let mut buf = [0u8; 48];
+    let what = delay_text(&mut buf, duration.as_millis());
+    while !rec.fired() {
+        suspend_once(rt, me, what, at)?; // `_timer` is disposed on return
     }
     Ok(())
 }
@@ -376,5 +395,17 @@ impl fmt::Debug for Interval {
             .field("period", &self.period)
             .field("pending", &self.state.pending.get())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod delay_text_tests {
+    #[test]
+    fn the_wait_description_names_the_delay_in_milliseconds() {
+        let mut buf = [0u8; 48];
+        assert_eq!(super::delay_text(&mut buf, 0), b"delay 0 ms");
+        assert_eq!(super::delay_text(&mut buf, 1234), b"delay 1234 ms");
+        let max = super::delay_text(&mut buf, u128::MAX).to_vec();
+        assert!(max.starts_with(b"delay 34028236692093846346337460743176821145"));
     }
 }

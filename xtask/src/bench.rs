@@ -8,6 +8,14 @@
 use crate::cmd::{cargo, run_inherit};
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    // `--no-report`: measure and print, leave docs/bench/ as it is.
+    let report = !args.iter().any(|a| a == "--no-report");
+    let args: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--no-report" && *a != "--")
+        .cloned()
+        .collect();
+    let listing = args.iter().any(|a| a == "--list" || a == "--profile");
     let plugins = crate::arch::cdylib_packages()?;
     let mut build = cargo();
     build.args(["build", "--release"]);
@@ -27,6 +35,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "bench",
         "--",
     ]);
-    cmd.args(args);
-    run_inherit(cmd, "the benchmark harness")
+    cmd.args(&args);
+    if !report || listing {
+        return run_inherit(cmd, "the benchmark harness");
+    }
+    let fresh = crate::conformance::target_dir()?.join("bench-results.json");
+    let _ = std::fs::remove_file(&fresh);
+    cmd.arg("--json").arg(&fresh);
+    run_inherit(cmd, "the benchmark harness")?;
+    let mut command = String::from("cargo xtask bench");
+    if !args.is_empty() {
+        command.push_str(" -- ");
+        command.push_str(&args.join(" "));
+    }
+    crate::bench_report::update(&fresh, &command)
 }

@@ -1,10 +1,15 @@
 //! The C reactor's build (`reactor-c/`, with the system C compiler), used by
-//! `cargo xtask test-matrix` for its C reactor cell.
+//! `cargo xtask test-matrix` for its C reactor cell, and `cargo xtask
+//! conformance [LIBRARY.so] [KIT OPTIONS]`: builds the standalone kit
+//! (`reactor_kit`, from `tests/src/bin/`) and runs it on the library given,
+//! or, with none, on every reactor of the workspace as the matrix builds
+//! them (the cdylib plugins that are reactors, and `reactor-c`). Options
+//! other than a library (`--jobs 2`, `--filter timers`) go to the kit.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::cmd::{cargo, root, run_capture};
+use crate::cmd::{cargo, root, run_capture, run_inherit};
 
 /// The C sources of `reactor-c`, in the order its Makefile lists them.
 const C_SOURCES: [&str; 4] = ["src/plugin.c", "src/loop.c", "src/io.c", "src/signal.c"];
@@ -64,4 +69,65 @@ pub(crate) fn build_c_reactor() -> Result<PathBuf, String> {
 fn rename(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::rename(from, to)
         .map_err(|e| format!("cannot move {} to {}: {e}", from.display(), to.display()))
+}
+
+/// `cargo xtask conformance [LIBRARY.so] [KIT OPTIONS]`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut libraries = Vec::new();
+    let mut kit_args = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg.starts_with('-') {
+            kit_args.push(arg.clone());
+            // The kit's options that take a value.
+            if matches!(
+                arg.as_str(),
+                "--filter" | "--jobs" | "-j" | "--timeout" | "--case"
+            ) {
+                kit_args.push(it.next().ok_or(format!("{arg} needs a value"))?.clone());
+            }
+        } else {
+            libraries.push(PathBuf::from(arg));
+        }
+    }
+    let mut build = cargo();
+    build.args(["build", "-p", "tests", "--bin", "reactor_kit"]);
+    if libraries.is_empty() {
+        // The workspace's reactors, built as test-matrix builds them.
+        let reactors: Vec<String> = crate::arch::cdylib_packages()?
+            .into_iter()
+            .filter(|p| p.starts_with("reactor-"))
+            .collect();
+        for p in &reactors {
+            build.args(["-p", p]);
+        }
+        run_inherit(build, "cargo build (the kit and the reactors)")?;
+        let dir = target_dir()?.join("debug");
+        for p in &reactors {
+            libraries.push(dir.join(format!("lib{}.so", p.replace('-', "_"))));
+        }
+        libraries.push(build_c_reactor()?);
+    } else {
+        run_inherit(build, "cargo build (the kit)")?;
+    }
+    let kit = target_dir()?.join("debug").join("reactor_kit");
+    let mut failing = Vec::new();
+    for lib in &libraries {
+        eprintln!("xtask: {} {}", kit.display(), lib.display());
+        let mut cmd = Command::new(&kit);
+        cmd.args(&kit_args).arg(lib);
+        if let Err(e) = run_inherit(cmd, &format!("the kit on {}", lib.display())) {
+            failing.push(e);
+        }
+    }
+    eprintln!(
+        "xtask: the kit is {}: it needs only the C library, so it can be copied and run alone \
+         (reactor_kit --help)",
+        kit.display()
+    );
+    if failing.is_empty() {
+        Ok(())
+    } else {
+        Err(failing.join("; "))
+    }
 }

@@ -12,6 +12,11 @@
 //! - `chaos --seeds N [--start S]`: the suite under the chaos scheduler once
 //!   per seed, and a table of failing seeds with the command that reproduces
 //!   each failure.
+//! - `conformance [LIBRARY.so] [KIT OPTIONS]`: builds the standalone
+//!   reactor conformance kit and runs it on a library, or on every reactor
+//!   of the workspace.
+//! - `check-abi-rules`: every rule id of `docs/abi/` is checked by a
+//!   conformance case that cites it, and every id a case cites is defined.
 //! - `check-semantics`: rule ids cited are defined in `docs/semantics.md` and
 //!   checked by tests; no path points outside the repository.
 //! - `memcheck`: a representative part of the suite under valgrind.
@@ -20,8 +25,10 @@
 
 use std::process::ExitCode;
 
+mod abi_rules;
 mod arch;
 mod bench;
+mod bench_report;
 mod chaos;
 mod cmd;
 mod conformance;
@@ -41,6 +48,8 @@ commands:
   check-arch [--bless]                    dependency rule, unsafe-code inventory, host layers
   bench [ARGS...]                         benchmarks side by side with peers (release build)
   chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
+  conformance [LIB.so] [KIT OPTIONS]      build the reactor kit, run it on LIB (or every reactor)
+  check-abi-rules                         docs/abi rule ids and conformance cases cite each other
   check-semantics                         rule ids defined in docs/semantics.md and tested
   memcheck                                part of the suite under valgrind: 0 errors, 0 leaks
   soak --secs N [--reactor R] [--conns C] the echo server under load: requests/s, errors, RSS
@@ -60,6 +69,8 @@ fn main() -> ExitCode {
         "bench" => bench::run(&rest),
         "chaos" => chaos::run(&rest),
         "check-semantics" => semantics::run(&rest),
+        "conformance" => conformance::run(&rest),
+        "check-abi-rules" => abi_rules::run(&rest),
         "memcheck" => memcheck::run(&rest),
         "soak" => soak::run(&rest),
         "-h" | "--help" | "help" => {

@@ -12,8 +12,9 @@
 //!    by [`crate::conformance::build_c_reactor`]): the example a third party
 //!    starts from must keep passing the kit and the suite. The tests it
 //!    cannot run are left out by name, each with its reason
-//!    ([`C_REACTOR_SKIPS`]), and counted as skipped. The Rust example reactor (`reactor-example/`, on the kit
-//!    `reactor-sdk`) runs the suite the same way ([`EXAMPLE_REACTOR_SKIPS`]);
+//!    ([`C_REACTOR_SKIPS`]), and counted as skipped. The Rust example
+//!    reactor (`reactor-example/`, on the kit `reactor-sdk`) runs the suite
+//!    the same way ([`EXAMPLE_REACTOR_SKIPS`]);
 //! 5. run it under the chaos scheduler, one cell per seed of
 //!    [`chaos::MATRIX_SEEDS`](crate::chaos::MATRIX_SEEDS): the suite without
 //!    the reactor conformance kit and the io_uring proof (they do not
@@ -52,26 +53,12 @@ pub(crate) struct Skip {
 /// What the C reactor's cell leaves out. The capability rows go when the
 /// tests skip themselves on a reactor without the capability; the host rows
 /// go when the host's fallback is fixed.
-pub(crate) const C_REACTOR_SKIPS: &[Skip] = &[
-    Skip {
-        binary: "fs",
-        prefix: "fs_watch::",
-        why: "reactor-c lacks AA_CAP_FS_WATCH: fs::watch returns Unsupported there, \
+pub(crate) const C_REACTOR_SKIPS: &[Skip] = &[Skip {
+    binary: "fs",
+    prefix: "fs_watch::",
+    why: "reactor-c lacks AA_CAP_FS_WATCH: fs::watch returns Unsupported there, \
               and these tests do not skip themselves on such a reactor",
-    },
-    Skip {
-        binary: "net",
-        prefix: "dns::d34_a_name_that_does_not_resolve_is_one_line_naming_it",
-        why: "host: without AA_CAP_DNS, lookup_host resolves on the pool and returns std's \
-              message, not \"failed to lookup address information for <host>: ...\"",
-    },
-    Skip {
-        binary: "process",
-        prefix: "process_wait::d32_a_child_that_exits_after_its_wait_was_cancelled_is_reaped_without_a_new_wait",
-        why: "host: without AA_CAP_PROCESS, a child whose pool wait was cancelled stays a \
-              zombie until the next wait (D-32 holds only with the reactor's watch)",
-    },
-];
+}];
 
 /// What the Rust example reactor's cell (`reactor-example/`, on the kit
 /// `reactor-sdk`) leaves out: nothing. It lacks `AA_CAP_IO_INLINE`,

@@ -85,6 +85,9 @@ pub(crate) struct SpawnSite {
     pub(crate) column: u32,
 }
 
+/// A coroutine's switch handlers, in the order they were added (C-I5).
+type Handlers = Vec<(HandlerFn, *mut c_void)>;
+
 /// One coroutine. See the module invariants.
 pub(crate) struct Coro {
     /// Unique for the scheduler's lifetime, never 0, increasing.
@@ -109,7 +112,10 @@ pub(crate) struct Coro {
     pub(crate) wait: Cell<*const AaWaitInfo>,
     /// How many times it received control.
     pub(crate) switches: Cell<u64>,
-    handlers: Cell<Vec<(HandlerFn, *mut c_void)>>,
+    /// Boxed: rare, and every record (a million, at scale) would carry an
+    /// empty `Vec`'s 24 bytes.
+    #[allow(clippy::box_collection)]
+    handlers: Cell<Option<Box<Handlers>>>,
     /// Whether `handlers` may be non-empty: the fast path of every switch
     /// skips them without touching the vector.
     has_handlers: Cell<bool>,
@@ -152,7 +158,7 @@ impl Coro {
             fiber: Cell::new(None),
             wait: Cell::new(std::ptr::null()),
             switches: Cell::new(0),
-            handlers: Cell::new(Vec::new()),
+            handlers: Cell::new(None),
             has_handlers: Cell::new(false),
             q_next: Cell::new(None),
             prev: Cell::new(None),
@@ -162,9 +168,9 @@ impl Coro {
 
     /// Adds a switch handler (C-I5).
     pub(crate) fn add_handler(&self, f: HandlerFn, arg: *mut c_void) {
-        let mut hs = self.handlers.take();
+        let mut hs = self.handlers.take().unwrap_or_default();
         hs.push((f, arg));
-        self.handlers.set(hs);
+        self.handlers.set(Some(hs));
         self.has_handlers.set(true);
     }
 }
@@ -246,14 +252,15 @@ impl CoroPtr {
     #[inline(never)]
     fn fire_handlers_slow(self, s: &crate::scheduler::Scheduler, kind: u32) {
         let coro = self.get();
-        let mut hs = coro.handlers.take();
+        let mut hs = coro.handlers.take().unwrap_or_default();
         s.forbid_suspend(|| {
             hs.retain(|&(f, arg)| crate::ffi::call_handler(f, self.as_abi(), kind, arg))
         });
-        let mut added = coro.handlers.take();
-        hs.append(&mut added);
+        if let Some(mut added) = coro.handlers.take() {
+            hs.append(&mut added);
+        }
         coro.has_handlers.set(!hs.is_empty());
-        coro.handlers.set(hs);
+        coro.handlers.set((!hs.is_empty()).then_some(hs));
     }
 }
 

@@ -176,6 +176,17 @@ pub enum Event {
         /// The panic's message.
         message: String,
     },
+    /// A plugin broke the ABI's contract in a way the host could survive
+    /// (a one-shot callback called a second time): the host kept the first
+    /// call and goes on, but the plugin has a bug. Reported once per runtime
+    /// and kind of fault.
+    PluginFault {
+        /// The plugin: its role, the name the configuration chose it by,
+        /// and the name and version it reports.
+        plugin: String,
+        /// What it did.
+        fault: String,
+    },
 }
 
 impl Event {
@@ -184,7 +195,8 @@ impl Event {
         match self {
             Event::UnhandledFailure { .. }
             | Event::Deadlock { .. }
-            | Event::ZombiesForced { .. } => Level::Error,
+            | Event::ZombiesForced { .. }
+            | Event::PluginFault { .. } => Level::Error,
             _ => Level::Warn,
         }
     }
@@ -193,7 +205,9 @@ impl Event {
     fn target(&self) -> &'static str {
         match self {
             Event::ActivityExceeded { .. } => "async_std_api::watchdog",
-            Event::UnhandledFailure { .. } | Event::Deadlock { .. } => "async_std_api::runtime",
+            Event::UnhandledFailure { .. } | Event::Deadlock { .. } | Event::PluginFault { .. } => {
+                "async_std_api::runtime"
+            }
             Event::StuckInCancellation { .. } => "async_std_api::cancel",
             Event::ContextDropPanicked { .. } => "async_std_api::context",
             _ => "async_std_api::scope",
@@ -323,6 +337,7 @@ impl fmt::Display for Event {
             Event::ContextDropPanicked { message } => {
                 write!(f, "a context value panicked in its destructor: {message}")
             }
+            Event::PluginFault { plugin, fault } => write!(f, "{plugin} {fault}"),
         }
     }
 }

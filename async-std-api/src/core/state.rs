@@ -178,7 +178,8 @@ pub(crate) struct CoroState {
     flags: Cell<u8>,
     body: Cell<Option<Body>>,
     /// I3.
-    cancel: RefCell<Option<Cancelled>>,
+    /// Boxed: rare, and a `Cancelled` is 64 bytes every record would carry.
+    cancel: RefCell<Option<Box<Cancelled>>>,
     cancel_pending: Cell<bool>,
     cancel_deferred: Cell<bool>,
     protect_depth: Cell<u32>,
@@ -365,7 +366,7 @@ impl CoroState {
     }
 
     pub(crate) fn cancellation(&self) -> Option<Cancelled> {
-        self.cancel.borrow().clone()
+        self.cancel.borrow().as_deref().cloned()
     }
 
     pub(crate) fn is_cancellation_requested(&self) -> bool {
@@ -380,7 +381,7 @@ impl CoroState {
         if self.has_flag(BODY_DONE) || self.is_finished() || self.cancel.borrow().is_some() {
             return false;
         }
-        *self.cancel.borrow_mut() = Some(c);
+        *self.cancel.borrow_mut() = Some(Box::new(c));
         self.set_flag(CANCEL_REQUESTED, true);
         if self.protect_depth.get() > 0 {
             self.cancel_deferred.set(true);
@@ -453,7 +454,11 @@ impl CoroState {
         {
             let mut slot = self.cancel.borrow_mut();
             if slot.is_none() {
-                *slot = Some(Cancelled::of(self.id(), CancelCause::Shutdown, None));
+                *slot = Some(Box::new(Cancelled::of(
+                    self.id(),
+                    CancelCause::Shutdown,
+                    None,
+                )));
             }
         }
         self.cancel_deferred.set(false);
@@ -483,7 +488,11 @@ impl CoroState {
         self.set_flag(CANCEL_REQUESTED, true);
         let mut slot = self.cancel.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Cancelled::of(self.id(), CancelCause::Deadlock, None));
+            *slot = Some(Box::new(Cancelled::of(
+                self.id(),
+                CancelCause::Deadlock,
+                None,
+            )));
         }
         Cancelled::of(self.id(), CancelCause::Deadlock, None)
     }

@@ -7,11 +7,17 @@
 //!   there (I4 in `core::state`), so a listed handle is a live coroutine's
 //!   (I1) and can be enqueued without a reference count.
 //! - **WL2** Wake order is FIFO: the oldest waiter first.
+//! - **WL3** A *tagged* waiter stands for an input of a combinator: waking
+//!   it queues its tag in the combinator's [`ReadySet`] and wakes the
+//!   coroutine waiting there, if any. Its owner removes it before the
+//!   `ReadySet`'s waiter stops waiting for good (the engine's drop), so a
+//!   listed `ReadySet` never names a finished coroutine.
 //!
 //! Everything here is touched only on the loop thread (`!Send`).
 
 use std::cell::{Cell, RefCell};
 use std::ptr;
+use std::rc::Rc;
 
 use async_abi::AaCoroutine;
 
@@ -25,7 +31,10 @@ pub(crate) struct Completion {
     /// usual single `join`), so subscribing it borrows and allocates
     /// nothing; null when empty. Every listed waiter is newer than it.
     solo: Cell<*mut AaCoroutine>,
-    waiters: RefCell<WaitList>,
+    /// The waiters after the solo one, made on the first such waiter: every
+    /// coroutine record holds a completion, and a million suspended
+    /// coroutines should not each carry an empty list.
+    waiters: RefCell<Option<Box<WaitList>>>,
 }
 
 /// The key of the waiter in a completion's `solo` slot.
@@ -36,8 +45,14 @@ impl Completion {
         Completion {
             done: Cell::new(false),
             solo: Cell::new(ptr::null_mut()),
-            waiters: RefCell::new(WaitList::new()),
+            waiters: RefCell::new(None),
         }
+    }
+
+    /// Whether the list beyond the solo waiter is empty.
+    #[inline]
+    fn list_empty(&self) -> bool {
+        self.waiters.borrow().as_ref().is_none_or(|w| w.head == NIL)
     }
 
     #[inline]
@@ -48,25 +63,30 @@ impl Completion {
     /// True if a waiter is subscribed.
     #[inline]
     pub(crate) fn has_waiters(&self) -> bool {
-        !self.solo.get().is_null() || self.waiters.borrow().head != NIL
+        !self.solo.get().is_null() || !self.list_empty()
     }
 
     /// Not done, no waiter: as new (the record it is in is reused).
     pub(super) fn reuse(&mut self) {
         *self.done.get_mut() = false;
         *self.solo.get_mut() = ptr::null_mut();
-        *self.waiters.get_mut() = WaitList::new();
+        if let Some(w) = self.waiters.get_mut() {
+            **w = WaitList::new();
+        }
     }
 
     /// Adds a waiter (O(1)); remove it with [`Completion::unsubscribe`].
     #[inline]
     pub(crate) fn subscribe(&self, who: &CoroState) -> WaitKey {
         let raw = who.raw.get();
-        if self.solo.get().is_null() && self.waiters.borrow().head == NIL {
+        if self.solo.get().is_null() && self.list_empty() {
             self.solo.set(raw);
             return SOLO;
         }
-        self.waiters.borrow_mut().push(raw)
+        self.waiters
+            .borrow_mut()
+            .get_or_insert_with(|| Box::new(WaitList::new()))
+            .push(raw)
     }
 
     /// Removes a waiter (O(1)).
@@ -74,8 +94,8 @@ impl Completion {
     pub(crate) fn unsubscribe(&self, key: WaitKey) {
         if key == SOLO {
             self.solo.set(ptr::null_mut());
-        } else {
-            self.waiters.borrow_mut().remove(key);
+        } else if let Some(w) = self.waiters.borrow_mut().as_mut() {
+            w.remove(key);
         }
     }
 
@@ -92,13 +112,21 @@ impl Completion {
         if !solo.is_null() {
             runtime::wake_raw(solo);
         }
-        if self.waiters.borrow().head == NIL {
+        if self.list_empty() {
             return;
         }
-        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
-        for raw in waiters.iter() {
-            runtime::wake_raw(raw);
-        }
+        let waiters = self.waiters.borrow_mut().take().expect("not empty");
+        waiters.wake_each();
+    }
+
+    /// Adds a tagged waiter (O(1)): when this completes, `tag` goes to
+    /// `ready` and `ready`'s waiter is woken. Remove it with
+    /// [`Completion::unsubscribe`].
+    pub(crate) fn subscribe_tagged(&self, ready: &Rc<ReadySet>, tag: usize) -> WaitKey {
+        self.waiters
+            .borrow_mut()
+            .get_or_insert_with(|| Box::new(WaitList::new()))
+            .push_tagged(ready.clone(), tag)
     }
 }
 
@@ -121,10 +149,76 @@ impl Notify {
     /// Enqueues every subscribed waiter (a hint, P-22). The scheduler's
     /// `enqueue` calls no host code, so the list stays borrowed meanwhile.
     pub(crate) fn wake_all(&self) {
-        let waiters = self.waiters.borrow();
-        for raw in waiters.iter() {
-            runtime::wake_raw(raw);
+        self.waiters.borrow().wake_each();
+    }
+
+    /// Adds a tagged waiter (O(1)), as [`Completion::subscribe_tagged`]:
+    /// each [`wake_all`](Notify::wake_all) sends `tag` to `ready`.
+    pub(crate) fn subscribe_tagged(&self, ready: &Rc<ReadySet>, tag: usize) -> WaitKey {
+        self.waiters.borrow_mut().push_tagged(ready.clone(), tag)
+    }
+
+    /// Removes a waiter (O(1)).
+    pub(crate) fn unsubscribe(&self, key: WaitKey) {
+        self.waiters.borrow_mut().remove(key);
+    }
+}
+
+/// Where tagged waiters report (the combinators' engine): the tags of the
+/// inputs that completed or changed, each queued at most once, and the
+/// coroutine to wake, if one waits. A wake-up then costs O(1) per input
+/// that changed, not a poll of every input.
+#[derive(Default)]
+pub(crate) struct ReadySet {
+    queue: RefCell<std::collections::VecDeque<usize>>,
+    /// `queued[tag]`: the tag is in the queue.
+    queued: RefCell<Vec<bool>>,
+    waiter: Cell<*mut AaCoroutine>,
+}
+
+impl ReadySet {
+    /// Queues `tag` (once) and wakes the waiter.
+    fn mark(&self, tag: usize) {
+        {
+            let mut queued = self.queued.borrow_mut();
+            if queued.len() <= tag {
+                queued.resize(tag + 1, false);
+            }
+            if !std::mem::replace(&mut queued[tag], true) {
+                self.queue.borrow_mut().push_back(tag);
+            }
         }
+        let w = self.waiter.get();
+        if !w.is_null() {
+            runtime::wake_raw(w);
+        }
+    }
+
+    /// Queues `tag` (once) without waking anyone: an input to look at.
+    pub(crate) fn queue(&self, tag: usize) {
+        let w = self.waiter.replace(ptr::null_mut());
+        self.mark(tag);
+        self.waiter.set(w);
+    }
+
+    /// The oldest queued tag.
+    pub(crate) fn pop(&self) -> Option<usize> {
+        let tag = self.queue.borrow_mut().pop_front()?;
+        if let Some(q) = self.queued.borrow_mut().get_mut(tag) {
+            *q = false;
+        }
+        Some(tag)
+    }
+
+    /// Whether a tag is queued.
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queue.borrow().is_empty()
+    }
+
+    /// Who to wake (`CoroState::raw`) while it waits; null when nobody
+    /// does.
+    pub(crate) fn set_waiter(&self, who: *mut AaCoroutine) {
+        self.waiter.set(who);
     }
 }
 
@@ -155,8 +249,11 @@ const NIL: usize = usize::MAX;
 
 struct Node {
     /// The waiter's handle (`CoroState::raw`: non-null, the waiter is alive
-    /// while it is listed, I4); null in a free slot.
+    /// while it is listed, I4); null in a free slot and in a tagged one.
     who: *mut AaCoroutine,
+    /// A tagged waiter: where its tag goes.
+    ready: Option<Rc<ReadySet>>,
+    tag: usize,
     prev: usize,
     /// The next waiter; in a free slot, the next free slot.
     next: usize,
@@ -164,6 +261,8 @@ struct Node {
 
 const EMPTY_NODE: Node = Node {
     who: ptr::null_mut(),
+    ready: None,
+    tag: 0,
     prev: NIL,
     next: NIL,
 };
@@ -218,11 +317,26 @@ impl WaitList {
     }
 
     pub(crate) fn push(&mut self, who: *mut AaCoroutine) -> WaitKey {
-        let node = Node {
+        self.push_node(Node {
             who,
+            ready: None,
+            tag: 0,
             prev: self.tail,
             next: NIL,
-        };
+        })
+    }
+
+    fn push_tagged(&mut self, ready: Rc<ReadySet>, tag: usize) -> WaitKey {
+        self.push_node(Node {
+            who: ptr::null_mut(),
+            ready: Some(ready),
+            tag,
+            prev: self.tail,
+            next: NIL,
+        })
+    }
+
+    fn push_node(&mut self, node: Node) -> WaitKey {
         let i = if self.free != NIL {
             let i = self.free;
             self.free = self.node(i).next;
@@ -255,7 +369,8 @@ impl WaitList {
         }
         let free = self.free;
         let node = self.node_mut(i);
-        if std::mem::replace(&mut node.who, ptr::null_mut()).is_null() {
+        let tagged = node.ready.take().is_some();
+        if std::mem::replace(&mut node.who, ptr::null_mut()).is_null() && !tagged {
             return;
         }
         let (prev, next) = (node.prev, node.next);
@@ -273,18 +388,34 @@ impl WaitList {
         }
     }
 
+    /// The plain waiters, in order.
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = *mut AaCoroutine> + '_ {
+        self.nodes().filter(|n| !n.who.is_null()).map(|n| n.who)
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = &Node> + '_ {
         let mut i = self.head;
         std::iter::from_fn(move || {
-            while i != NIL {
-                let node = self.node(i);
-                i = node.next;
-                if !node.who.is_null() {
-                    return Some(node.who);
-                }
+            if i == NIL {
+                return None;
             }
-            None
+            let node = self.node(i);
+            i = node.next;
+            Some(node)
         })
+    }
+
+    /// Wakes every waiter in order: a plain one is enqueued, a tagged one
+    /// sends its tag to its [`ReadySet`]. The scheduler's `enqueue` calls no
+    /// host code, so the list may stay borrowed meanwhile.
+    fn wake_each(&self) {
+        for node in self.nodes() {
+            match &node.ready {
+                Some(ready) => ready.mark(node.tag),
+                None => runtime::wake_raw(node.who),
+            }
+        }
     }
 
     #[cfg(test)]
@@ -384,7 +515,7 @@ mod tests {
         c.unsubscribe(ka);
         let kd = c.subscribe(&d);
         assert_ne!(kd, SOLO);
-        assert_eq!(ids(&c.waiters.borrow()), [2, 3]);
+        assert_eq!(ids(c.waiters.borrow().as_ref().unwrap()), [2, 3]);
         c.unsubscribe(kb);
         c.unsubscribe(kd);
         // All gone: the next waiter is solo again.

@@ -200,8 +200,29 @@ fn resolve(host: &str, port: u16, at: &'static Location<'static>) -> io::Result<
         .collect())
 }
 
+/// std's resolver, its failure worded as the reactor's (`dns_error`), so a
+/// program sees the same line whichever path resolved the name.
 fn std_lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-    std::net::ToSocketAddrs::to_socket_addrs(&(host, port)).map(Iterator::collect)
+    std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map(Iterator::collect)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::InvalidInput {
+                return e;
+            }
+            let text = e.to_string();
+            let why = text
+                .strip_prefix("failed to lookup address information: ")
+                .unwrap_or(&text);
+            let mut chars = why.chars();
+            let why = match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect::<String>(),
+                None => String::new(),
+            };
+            io::Error::new(
+                e.kind(),
+                format!("failed to lookup address information for \"{host}\": {why}"),
+            )
+        })
 }
 
 /// One lookup through the reactor, the coroutine suspended meanwhile.

@@ -4,13 +4,14 @@
 //! Rules (the module doc of `process` states them for users):
 //! - **PC1** Each `Child` owns one exit watch from its spawn until the
 //!   child is reaped: the reactor's (`process_new`), or, without it, the
-//!   blocking pool. A wait only subscribes to the watch, so a cancelled
-//!   wait changes nothing: the child is reaped when it exits and the next
-//!   wait returns its status (D-32).
+//!   blocking pool (started by the first wait, then kept). A wait only
+//!   subscribes to the watch, so a cancelled wait changes nothing: the
+//!   child is reaped when it exits and the next wait returns its status
+//!   (D-32).
 //! - **PC2** The child is reaped exactly once: by the reactor before its
 //!   callback (PR2 in `ffi::process`), or by `try_wait` or the pool path
-//!   on the loop thread (`waitpid(WNOHANG)`; the pool thread only waits for
-//!   the exit, `WNOWAIT`), or, once the `Child` is dropped, by the orphan
+//!   on the loop thread (`waitpid(WNOHANG)`, when the pool thread, which
+//!   only waits for the exit with `WNOWAIT`, reports it), or, once the `Child` is dropped, by the orphan
 //!   reaper. Whoever reaps records the status first, so `kill` and the
 //!   waits never touch a pid that may have been recycled.
 //! - **PC3** A `Child` dropped before its child was reaped disposes its
@@ -21,15 +22,14 @@ use std::cell::Cell;
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::panic::{resume_unwind, Location};
+use std::panic::Location;
 use std::process::{ExitStatus, Output};
 use std::rc::Rc;
 
-use async_abi::{AaExitStatus, AaStatus};
+use async_abi::{AaExitStatus, AaStatus, AA_E_UNSUPPORTED};
 
 use super::orphan;
 use super::pipes::{ChildStderr, ChildStdin, ChildStdout};
-use crate::core::offload::{offload, OffloadError};
 use crate::core::runtime::process::{self as sys, ProcessEvent};
 use crate::core::runtime::{self, status_text};
 use crate::core::wait::{checkpoint, suspend_once, with_me};
@@ -76,11 +76,22 @@ fn exit_status(exit: AaExitStatus) -> ExitStatus {
 enum Watch {
     /// The reactor's watch.
     Reactor(ProcessEvent),
-    /// The blocking pool: the reactor has no usable process watch (the
-    /// reason, for the error if the pool cannot help either).
-    Pool(AaStatus),
+    /// The blocking pool: the reactor has no usable process watch.
+    Pool(PoolWatch),
     /// The child was reaped; nothing to watch.
     Done,
+}
+
+/// The pool's watch (PC1): a pool thread waits for the exit, and its
+/// report, delivered on the loop thread through the runtime's door, reaps
+/// the child there (PC2).
+struct PoolWatch {
+    /// Why the reactor's watch is not used, for the error if the pool cannot
+    /// help either.
+    why: AaStatus,
+    /// The door's callback id once the watch started: forgotten when the
+    /// `Child` is dropped first (RM3), so the report reaps nothing then.
+    started: Option<u64>,
 }
 
 /// A child process: the analogue of [`std::process::Child`], whose
@@ -152,7 +163,10 @@ impl Child {
                     "process {pid}: no reactor watch ({}); waiting on the blocking pool",
                     status_text(status)
                 );
-                Watch::Pool(status)
+                Watch::Pool(PoolWatch {
+                    why: status,
+                    started: None,
+                })
             }
         };
         Child {
@@ -220,7 +234,7 @@ impl Child {
             Some(raw) => {
                 let status = ExitStatus::from_raw(raw);
                 self.exit.status.set(Some(status));
-                self.watch = Watch::Done;
+                self.dispose_watch();
                 Ok(Some(status))
             }
             None => Ok(None),
@@ -277,15 +291,41 @@ impl Child {
         with_me("process wait", |_, me| checkpoint(me)).map_err(io::Error::from)?;
         loop {
             if let Some(r) = self.outcome() {
-                self.watch = Watch::Done;
+                self.dispose_watch();
                 return r;
             }
             match &self.watch {
-                Watch::Reactor(ev) => wait_reactor(&self.exit, ev, self.pid, at)?,
-                Watch::Pool(why) => self.wait_pool(*why)?,
+                Watch::Reactor(ev) => {
+                    // PR4: referenced while someone waits, so the wait is
+                    // not taken for a deadlock.
+                    wait_exit(&self.exit, self.pid, at, |waiting| ev.set_ref(waiting))?
+                }
+                Watch::Pool(w) => {
+                    if w.started.is_none() {
+                        let id = self.start_pool_watch(w.why)?;
+                        if let Watch::Pool(w) = &mut self.watch {
+                            w.started = id;
+                        }
+                    }
+                    // RM2: the door is referenced while the watch runs.
+                    wait_exit(&self.exit, self.pid, at, |_| ())?
+                }
                 Watch::Done => unreachable!("PC2: a reaped child has an outcome"),
             }
         }
+    }
+
+    /// Ends the watch (PC3, PR3, RM3): once the child was reaped here, or
+    /// handed on, nothing may reap its pid again, which may be another
+    /// child's by then.
+    fn dispose_watch(&mut self) {
+        if let Watch::Pool(PoolWatch {
+            started: Some(id), ..
+        }) = self.watch
+        {
+            runtime::with_runtime(|rt| rt.remote.forget(id));
+        }
+        self.watch = Watch::Done;
     }
 
     /// The status, or the error, once the child was reaped.
@@ -305,41 +345,61 @@ impl Child {
         )))
     }
 
-    /// One wait on the blocking pool (PC2): reap if exited, else wait for
-    /// the exit on a pool thread without reaping.
-    fn wait_pool(&self, why: AaStatus) -> io::Result<()> {
-        match sys::try_reap(self.pid) {
-            Ok(Some(raw)) => {
-                self.exit.status.set(Some(ExitStatus::from_raw(raw)));
-                return Ok(());
-            }
-            Ok(None) => {}
-            Err(e) => {
-                self.exit.lost.set(Some(e.raw_os_error().unwrap_or(ECHILD)));
-                return Ok(());
-            }
-        }
+    /// Starts the pool's watch (PC1): reaps at once if the child has
+    /// exited, else a pool thread waits for the exit without reaping it and
+    /// the loop thread reaps when it reports (PC2). Returns the door's
+    /// callback id, or `None` if the child was reaped at once.
+    fn start_pool_watch(&self, why: AaStatus) -> io::Result<Option<u64>> {
+        let exit = self.exit.clone();
         let pid = self.pid;
-        match offload("process wait", move || sys::wait_exited(pid)) {
-            Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(e))) => {
-                self.exit.lost.set(Some(e.raw_os_error().unwrap_or(ECHILD)));
-                Ok(())
+        let reap = move |exit: &ExitSlot, waited: Option<io::Result<()>>| {
+            let waited = waited
+                .unwrap_or_else(|| Err(io::Error::other("the pool dropped the process wait")));
+            let reaped = waited.and_then(|()| sys::try_reap(pid));
+            match reaped {
+                Ok(Some(raw)) => exit.status.set(Some(ExitStatus::from_raw(raw))),
+                // Exited (WNOWAIT said so) yet not reapable: taken by
+                // someone else meanwhile.
+                Ok(None) => exit.lost.set(Some(ECHILD)),
+                Err(e) => exit.lost.set(Some(e.raw_os_error().unwrap_or(ECHILD))),
             }
-            Ok(Err(panic)) => resume_unwind(panic),
-            Err(OffloadError::Unavailable(e)) if e.kind() == io::ErrorKind::Unsupported => {
-                let label =
-                    runtime::with_runtime(|rt| rt.reactor.label().to_owned()).unwrap_or_default();
-                Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!(
-                        "cannot wait for process {pid}: reactor \"{label}\" has no process watch ({}) and lacks AA_CAP_TRIGGER for the blocking pool",
-                        status_text(why)
-                    ),
-                ))
-            }
-            Err(e) => Err(e.into()),
+            exit.done.complete();
+        };
+        if let Ok(Some(raw)) = sys::try_reap(pid) {
+            exit.status.set(Some(ExitStatus::from_raw(raw)));
+            exit.done.complete();
+            return Ok(None);
         }
+        runtime::with_runtime(|rt| {
+            let (id, promise) = rt
+                .remote
+                .register(move |waited: Option<io::Result<()>>| reap(&exit, waited))
+                .map_err(|status| {
+                    if status == AA_E_UNSUPPORTED {
+                        io::Error::new(
+                            io::ErrorKind::Unsupported,
+                            format!(
+                                "cannot wait for process {pid}: reactor \"{}\" has no process watch ({}) and lacks AA_CAP_TRIGGER for the blocking pool",
+                                rt.reactor.label(),
+                                status_text(why)
+                            ),
+                        )
+                    } else {
+                        io::Error::other(format!(
+                            "cannot wait for process {pid}: {}",
+                            status_text(status)
+                        ))
+                    }
+                })?;
+            rt.pool
+                .submit(Box::new(move || promise.keep(sys::wait_exited(pid))))
+                .map_err(|m| {
+                    rt.remote.forget(id);
+                    io::Error::other(format!("cannot wait for process {pid}: {m}"))
+                })?;
+            Ok(Some(id))
+        })
+        .unwrap_or_else(|| Err(io::Error::other("process wait outside a runtime")))
     }
 
     /// Waits for the child and collects its standard output and error:
@@ -406,28 +466,27 @@ impl Child {
     }
 }
 
-/// Waits on the reactor's watch until it reported (PC1).
-fn wait_reactor(
+/// Waits until the child's watch reported (PC1); `referenced(true)` while
+/// the caller waits, `false` however the wait ends.
+fn wait_exit(
     exit: &ExitSlot,
-    ev: &ProcessEvent,
     pid: u32,
     at: &'static Location<'static>,
+    referenced: impl Fn(bool),
 ) -> io::Result<()> {
     with_me("process wait", |rt, me| {
         if exit.done.is_done() {
             return Ok(());
         }
         let _sub = Subscription::new(&exit.done, me);
-        // PR4: referenced while someone waits, so the wait is not taken
-        // for a deadlock; unreferenced again however the wait ends.
-        ev.set_ref(true);
-        struct Unref<'a>(&'a ProcessEvent);
-        impl Drop for Unref<'_> {
+        referenced(true);
+        struct Unref<F: Fn(bool)>(F);
+        impl<F: Fn(bool)> Drop for Unref<F> {
             fn drop(&mut self) {
-                self.0.set_ref(false);
+                (self.0)(false);
             }
         }
-        let _unref = Unref(ev);
+        let _unref = Unref(referenced);
         let what = format!("wait for process {pid}");
         while !exit.done.is_done() {
             if let Err(c) = suspend_once(rt, me, what.as_bytes(), at) {
@@ -494,9 +553,9 @@ impl Drop for Child {
         if self.outcome().is_some() {
             return;
         }
-        // PC3: dispose first (PR3: the watch reaps nothing after), then
-        // hand the child on.
-        self.watch = Watch::Done;
+        // PC3: dispose first (PR3, RM3: the watch reaps nothing after),
+        // then hand the child on.
+        self.dispose_watch();
         orphan::adopt(self.pid);
     }
 }
@@ -573,6 +632,41 @@ mod tests {
             drop(stdin);
             assert!(child.wait().unwrap().success());
             assert!(is_reaped(pid));
+        });
+    }
+
+    #[test]
+    fn d32_a_child_that_exits_after_its_pool_wait_was_cancelled_is_reaped_without_a_new_wait() {
+        pool(|| {
+            let mut child = Command::new("cat")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdin = child.stdin.take().unwrap();
+            let pid = child.id();
+            let slot = Rc::new(Cell::new(None));
+            let s = slot.clone();
+            let waiter = spawn(move || {
+                let _ = child.wait();
+                s.set(Some(child));
+            });
+            while !waiter.coroutine().is_suspended() {
+                suspend().unwrap();
+            }
+            waiter.cancel();
+            assert!(waiter.join().unwrap_err().is_cancelled());
+            let mut child = slot.take().unwrap();
+            drop(stdin);
+            // Nobody waits, yet the pool's watch reaps it: the loop runs
+            // (yielding) until it is gone from /proc.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !is_reaped(pid) {
+                assert!(std::time::Instant::now() < deadline, "still a zombie");
+                suspend().unwrap();
+            }
+            assert_eq!(child.try_wait().unwrap().map(|s| s.code()), Some(Some(0)));
+            assert_eq!(child.wait().unwrap().code(), Some(0));
         });
     }
 

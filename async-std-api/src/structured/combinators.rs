@@ -15,10 +15,14 @@
 //!   scopes, whose owners decide. The one exception is its own helper: the
 //!   coroutine that runs a [`concurrent`] iterator is cancelled when the
 //!   combinator is dropped before the iterator ended.
-//! - **CB3** A wait subscribes to every pending input and the feed, and
-//!   re-checks all of them after each wake-up (W2 of `task::wait`);
-//!   currently O(inputs) per wake-up (not guaranteed). An input counts as
-//!   awaited (D-3) while the combinator waits: one that fails before the
+//! - **CB3** A join opens a *session*: each pending input is polled once,
+//!   in input order, and subscribed with a tagged waiter (WL3 in
+//!   `core::waiters`) for the rest of the join; an input that completes or
+//!   changes queues its tag, and only queued inputs are polled again. A
+//!   wake-up costs O(1) per input that reported, not a poll of every
+//!   input; a join costs O(inputs) once, to subscribe. The feed and the
+//!   `until` trigger are subscribed per suspension. An input counts as
+//!   awaited (D-3) while a join waits: one that fails before the
 //!   combinator first waits on it (an item the iterator produced and which
 //!   failed at once), or after the combinator returned (a loser of `any`),
 //!   goes to its scope's error flow like any failure nobody awaited.
@@ -46,10 +50,12 @@ use crate::core::coroutine::Coroutine;
 use crate::core::error::{Cancelled, JoinError};
 use crate::core::failure::{Failure, FailureOrigin};
 use crate::core::join::JoinHandle;
-use crate::core::state::{CoroState, Outcome};
+use crate::core::state::Outcome;
 use crate::core::task::current;
 use crate::core::wait::{checkpoint, suspend_once, with_me, ForcedUnwind};
-use crate::core::waiters::{Completion, Notify, NotifySubscription, Subscription};
+use crate::core::waiters::{
+    Completion, Notify, NotifySubscription, ReadySet, Subscription, WaitKey,
+};
 
 #[allow(private_interfaces, missing_debug_implementations)]
 pub(crate) mod sealed {
@@ -377,33 +383,51 @@ enum Event<O, E> {
     End,
 }
 
+/// One input the engine waits for.
+struct Slot<A> {
+    /// Its input index.
+    index: usize,
+    input: A,
+    /// Its tagged subscription (CB3), while a session holds one.
+    key: Option<WaitKey>,
+}
+
 struct Engine<A: Trigger> {
-    pending: Vec<(usize, A)>,
-    ready: VecDeque<Outcome1<A>>,
+    /// The inputs not yet taken, by tag (their position), in input order;
+    /// `None` once taken. Compacted when a session starts.
+    slots: Vec<Option<Slot<A>>>,
+    /// How many slots are `Some`.
+    live: usize,
+    /// Where the inputs' subscriptions report (CB3).
+    ready: Rc<ReadySet>,
+    /// Within a join: subscriptions are held (CB3).
+    session: bool,
     feed: Option<Rc<Feed<A>>>,
     next_index: usize,
     /// The RFC's `await <combinator> until <trigger>`.
     until: Option<Box<dyn Awaitable>>,
 }
 
-/// Held for its `Drop` (W4: it leaves the list).
-#[allow(dead_code)]
-enum Sub<'a> {
-    Once(Subscription<'a>),
-    Many(NotifySubscription<'a>),
-}
+/// Ends the engine's session when the join that opened it returns or
+/// unwinds (CB3: inputs count as awaited only while a join waits).
+struct Session<'a, A: Trigger>(&'a mut Engine<A>);
 
-fn subscribe<'a>(w: Watch<'a>, me: &CoroState) -> Sub<'a> {
-    match w {
-        Watch::Once(c) => Sub::Once(Subscription::new(c, me)),
-        Watch::Many(n) => Sub::Many(NotifySubscription::new(n, me)),
+impl<A: Trigger> std::ops::Deref for Session<'_, A> {
+    type Target = Engine<A>;
+    fn deref(&self) -> &Engine<A> {
+        self.0
     }
 }
 
-fn completion_done(w: &Watch<'_>) -> bool {
-    match w {
-        Watch::Once(c) => Completion::is_done(c),
-        Watch::Many(_) => false,
+impl<A: Trigger> std::ops::DerefMut for Session<'_, A> {
+    fn deref_mut(&mut self) -> &mut Engine<A> {
+        self.0
+    }
+}
+
+impl<A: Trigger> Drop for Session<'_, A> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -411,44 +435,117 @@ impl<A: Trigger> Engine<A> {
     fn new(inputs: Inputs<A>) -> Self {
         let n = inputs.list.len();
         Engine {
-            pending: inputs.list.into_iter().enumerate().collect(),
-            ready: VecDeque::new(),
+            slots: inputs
+                .list
+                .into_iter()
+                .enumerate()
+                .map(|(index, input)| {
+                    Some(Slot {
+                        index,
+                        input,
+                        key: None,
+                    })
+                })
+                .collect(),
+            live: n,
+            ready: Rc::default(),
+            session: false,
             feed: inputs.feed,
             next_index: n,
             until: None,
         }
     }
 
-    /// Moves produced items in; CB4: an iterator error ends it at once.
+    /// Opens a session for one join (CB3); it ends when the guard drops.
+    fn session(&mut self) -> Session<'_, A> {
+        Session(self)
+    }
+
+    /// Starts the session on its first wait: every input not taken is
+    /// queued, in input order, to be polled and subscribed.
+    fn begin(&mut self) {
+        if self.session {
+            return;
+        }
+        self.session = true;
+        while self.ready.pop().is_some() {}
+        // No subscription is held: positions may change.
+        self.slots.retain(Option::is_some);
+        for tag in 0..self.slots.len() {
+            self.ready.queue(tag);
+        }
+    }
+
+    /// Ends the session: every subscription is dropped.
+    fn end(&mut self) {
+        if !self.session {
+            return;
+        }
+        self.session = false;
+        for slot in self.slots.iter_mut().flatten() {
+            if let Some(key) = slot.key.take() {
+                unsubscribe(slot.input.watch_trigger(Token(())), key);
+            }
+        }
+    }
+
+    /// Moves produced items in, each queued to be polled; CB4: an iterator
+    /// error ends it at once.
     fn pull(&mut self) -> Result<(), CombineError<A::Error>> {
         if let Some(feed) = &self.feed {
             if let Some(f) = feed.error.borrow_mut().take() {
                 return Err(CombineError::new(Repr::Iterator(f)));
             }
-            while let Some(a) = feed.items.borrow_mut().pop_front() {
-                self.pending.push((self.next_index, a));
+            while let Some(input) = feed.items.borrow_mut().pop_front() {
+                self.slots.push(Some(Slot {
+                    index: self.next_index,
+                    input,
+                    key: None,
+                }));
+                self.live += 1;
                 self.next_index += 1;
+                if self.session {
+                    self.ready.queue(self.slots.len() - 1);
+                }
             }
         }
         Ok(())
     }
 
-    /// Polls the pending inputs in input order and stops at the first that
-    /// is ready: polling takes its outcome (a join's value, a channel's
-    /// message), so the others keep theirs until they are asked for, and a
-    /// combinator dropped after one outcome loses nothing (CH4 in
-    /// `sync::channel`).
-    fn poll_first(&mut self) {
-        if !self.ready.is_empty() {
-            return;
-        }
-        for i in 0..self.pending.len() {
-            if let Some(r) = self.pending[i].1.poll_trigger(Token(())) {
-                let (index, _) = self.pending.remove(i);
-                self.ready.push_back((index, r));
-                return;
+    /// Polls the queued inputs (those that reported, and new ones, in that
+    /// order) and stops at the first that is ready: polling takes its
+    /// outcome (a join's value, a channel's message), so the others keep
+    /// theirs until they are asked for, and a combinator dropped after one
+    /// outcome loses nothing (CH4 in `sync::channel`). An input polled and
+    /// not ready is subscribed, once per session. O(1) per input that
+    /// reported (CB3).
+    fn poll_ready(&mut self) -> Option<Outcome1<A>> {
+        while let Some(tag) = self.ready.pop() {
+            let Some(Some(slot)) = self.slots.get_mut(tag) else {
+                continue; // taken meanwhile
+            };
+            if let Some(r) = slot.input.poll_trigger(Token(())) {
+                let slot = self.slots[tag].take().expect("polled above");
+                self.live -= 1;
+                if let Some(key) = slot.key {
+                    unsubscribe(slot.input.watch_trigger(Token(())), key);
+                }
+                return Some((slot.index, r));
+            }
+            if slot.key.is_none() {
+                let w = slot.input.watch_trigger(Token(()));
+                if completion_done(&w) {
+                    // Done but gave nothing yet: look again next turn.
+                    self.ready.queue(tag);
+                    return None;
+                }
+                slot.key = Some(match w {
+                    Watch::Once(c) => c.subscribe_tagged(&self.ready, tag),
+                    Watch::Many(n) => n.subscribe_tagged(&self.ready, tag),
+                });
             }
         }
+        None
     }
 
     fn feed_done(&self) -> bool {
@@ -458,16 +555,16 @@ impl<A: Trigger> Engine<A> {
     /// The next outcome (in the order the inputs completed; inputs found
     /// complete together come in input order), or the end.
     fn next(&mut self, at: &'static Location<'static>) -> Next<A> {
+        self.begin();
         let mut first = true;
         loop {
             self.pull()?;
-            self.poll_first();
-            if let Some((i, r)) = self.ready.pop_front() {
+            if let Some((i, r)) = self.poll_ready() {
                 return Ok(Event::Item(i, r));
             }
-            if self.pending.is_empty() && self.feed_done() {
+            if self.live == 0 && self.feed_done() {
                 self.pull()?;
-                if self.pending.is_empty() {
+                if self.live == 0 {
                     return Ok(Event::End);
                 }
                 continue;
@@ -480,7 +577,9 @@ impl<A: Trigger> Engine<A> {
                     return Err(CombineError::new(Repr::AwaitCancelled));
                 }
             }
-            // CB3: subscribe to everything pending, then suspend once.
+            // CB3: the inputs are subscribed (tagged); the feed and the
+            // trigger for this one suspension.
+            let ready = &self.ready;
             let interrupted = with_me("combinator join", |rt, me| {
                 if first {
                     checkpoint(me)?;
@@ -489,24 +588,24 @@ impl<A: Trigger> Engine<A> {
                 if until.is_some_and(Completion::is_done) {
                     return Ok(()); // decided on the next turn, after the checkpoint
                 }
-                let watches: Vec<Watch<'_>> = self
-                    .pending
-                    .iter()
-                    .map(|(_, a)| a.watch_trigger(Token(())))
-                    .collect();
-                if watches.iter().any(completion_done) {
-                    return Ok(());
+                if ready.has_queued() {
+                    return Ok(()); // reported meanwhile
                 }
-                let _subs: Vec<Sub<'_>> = watches
-                    .into_iter()
-                    .map(|w| subscribe(w, me))
-                    .chain(
-                        self.feed
-                            .as_ref()
-                            .map(|f| Sub::Many(NotifySubscription::new(&f.notify, me))),
-                    )
-                    .chain(until.map(|c| Sub::Once(Subscription::new(c, me))))
-                    .collect();
+                let _feed = self
+                    .feed
+                    .as_ref()
+                    .map(|f| NotifySubscription::new(&f.notify, me));
+                let _until = until.map(|c| Subscription::new(c, me));
+                // Named by the inputs' reports only while suspended here,
+                // however the suspension ends (an unwind included).
+                struct Waiting<'a>(&'a ReadySet);
+                impl Drop for Waiting<'_> {
+                    fn drop(&mut self) {
+                        self.0.set_waiter(std::ptr::null_mut());
+                    }
+                }
+                ready.set_waiter(me.raw.get());
+                let _waiting = Waiting(ready);
                 suspend_once(rt, me, b"combinator", at)
             });
             first = false;
@@ -517,8 +616,25 @@ impl<A: Trigger> Engine<A> {
     }
 }
 
+/// Removes a tagged subscription from the list it is in.
+fn unsubscribe(w: Watch<'_>, key: WaitKey) {
+    match w {
+        Watch::Once(c) => c.unsubscribe(key),
+        Watch::Many(n) => n.unsubscribe(key),
+    }
+}
+
+fn completion_done(w: &Watch<'_>) -> bool {
+    match w {
+        Watch::Once(c) => Completion::is_done(c),
+        Watch::Many(_) => false,
+    }
+}
+
 impl<A: Trigger> Drop for Engine<A> {
     fn drop(&mut self) {
+        // WL3: no subscription outlives the engine.
+        self.end();
         // CB2: the iterator's own coroutine is the combinator's.
         if let Some(feed) = &self.feed {
             if !feed.done.get() {
@@ -625,8 +741,9 @@ impl<A: Trigger> All<A> {
     pub fn join(mut self) -> Result<Vec<A::Output>, CombineError<A::Error>> {
         let at = Location::caller();
         let mut slots: BTreeMap<usize, A::Output> = BTreeMap::new();
+        let mut engine = self.engine.session();
         loop {
-            match self.engine.next(at)? {
+            match engine.next(at)? {
                 Event::Item(i, Ok(v)) => {
                     slots.insert(i, v);
                 }
@@ -647,8 +764,9 @@ impl<A: Trigger> Combinator for All<A> {
         sink: &mut dyn FnMut(usize, A::Error),
     ) -> Result<Self::Lenient, CombineError<A::Error>> {
         let mut slots: BTreeMap<usize, Option<A::Output>> = BTreeMap::new();
+        let mut engine = self.engine.session();
         loop {
-            match self.engine.next(at)? {
+            match engine.next(at)? {
                 Event::Item(i, Ok(v)) => {
                     slots.insert(i, Some(v));
                 }
@@ -744,7 +862,7 @@ impl<A: Trigger> Any<A> {
     /// A cancellation point; the inputs go on (D-7).
     #[track_caller]
     pub fn join(&mut self) -> Result<A::Output, CombineError<A::Error>> {
-        match self.engine.next(Location::caller())? {
+        match self.engine.session().next(Location::caller())? {
             Event::Item(_, Ok(v)) => Ok(v),
             Event::Item(i, Err(e)) => Err(CombineError::new(Repr::Input(i, e))),
             Event::End => Err(CombineError::new(Repr::Exhausted)),
@@ -761,8 +879,9 @@ impl<A: Trigger> Combinator for Any<A> {
         at: &'static Location<'static>,
         sink: &mut dyn FnMut(usize, A::Error),
     ) -> Result<Self::Lenient, CombineError<A::Error>> {
+        let mut engine = self.engine.session();
         loop {
-            match self.engine.next(at)? {
+            match engine.next(at)? {
                 Event::Item(_, Ok(v)) => return Ok(Some(v)),
                 Event::Item(i, Err(e)) => sink(i, e),
                 Event::End => return Ok(None),
@@ -846,8 +965,10 @@ impl<A: Trigger> AnyOf<A> {
     pub fn join(mut self) -> Indexed<A> {
         let at = Location::caller();
         let mut got = Vec::new();
-        while got.len() < self.n {
-            match self.engine.next(at)? {
+        let n = self.n;
+        let mut engine = self.engine.session();
+        while got.len() < n {
+            match engine.next(at)? {
                 Event::Item(i, Ok(v)) => got.push((i, v)),
                 Event::Item(i, Err(e)) => return Err(CombineError::new(Repr::Input(i, e))),
                 Event::End => return Err(CombineError::new(Repr::Exhausted)),
@@ -867,8 +988,10 @@ impl<A: Trigger> Combinator for AnyOf<A> {
         sink: &mut dyn FnMut(usize, A::Error),
     ) -> Result<Self::Lenient, CombineError<A::Error>> {
         let mut got = Vec::new();
-        while got.len() < self.n {
-            match self.engine.next(at)? {
+        let n = self.n;
+        let mut engine = self.engine.session();
+        while got.len() < n {
+            match engine.next(at)? {
                 Event::Item(i, Ok(v)) => got.push((i, v)),
                 Event::Item(i, Err(e)) => sink(i, e),
                 Event::End => break,
@@ -995,8 +1118,7 @@ macro_rules! debug_combinator {
         impl<A: Trigger> fmt::Debug for $t<A> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct(stringify!($t))
-                    .field("pending", &self.engine.pending.len())
-                    .field("ready", &self.engine.ready.len())
+                    .field("pending", &self.engine.live)
                     .finish()
             }
         }
@@ -1132,5 +1254,95 @@ impl<E: std::error::Error + 'static> std::error::Error for CombineError<E> {
             Repr::Iterator(f) => Some(f),
             Repr::Exhausted | Repr::AwaitCancelled => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! CB3's cost: polls per completed input, counted through a trigger
+    //! that only this crate can write (the trait is sealed).
+
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::{all, any, sealed::Token, sealed::Watch, Trigger};
+    use crate::core::awaitable::Latch;
+    use crate::core::failure::Failure;
+    use crate::core::task::suspend;
+    use crate::structured::run::run;
+    use crate::structured::spawn::spawn;
+
+    /// A latch that counts how often it is polled.
+    struct Counted {
+        latch: Rc<Latch>,
+        polls: Rc<Cell<u64>>,
+    }
+
+    impl Trigger for Counted {
+        type Output = ();
+        type Error = Failure;
+        fn poll_trigger(&self, t: Token) -> Option<Result<(), Failure>> {
+            self.polls.set(self.polls.get() + 1);
+            (*self.latch).poll_trigger(t)
+        }
+        fn watch_trigger(&self, t: Token) -> Watch<'_> {
+            (*self.latch).watch_trigger(t)
+        }
+    }
+
+    /// `n` latches opened one at a time, in reverse input order, by another
+    /// coroutine; the polls the combinator made.
+    fn polls_for(n: usize, use_any: bool) -> u64 {
+        run(move || {
+            let latches: Vec<Rc<Latch>> = (0..n)
+                .map(|i| Rc::new(Latch::new(format!("l{i}"))))
+                .collect();
+            let polls = Rc::new(Cell::new(0));
+            let inputs: Vec<Counted> = latches
+                .iter()
+                .map(|l| Counted {
+                    latch: l.clone(),
+                    polls: polls.clone(),
+                })
+                .collect();
+            let opener = spawn(move || {
+                for l in latches.iter().rev() {
+                    l.open();
+                    suspend().unwrap();
+                }
+            });
+            if use_any {
+                let mut a = any(inputs);
+                for _ in 0..n {
+                    a.join().unwrap();
+                }
+            } else {
+                assert_eq!(all(inputs).join().unwrap().len(), n);
+            }
+            opener.join().unwrap();
+            polls.get()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn cb3_all_polls_each_input_a_constant_number_of_times() {
+        // Once when the join starts, once when it reports: 2n, not n²/2.
+        let n = 2000;
+        let polls = polls_for(n, false);
+        assert!(polls <= 2 * n as u64 + 2, "{polls} polls for {n} inputs");
+    }
+
+    #[test]
+    fn cb3_any_joined_again_polls_only_what_reported_within_a_join() {
+        // Each join opens a session (every pending input polled once);
+        // within it, only the input that reported is polled again.
+        let n = 200;
+        let polls = polls_for(n, true);
+        let per_session: u64 = (1..=n as u64).sum();
+        assert!(
+            polls <= per_session + 2 * n as u64,
+            "{polls} polls for {n} joins"
+        );
     }
 }

@@ -13,6 +13,11 @@
 //!   coroutine must still run (it frees the descriptors), and the loop then
 //!   accepts the waiting connections. Prints `accepted 3 after N failures`.
 //!   Without the cooperative budget (D-28) it would spin forever.
+//! - `runtime_probe tcp`: one TCP round trip whose read waits for its data
+//!   (so its completion comes through the request's callback); prints
+//!   `echoed ping`, or `tcp error: <error>`.
+//! - `runtime_probe busy`: two coroutines yield to each other 100,000
+//!   times each (the loop never idles), then `done`.
 //! - `runtime_probe panic`: a coroutine panics; stderr names it before
 //!   std's own panic message.
 //! - `runtime_probe zombie [handler]`: safely disposes a scope whose
@@ -43,6 +48,13 @@ fn main() -> Result<(), async_std_api::Error> {
             .run(|| println!("{PROBE_MARKER}")),
         "emfile" => run(emfile),
         "fallbacks" => run(fallbacks),
+        "tcp" => run(tcp),
+        "busy" => run(|| {
+            let other = spawn(|| (0..100_000).for_each(|_| suspend().unwrap()));
+            (0..100_000).for_each(|_| suspend().unwrap());
+            other.join().unwrap();
+            println!("done");
+        }),
         "panic" => run(|| {
             let h = spawn(|| panic!("boom"));
             println!("spawned {} at {}", h.id(), h.coroutine().spawn_location());
@@ -144,6 +156,32 @@ fn emfile() {
 /// (datagrams, files), on whatever reactor runs: on one without them the
 /// host falls back (readiness, the blocking pool) and says nothing. Prints
 /// one line per kind that worked.
+fn tcp() {
+    use std::io::{Read, Write};
+    let round_trip = || -> std::io::Result<Vec<u8>> {
+        let listener = async_std_api::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let client = spawn(move || -> std::io::Result<Vec<u8>> {
+            let mut s = async_std_api::net::TcpStream::connect(addr)?;
+            // The server's read is waiting by now: its data comes later.
+            suspend().unwrap();
+            s.write_all(b"ping")?;
+            let mut back = vec![0; 4];
+            s.read_exact(&mut back)?;
+            Ok(back)
+        });
+        let (mut conn, _) = listener.accept()?;
+        let mut buf = [0u8; 4];
+        conn.read_exact(&mut buf)?;
+        conn.write_all(&buf)?;
+        client.join().unwrap()
+    };
+    match round_trip() {
+        Ok(back) => println!("echoed {}", String::from_utf8_lossy(&back)),
+        Err(e) => println!("tcp error: {e}"),
+    }
+}
+
 fn fallbacks() {
     use std::io::{Read, Write};
     let a = async_std_api::net::UdpSocket::bind("127.0.0.1:0").unwrap();

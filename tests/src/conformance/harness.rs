@@ -1052,10 +1052,30 @@ pub fn skip_without(reactor: &Reactor, caps: u64, case: &str) -> bool {
     if reactor.has_caps(caps) {
         return false;
     }
-    eprintln!(
-        "SKIPPED {case}: reactor {:?} lacks capability bits {:#x}",
-        reactor.name(),
-        caps & !reactor.vtable().caps
+    let missing = caps & !reactor.vtable().caps;
+    note_skip(
+        missing,
+        format!(
+            "SKIPPED {case}: reactor {:?} lacks capability bits {missing:#x}",
+            reactor.name()
+        ),
     );
     true
+}
+
+/// The skip the running case noted: the capability bits it lacked (0 when
+/// the reason is not a capability) and its line.
+static SKIP: std::sync::Mutex<Option<(u64, String)>> = std::sync::Mutex::new(None);
+
+/// Prints `line` (`SKIPPED <case>: <why>`) and records that the running
+/// case was skipped for lacking the capability bits `missing`, so the kit
+/// binary reports it as skipped (never as passed), grouped by capability.
+pub fn note_skip(missing: u64, line: String) {
+    eprintln!("{line}");
+    *SKIP.lock().unwrap_or_else(|e| e.into_inner()) = Some((missing, line));
+}
+
+/// Takes the skip [`note_skip`] recorded, if any.
+pub fn take_skip() -> Option<(u64, String)> {
+    SKIP.lock().unwrap_or_else(|e| e.into_inner()).take()
 }

@@ -509,3 +509,76 @@ pub fn descriptor_reused_after_io_close_works(reactor: &Reactor) {
     assert_eq!(&new, b"new!");
     lp.finish();
 }
+
+/// Checks that requests on different descriptors start in submission
+/// order: one-byte reads on two descriptors of one socket (a `dup`),
+/// submitted while the loop is not running with the bytes already queued,
+/// get the bytes in submission order; then again with the descriptors in
+/// the other order, so neither "by descriptor number" nor "newest first"
+/// passes. Submitted without `AA_IO_TRY_INLINE`, so all start from the
+/// same `run_once`.
+pub fn requests_on_different_descriptors_start_in_submission_order(reactor: &Reactor) {
+    if skip(
+        reactor,
+        0,
+        "requests_on_different_descriptors_start_in_submission_order",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (a, b) = pair(&lp);
+    // SAFETY: `dup` of a descriptor this case owns.
+    let b2 = lp.track_fd(unsafe { libc::dup(b) });
+    assert!(b2 >= 0, "dup failed");
+    for (round, (first, second)) in [(b2, b), (b, b2)].into_iter().enumerate() {
+        let mut bufs = [[0u8; 1]; 2];
+        let [x, y] = &mut bufs;
+        assert_eq!(fds::raw_write(a, b"12"), 2);
+        let ex = lp.read("first", first, x, 0).pending();
+        let ey = lp.read("second", second, y, 0).pending();
+        lp.run_until("both reads", |log| log.len() == 2);
+        assert_eq!(
+            bufs,
+            [[b'1'], [b'2']],
+            "round {round}: the reads did not start in submission order; log {:?}",
+            lp.take_log()
+        );
+        lp.take_log();
+        lp.dispose(ex);
+        lp.dispose(ey);
+    }
+    lp.finish();
+}
+
+/// Checks who closes the descriptor of an `AA_IO_CLOSE` that is disposed
+/// before it ran: the reactor does, by the time `destroy` returns `AA_OK`
+/// (running the loop while `destroy` answers `AA_E_BUSY`, as a host does).
+pub fn disposed_pending_io_close_still_closes_its_descriptor_by_destroy(reactor: &Reactor) {
+    if skip(
+        reactor,
+        0,
+        "disposed_pending_io_close_still_closes_its_descriptor_by_destroy",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    let mut op = AaIoOp::new(AA_IO_CLOSE, i64::from(r));
+    let ev = lp.submit("close", &mut op, 0).pending();
+    lp.dispose(ev);
+    let start = std::time::Instant::now();
+    loop {
+        match lp.destroy() {
+            AA_OK => break,
+            AA_E_BUSY if start.elapsed() < super::harness::PATIENCE => {
+                lp.run_once(10_000_000);
+            }
+            other => panic!("destroy returned {other}: {}", lp.last_error()),
+        }
+    }
+    assert_eq!(lp.log(), vec![], "a disposed close called back");
+    // SAFETY: F_GETFD on a number: only asks whether it is open.
+    let open = unsafe { libc::fcntl(r, libc::F_GETFD) } != -1;
+    fds::raw_close(w);
+    assert!(!open, "fd {r} is still open after destroy");
+}

@@ -6,6 +6,7 @@ use std::ffi::CStr;
 
 use async_abi::*;
 
+use super::fds;
 use super::harness::{create_raw, Loop, Rec};
 use super::plugin::{capture_log, Reactor};
 
@@ -172,5 +173,78 @@ pub fn now_ns_advances_with_the_loop(reactor: &Reactor) {
         lp.now_ns() >= before + 2_000_000,
         "clock did not advance by the timer's 2 ms"
     );
+    lp.finish();
+}
+
+/// Checks that every failing call leaves its own one-line
+/// `last_error_message`: `destroy` with a live event (`AA_E_BUSY`), an
+/// unknown opcode, a refused signal, a cancel with a non-negative reason,
+/// a bad `run_once` timeout, a poll of a closed descriptor and a timer
+/// without a callback. Each message must differ from the one the failure
+/// before it left, so a stale message does not pass.
+pub fn every_failure_sets_last_error_message(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let mut previous = String::new();
+    let mut check = |what: &str, status: AaStatus, lp: &Loop| {
+        assert!(status < 0, "{what}: expected a failure, got {status}");
+        let msg = lp.last_error();
+        assert!(!msg.is_empty(), "{what} failed ({status}) with no message");
+        assert!(
+            !msg.contains('\n'),
+            "{what}: message {msg:?} is not one line"
+        );
+        assert_ne!(
+            msg, previous,
+            "{what}: the message is the previous failure's"
+        );
+        previous = msg;
+    };
+    let t = lp.timer("t", 10_000_000_000, 0, 0);
+    check("destroy with a live event", lp.destroy(), &lp);
+    let vt = *lp.vt();
+    if reactor.has_caps(AA_CAP_IO) {
+        let mut op = AaIoOp::new(0xff, 0);
+        let status = match lp.submit("op", &mut op, 0) {
+            super::Submit::Failed(s) => s,
+            other => panic!("unknown opcode 0xff: {other:?}"),
+        };
+        check("io_submit of opcode 0xff", status, &lp);
+    }
+    if reactor.has_caps(AA_CAP_SIGNAL) {
+        let status = lp
+            .try_signal("kill", libc::SIGKILL, 0)
+            .map_or_else(|s| s, |_| 0);
+        check("signal_new(SIGKILL)", status, &lp);
+    }
+    check("cancel with reason 1", lp.cancel(t, 1), &lp);
+    let run_once = vt.run_once.expect("required slot");
+    // SAFETY: a live reactor on its loop thread.
+    check("run_once(-2)", unsafe { run_once(lp.raw(), -2) }, &lp);
+    if reactor.has_caps(AA_CAP_POLL) {
+        let (r, w) = fds::pipe();
+        fds::raw_close(r);
+        fds::raw_close(w);
+        let poll_new = vt.poll_new.expect("required slot");
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live reactor; `r` is closed, which the call must refuse.
+        let status = unsafe {
+            poll_new(
+                lp.raw(),
+                i64::from(r),
+                AA_POLL_READABLE,
+                0,
+                None,
+                std::ptr::null_mut(),
+                &mut out,
+            )
+        };
+        check("poll_new on a closed descriptor", status, &lp);
+    }
+    let timer_new = vt.timer_new.expect("required slot");
+    let mut out = std::ptr::null_mut();
+    // SAFETY: a live reactor; a NULL callback, which the call must refuse.
+    let status = unsafe { timer_new(lp.raw(), 1, 0, 0, None, std::ptr::null_mut(), &mut out) };
+    check("timer_new without a callback", status, &lp);
+    lp.dispose(t);
     lp.finish();
 }

@@ -265,8 +265,22 @@ impl Reactor {
         let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL | libc::RTLD_NODELETE) }
             .map_err(|e| format!("cannot load reactor \"{shown}\": {e}"))?;
         // SAFETY: the symbol's type is fixed by the ABI (`AaPluginEntryFn`).
-        let entry = unsafe { lib.get::<AaPluginEntryFn>(AA_REACTOR_ENTRY_SYMBOL) }
-            .map_err(|e| format!("cannot load reactor \"{shown}\": {e}"))?;
+        let entry = match unsafe { lib.get::<AaPluginEntryFn>(AA_REACTOR_ENTRY_SYMBOL) } {
+            Ok(entry) => entry,
+            Err(e) => {
+                // A later major renames the entry symbol: say which major.
+                for major in (AA_ABI_MAJOR + 1)..=(AA_ABI_MAJOR + 8) {
+                    let symbol = format!("aa_reactor_entry_v{major}\0");
+                    // SAFETY: only the symbol's presence is checked.
+                    if unsafe { lib.get::<*const ()>(symbol.as_bytes()) }.is_ok() {
+                        return Err(format!(
+                            "cannot load reactor \"{shown}\": ABI major {major}, conformance kit supports {AA_ABI_MAJOR}"
+                        ));
+                    }
+                }
+                return Err(format!("cannot load reactor \"{shown}\": {e}"));
+            }
+        };
         // SAFETY: the entry symbol has no side effects and returns a static
         // descriptor ([init]).
         let desc = unsafe { entry() };

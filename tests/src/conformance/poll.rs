@@ -217,3 +217,80 @@ pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
     );
     lp.finish();
 }
+
+/// Checks that closing an armed poll (with readiness pending) gives exactly
+/// one `on_closed`, from a later `run_once`, and no poll callback.
+pub fn close_of_an_armed_poll_gives_only_on_closed(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "close_of_an_armed_poll_gives_only_on_closed",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, 0);
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    assert_eq!(lp.close(p), AA_OK);
+    assert_eq!(lp.log(), vec![], "a callback inside close");
+    lp.run_until_tag("p");
+    lp.run_once(10_000_000);
+    assert_eq!(lp.log(), vec![Rec::Closed("p")]);
+    lp.finish();
+}
+
+/// Checks that a cancelled poll is re-armed by `poll_set_interest`: after
+/// its reason was delivered, a new interest reports the current readiness.
+pub fn cancelled_poll_is_rearmed_by_set_interest(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "cancelled_poll_is_rearmed_by_set_interest",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, 0);
+    assert_eq!(lp.cancel(p, REASON), AA_OK);
+    lp.run_until_tag("p");
+    assert_eq!(lp.take_log(), vec![Rec::Poll("p", REASON, 0)]);
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    lp.run_until_tag("p");
+    let polls = polls_of(&lp.log(), "p");
+    assert_eq!(polls.len(), 1, "{polls:?}");
+    assert_eq!(polls[0].0, 0);
+    assert_ne!(polls[0].1 & AA_POLL_READABLE, 0, "ready {:#x}", polls[0].1);
+    lp.finish();
+}
+
+/// Checks that readiness reported once is not reported again while it was
+/// not consumed (no read until `EAGAIN`) and the interest did not change:
+/// several iterations with the data still unread run no callback.
+pub fn readiness_is_not_reported_again_until_consumed(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "readiness_is_not_reported_again_until_consumed",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    lp.poll("p", r, AA_POLL_READABLE, 0);
+    assert_eq!(fds::raw_write(w, b"x"), 1);
+    lp.run_until_tag("p");
+    for _ in 0..5 {
+        lp.run_once(1_000_000);
+    }
+    assert_eq!(polls_of(&lp.log(), "p").len(), 1, "{:?}", lp.log());
+    lp.finish();
+}

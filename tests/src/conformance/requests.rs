@@ -135,11 +135,14 @@ pub fn skip_without_instance(lp: &Loop, reactor: &Reactor, caps: u64, case: &str
     if have & caps == caps {
         return false;
     }
-    eprintln!(
-        "SKIPPED {case}: reactor {:?} (ABI 1.{}) lacks capability bits {:#x}",
-        reactor.name(),
-        lp.vt().hdr.iface_minor,
-        caps & !have
+    let missing = caps & !have;
+    super::note_skip(
+        missing,
+        format!(
+            "SKIPPED {case}: reactor {:?} (ABI 1.{}) lacks capability bits {missing:#x}",
+            reactor.name(),
+            lp.vt().hdr.iface_minor,
+        ),
     );
     true
 }

@@ -10,14 +10,18 @@ fn r_au1_all_until_a_timeout_ends_await_cancelled_and_the_inputs_go_on() {
     let r = rec.clone();
     run(move || {
         let r1 = r.clone();
+        // The slow input waits for a gate opened only after the await
+        // ended: the timeout comes first whatever the load.
+        let (gate, wait) = async_std_api::sync::channel::<()>(1);
         let fast = spawn(|| 1);
         let slow = spawn(move || {
-            delay(60).unwrap();
+            let _ = wait.recv();
             r1.push("slow finished");
             2
         });
         let s = slow.coroutine();
         let err = all([fast, slow]).until(timeout(10)).join().unwrap_err();
+        drop(gate);
         assert_eq!(err.kind(), CombineErrorKind::AwaitCancelled);
         assert_eq!(
             err.to_string(),

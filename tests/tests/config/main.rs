@@ -3,6 +3,7 @@
 //! user code run before the error.
 
 mod config_load;
+mod config_plugin_faults;
 mod config_sources;
 
 pub(crate) const PROBE: &str = env!("CARGO_BIN_EXE_runtime_probe");

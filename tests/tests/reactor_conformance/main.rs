@@ -4,12 +4,15 @@
 //! was built into; a value containing `/` or ending in `.so` is that file.
 //!
 //! `abi10`: an ABI 1.0 reactor (a C fixture) under this 1.1 kit and host.
+//! `skew`: a reactor of the next minor and one of major 2 (C fixtures), and
+//! the standalone kit (`reactor_kit`) on a reactor that aborts and hangs.
 
 use std::path::{Path, PathBuf};
 
 use tests::conformance::Reactor;
 
 mod abi10;
+mod skew;
 
 /// The directory a plugin built alongside this test binary lands in:
 /// `target/<profile>/` for a binary in `target/<profile>/deps/`.

@@ -126,11 +126,19 @@ fn rfc_race_fetch_first_successful() {
     let r = rec.clone();
     run(move || {
         let group = TaskGroup::<String>::new();
+        // "b" is the slow host: it answers only once the race is decided,
+        // so "c" wins however late the loop runs its timers.
+        let (gate, wait) = async_std_api::sync::channel::<()>(1);
+        let wait = std::rc::Rc::new(wait);
         for (host, ms, ok) in [("a", 1, false), ("b", 30, true), ("c", 10, true)] {
+            let wait = wait.clone();
             group
                 .spawn_try(
                     move || -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
                         delay(ms)?;
+                        if host == "b" {
+                            let _ = wait.recv();
+                        }
                         if ok {
                             Ok(format!("response of {host}"))
                         } else {
@@ -141,6 +149,10 @@ fn rfc_race_fetch_first_successful() {
                 .unwrap();
         }
         r.push(group.race(true).join().unwrap());
+        drop(gate);
+        // "a" failed at 1 ms; under a loaded loop its failure may be
+        // recorded just after "c" answered.
+        tests::support::yield_until(|| !group.errors().is_empty());
         r.push(format!(
             "errors: {:?}",
             group.errors().keys().collect::<Vec<_>>()

@@ -137,16 +137,7 @@ pub(crate) fn open(role: Role, path: &Path) -> Result<Image, String> {
     let entry = unsafe { lib.get::<AaPluginEntryFn>(role.entry_symbol()) };
     let entry: AaPluginEntryFn = match entry {
         Ok(sym) => *sym,
-        Err(_) => {
-            let sym =
-                String::from_utf8_lossy(&role.entry_symbol()[..role.entry_symbol().len() - 1])
-                    .into_owned();
-            return Err(fail(
-                role,
-                &value,
-                format_args!("no {sym} symbol (not a {} plugin)", role.name()),
-            ));
-        }
+        Err(_) => return Err(fail(role, &value, no_entry_reason(role, &lib))),
     };
     // L1: never unloaded, so `entry` and everything it returns stay valid.
     std::mem::forget(lib);
@@ -154,6 +145,26 @@ pub(crate) fn open(role: Role, path: &Path) -> Result<Image, String> {
     // has no side effects and may be called at any time.
     let desc = unsafe { entry() };
     check_desc(role, &value, desc)
+}
+
+/// Why a library lacks the role's entry symbol: a plugin of a later ABI
+/// major (a major bump renames the symbol, `aa_reactor_entry_v2`, so its
+/// descriptor is never mistaken for ours) or not a plugin of this role.
+fn no_entry_reason(role: Role, lib: &libloading::os::unix::Library) -> String {
+    let ours = &role.entry_symbol()[..role.entry_symbol().len() - 1];
+    let ours = String::from_utf8_lossy(ours);
+    let stem = ours.trim_end_matches(|c: char| c.is_ascii_digit());
+    for major in (AA_ABI_MAJOR + 1)..=(AA_ABI_MAJOR + 8) {
+        let symbol = format!("{stem}{major}\0");
+        // SAFETY: only the symbol's presence is checked; it is never called.
+        if unsafe { lib.get::<*const ()>(symbol.as_bytes()) }.is_ok() {
+            return format!(
+                "ABI major {major}, host supports {AA_ABI_MAJOR} (the library exports {}, not {ours})",
+                &symbol[..symbol.len() - 1]
+            );
+        }
+    }
+    format!("no {ours} symbol (not a {} plugin)", role.name())
 }
 
 /// Checks a statically linked plugin's descriptor the same way.

@@ -60,7 +60,7 @@ pub(crate) use ffi::current::{
 pub(crate) use ffi::fs_watch::FsWatchEvent;
 pub(crate) use ffi::io;
 pub(crate) use ffi::process;
-pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent};
+pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent, WakeRec};
 pub(crate) use lifecycle::deadlock_seen;
 
 use super::events::{self, Handler};
@@ -343,13 +343,68 @@ fn load_image(
 
 fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64, origin: &str) {
     let (name, version) = loader::describe(desc);
-    let line = format!(
+    let mut line = format!(
         "loaded {} \"{label}\": {name} {version} (ABI 1.{}, caps {caps:#x}) from {origin}",
         role.name(),
         desc.abi_minor,
     );
+    if role == Role::Reactor {
+        let missing = missing_caps(caps);
+        if !missing.is_empty() {
+            line.push_str("; without ");
+            line.push_str(&missing.join("; without "));
+        }
+    }
     tracing::info!(target: "async_std_api::runtime", "{line}");
     events::info_fallback("async_std_api::runtime", &line);
+}
+
+/// The host's fallback for each optional reactor capability that `caps`
+/// lacks, for the line that reports a loaded reactor (the header documents
+/// each bit).
+fn missing_caps(caps: u64) -> Vec<&'static str> {
+    use async_abi::*;
+    let table: [(u64, &str); 10] = [
+        (
+            AA_CAP_POLL,
+            "AA_CAP_POLL: readiness waits (io::Async, read/write timeouts) are unsupported",
+        ),
+        (AA_CAP_IO, "AA_CAP_IO: sockets and pipes are unsupported"),
+        (
+            AA_CAP_TRIGGER,
+            "AA_CAP_TRIGGER: spawn_blocking and every pool fallback are unsupported",
+        ),
+        (
+            AA_CAP_SIGNAL,
+            "AA_CAP_SIGNAL: the signal module is unsupported",
+        ),
+        (
+            AA_CAP_PROCESS,
+            "AA_CAP_PROCESS: child exits are watched on the blocking pool",
+        ),
+        (AA_CAP_FS_WATCH, "AA_CAP_FS_WATCH: fs::watch is unsupported"),
+        (
+            AA_CAP_DNS,
+            "AA_CAP_DNS: names are resolved on the blocking pool",
+        ),
+        (
+            AA_CAP_IO_NATIVE,
+            "AA_CAP_IO_NATIVE: file reads and writes run on the blocking pool",
+        ),
+        (
+            AA_CAP_IO_DGRAM,
+            "AA_CAP_IO_DGRAM: datagram sockets wait for readiness",
+        ),
+        (
+            AA_CAP_IO_FILE,
+            "AA_CAP_IO_FILE: opening, stat, sync and directory calls run on the blocking pool",
+        ),
+    ];
+    table
+        .iter()
+        .filter(|(bit, _)| caps & bit == 0)
+        .map(|(_, why)| *why)
+        .collect()
 }
 
 fn start_reactor(
@@ -371,6 +426,16 @@ fn start_reactor(
         };
         Error::new(kind, format!("cannot start reactor \"{label}\": {msg}"))
     })?;
+    if reactor.caps() & async_abi::AA_CAP_TIMER == 0 {
+        reactor.destroy(64);
+        return Err(Error::new(
+            ErrorKind::Plugin,
+            format!(
+                "cannot start reactor \"{label}\" ({origin}): it lacks AA_CAP_TIMER, which the \
+                 host needs for every timed wait (delay, timeouts, shutdown)"
+            ),
+        ));
+    }
     log_loaded(Role::Reactor, label, &desc, reactor.caps(), origin);
     Ok(reactor)
 }

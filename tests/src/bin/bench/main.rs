@@ -25,7 +25,13 @@
 //! - `process`: spawning a child and waiting for it, and collecting a
 //!   child's output, against std and tokio::process (see `process.rs`);
 //! - `fs`: a 1 GiB file read in 64 KiB reads, and 4 KiB random `read_at`s,
-//!   against std on a thread and tokio (see `fs.rs`).
+//!   against std on a thread and tokio (see `fs.rs`);
+//! - `million`: a million coroutines suspended in `delay(3000)` at once
+//!   (time and peak RSS), and spawn+join and switch costs with 0 to 1M
+//!   coroutines alive (see `million.rs`).
+//!
+//! `--json <file>` also writes the results as JSON, from which `cargo xtask
+//! bench` makes the report in `docs/bench/`.
 //!
 //! What is excluded: runtime start-up and teardown, stack allocation before
 //! the timed loop (the first iterations warm the stack pool), and printing.
@@ -35,6 +41,7 @@ mod echo;
 mod fairness;
 mod fiber;
 mod fs;
+mod million;
 mod ours;
 mod peers;
 mod process;
@@ -90,6 +97,53 @@ const SCENARIOS: &[(&str, &str)] = &[
         "fs",
         "1 GiB file in 64 KiB reads, 4 KiB random read_at, warm cache, against std and tokio::fs (ns per read)",
     ),
+    (
+        "million",
+        "1M coroutines in delay(3000) at once (s, peak RSS); spawn+join and switch with 0..1M alive (ns)",
+    ),
+];
+
+/// How to read some scenarios' numbers: shown under their tables in the
+/// report (`docs/bench/`).
+const NOTES: &[(&str, &str)] = &[
+    (
+        "echo",
+        "Requests per second are bounded by the kernel's loopback work and the load generator, \
+         which share the two cores with the server: the server thread's CPU time per request \
+         (schedstat) is the fairer comparison.",
+    ),
+    (
+        "timers",
+        "Every coroutine arms its timer as it starts, so their deadlines spread over the start \
+         burst; the tail is how far the wake-up burst (timer callback, switch, finish, join) \
+         falls behind that spread.",
+    ),
+    (
+        "fs sequential read",
+        "On mio, file reads go through the blocking pool and pay two cross-thread wake-ups per \
+         read (tokio::fs pays the same); io_uring reads the file in the ring.",
+    ),
+    (
+        "udp ping-pong",
+        "Each round trip is four system calls and two loopback deliveries: the kernel \
+         dominates.",
+    ),
+    (
+        "process spawn+wait",
+        "fork/exec and the child's own start dominate; the runtimes differ only in how the \
+         exit is watched.",
+    ),
+    (
+        "1M coroutines suspended in delay(3000)",
+        "Targets: peak RSS under 4.6 GiB (the stackful floor is one touched 4 KiB page per \
+         coroutine plus its records) and the whole run under 10 s, of which 3 s is the delay. \
+         Each run is a child process, so its peak RSS is its own.",
+    ),
+    (
+        "spawn+join and switch with N coroutines alive",
+        "The N coroutines wait on a channel while the operations are measured: a flat row \
+         means the cost does not grow with the number alive.",
+    ),
 ];
 
 fn main() {
@@ -104,6 +158,12 @@ fn main() {
         }
         return;
     }
+    let mut args = args;
+    let json = args.iter().position(|a| a == "--json").map(|i| {
+        let path = args.get(i + 1).cloned().expect("--json <file>");
+        args.drain(i..i + 2);
+        path
+    });
     let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
     let mut report = Report::new();
     if wanted("switch") {
@@ -150,6 +210,9 @@ fn main() {
     if wanted("fs") {
         fs_all(&mut report);
     }
+    if wanted("million") {
+        million_all(&mut report);
+    }
     if wanted("switch") {
         switch_peers(&mut report);
     }
@@ -160,6 +223,39 @@ fn main() {
         sync_peers(&mut report);
     }
     report.print();
+    for (scenario, text) in NOTES {
+        report.note(scenario, text);
+    }
+    if let Some(path) = json {
+        report
+            .write_json(std::path::Path::new(&path))
+            .unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+    }
+}
+
+/// The `million` scenario: each measurement in a child process.
+fn million_all(report: &mut Report) {
+    let s = "1M coroutines suspended in delay(3000)";
+    report.scenario(
+        s,
+        Unit::Seconds,
+        &["whole run s", "peak RSS MiB", "spawning s"],
+    );
+    for reactor in ["mio", "uring"] {
+        let r = million::suspended(1_000_000, 3000, reactor);
+        report.add_values(
+            s,
+            &format!("this runtime, {reactor}"),
+            vec![r.total_s, r.peak_rss_mib, r.spawn_s],
+            reactor == "mio",
+        );
+    }
+    let s = "spawn+join and switch with N coroutines alive";
+    report.scenario(s, Unit::NsPerOp, &["spawn+join ns", "switch ns"]);
+    for live in [0u64, 1_000, 100_000, 1_000_000] {
+        let (spawn, switch) = million::flat(live);
+        report.add_values(s, &format!("{live} alive"), vec![spawn, switch], live == 0);
+    }
 }
 
 /// `--profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>`: one run
@@ -172,6 +268,9 @@ fn profile(args: &[String]) {
     }
     if args.first().is_some_and(|a| a == "wait") {
         return profile_wait(&args[1..]);
+    }
+    if args.first().is_some_and(|a| a == "million") {
+        return million::profile(&args[1..]);
     }
     let usage =
         "usage: bench --profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>";

@@ -23,6 +23,9 @@ pub(crate) enum Unit {
     NsPerOp,
     /// Microseconds of lateness: lower is better.
     Micros,
+    /// Seconds, and other quantities where lower is better (the columns
+    /// name them).
+    Seconds,
 }
 
 impl Unit {
@@ -30,6 +33,7 @@ impl Unit {
         match self {
             Unit::NsPerOp => "ns/op",
             Unit::Micros => "µs",
+            Unit::Seconds => "s",
         }
     }
 
@@ -57,6 +61,8 @@ struct Scenario {
 pub(crate) struct Report {
     scenarios: Vec<Scenario>,
     lines: Vec<Line>,
+    /// What a reader needs to know to read a scenario's numbers, by name.
+    notes: Vec<(&'static str, &'static str)>,
 }
 
 impl Report {
@@ -64,6 +70,7 @@ impl Report {
         Report {
             scenarios: Vec::new(),
             lines: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -88,6 +95,11 @@ impl Report {
             values,
             baseline,
         });
+    }
+
+    /// Attaches a note to `scenario` (in the JSON, for the report).
+    pub(crate) fn note(&mut self, scenario: &'static str, text: &'static str) {
+        self.notes.push((scenario, text));
     }
 
     /// Records the ns/op measurement every other line of `scenario` is
@@ -152,4 +164,83 @@ impl Report {
         }
         println!();
     }
+
+    /// Writes every scenario measured in this run as JSON (for `cargo xtask
+    /// bench`, which keeps the report in `docs/bench/`): scenario name,
+    /// unit, columns, and each line's name, values and whether it is the
+    /// baseline.
+    pub(crate) fn write_json(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let mut out = String::from("{\"scenarios\":[");
+        let mut first = true;
+        for s in &self.scenarios {
+            let lines: Vec<&Line> = self.lines.iter().filter(|l| l.scenario == s.name).collect();
+            if lines.is_empty() {
+                continue;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            let columns: Vec<String> = if s.columns.is_empty() {
+                vec![json_str(s.unit.header())]
+            } else {
+                s.columns.iter().map(|c| json_str(c)).collect()
+            };
+            let note = self
+                .notes
+                .iter()
+                .filter(|(n, _)| *n == s.name)
+                .map(|(_, t)| *t)
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push_str(&format!(
+                "{{\"name\":{},\"unit\":{},\"columns\":[{}],\"note\":{},\"lines\":[",
+                json_str(&s.name),
+                json_str(s.unit.header()),
+                columns.join(","),
+                json_str(&note)
+            ));
+            for (i, l) in lines.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let values: Vec<String> = l
+                    .values
+                    .iter()
+                    .map(|v| {
+                        if v.is_finite() {
+                            format!("{v}")
+                        } else {
+                            "null".into()
+                        }
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "{{\"name\":{},\"values\":[{}],\"baseline\":{}}}",
+                    json_str(&l.name),
+                    values.join(","),
+                    l.baseline
+                ));
+            }
+            out.push_str("]}");
+        }
+        out.push_str("]}\n");
+        std::fs::write(path, out)
+    }
+}
+
+/// `s` as a JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -56,6 +56,14 @@ impl Reactor {
             socktype,
             flags: 0,
         };
+        // F8: the lookup's one callback.
+        let fired = std::cell::Cell::new(false);
+        let on_resolved: OnResolved = Box::new(move |status, addrs| {
+            if fired.replace(true) {
+                return super::called_twice("a name lookup's");
+            }
+            on_resolved(status, addrs);
+        });
         let ud: *mut OnResolved = Box::into_raw(Box::new(on_resolved));
         let mut ev: *mut AaEvent = ptr::null_mut();
         // SAFETY: `r` is live (F2); the strings and hints are borrowed for

@@ -31,11 +31,11 @@ use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use async_abi::{
-    AaBytes, AaCoroutine, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_DONE, AA_E_CANCELLED,
-    AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC,
-    AA_IO_FSYNC, AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_PEEK,
-    AA_IO_READ, AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO, AA_IO_STATX,
-    AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
+    AaBytes, AaCoroutine, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_CAP_IO, AA_DONE, AA_E_CANCELLED,
+    AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_E_UNSUPPORTED, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT,
+    AA_IO_DATASYNC, AA_IO_FSYNC, AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT,
+    AA_IO_PEEK, AA_IO_READ, AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO,
+    AA_IO_STATX, AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
 };
 
 use super::Reactor;
@@ -219,6 +219,11 @@ unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
     // SAFETY: IO2/F5: `ud` is the record's strong count owned by the event,
     // released only after the event is disposed; this is its one callback.
     let rec = unsafe { &*ud.cast::<IoRec>() };
+    if rec.done.get() {
+        // F8: a second completion of one request; the first stands.
+        super::called_twice("an I/O request's");
+        return;
+    }
     rec.result.set(result);
     rec.done.set(true);
     let _ = catch_unwind(AssertUnwindSafe(|| wake_raw(rec.waiter.get())));
@@ -243,6 +248,13 @@ pub(crate) fn perform(
 ) -> IoOutcome {
     let (reactor, sched) = (&*rt.reactor, &rt.sched);
     let r = reactor.raw();
+    if reactor.caps() & AA_CAP_IO == 0 {
+        // F9: the reactor said it runs no requests.
+        return IoOutcome {
+            result: i64::from(AA_E_UNSUPPORTED),
+            interrupt: None,
+        };
+    }
     if r.is_null() {
         return IoOutcome {
             result: -i64::from(ECANCELED),
@@ -489,8 +501,8 @@ unsafe extern "C" fn close_cb(ev: *mut AaEvent, _result: i64, _ud: *mut c_void) 
 pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
     use std::os::fd::IntoRawFd;
     let r = reactor.raw();
-    if r.is_null() {
-        drop(fd);
+    if r.is_null() || reactor.caps() & AA_CAP_IO == 0 {
+        drop(fd); // F9: no requests: closed here, at once
         return;
     }
     let raw = fd.into_raw_fd();

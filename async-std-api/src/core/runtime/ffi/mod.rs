@@ -27,6 +27,12 @@
 //!   touches) fires it only while its [`TriggerEvent`] lives: it fires
 //!   under a lock, and the event's drop empties it under that lock before
 //!   disposing the event.
+//! - **F8** A one-shot callback (an I/O request's, a process watch's, a
+//!   name lookup's, a sleep's timer) that the reactor calls a second time is not passed on:
+//!   the first call stands, and the plugin's fault is reported once per
+//!   runtime and kind as an [`Event::PluginFault`], naming the reactor.
+//! - **F9** A reactor without `AA_CAP_IO` is sent no request: a request
+//!   fails with `AA_E_UNSUPPORTED` and a close is done by the host.
 //!
 //! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
 //!
@@ -61,6 +67,7 @@ use async_abi::{
 
 use super::loader::Loaded;
 use crate::core::entry::run_entry;
+use crate::core::events::Event;
 use crate::core::state::{Body, CoroState};
 
 /// Owned `AaKv` views over Rust strings, valid while `self` lives.
@@ -96,6 +103,30 @@ fn err_text(buf: &[u8], status: AaStatus) -> String {
     }
 }
 
+/// F8: reports that the reactor called a one-shot callback (`what`, e.g.
+/// "an I/O request's") again; once per runtime and kind.
+pub(crate) fn called_twice(what: &'static str) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let event = super::with_runtime(|rt| {
+            let r = &rt.reactor;
+            if r.faults.borrow().contains(&what) {
+                return None;
+            }
+            r.faults.borrow_mut().push(what);
+            let (name, version) = super::loader::describe(&r.plugin.desc);
+            Some(Event::PluginFault {
+                plugin: format!("reactor \"{}\" ({name} {version})", r.label),
+                fault: format!(
+                    "called {what} callback a second time (ignored; the first call stands)"
+                ),
+            })
+        });
+        if let Some(Some(event)) = event {
+            crate::core::events::emit(event);
+        }
+    }));
+}
+
 /// A reactor instance and its plugin.
 pub(crate) struct Reactor {
     plugin: Loaded<AaReactorVTable>,
@@ -110,6 +141,8 @@ pub(crate) struct Reactor {
     /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
     /// as long as the reactor, longer than the scheduler (R2).
     watched: std::cell::OnceCell<Box<AaReactorVTable>>,
+    /// The kinds of fault already reported (F8).
+    faults: std::cell::RefCell<Vec<&'static str>>,
 }
 
 impl Reactor {
@@ -153,6 +186,7 @@ impl Reactor {
             label: label.to_owned(),
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
+            faults: std::cell::RefCell::default(),
         })
     }
 
@@ -321,6 +355,45 @@ impl Reactor {
                 drop(unsafe { Box::from_raw(ud) });
                 Err(if status < 0 { status } else { AA_E_INVALID })
             }
+        }
+    }
+
+    /// A one-shot timer that marks `rec` fired and wakes its waiter (the
+    /// sleeps' timer, `time::delay`): `rec` lives on the sleeping
+    /// coroutine's stack, which stays put while it waits, so a sleep
+    /// allocates nothing in the host.
+    pub(crate) fn wake_timer<'a>(
+        &'a self,
+        after_ns: u64,
+        rec: &'a WakeRec,
+    ) -> Result<WakeTimer<'a>, AaStatus> {
+        let r = self.r.get();
+        if r.is_null() {
+            return Err(AA_E_CLOSED);
+        }
+        let timer_new = self.plugin.vt.timer_new.expect("F1");
+        let mut ev: *mut AaEvent = ptr::null_mut();
+        // SAFETY: `r` is live (F2); `wake_timer_cb` matches `AaTimerCb`;
+        // `rec` outlives the returned guard, which disposes the event (F5).
+        let status = unsafe {
+            timer_new(
+                r,
+                after_ns,
+                0,
+                0,
+                Some(wake_timer_cb),
+                ptr::from_ref(rec).cast_mut().cast::<c_void>(),
+                &mut ev,
+            )
+        };
+        match NonNull::new(ev) {
+            Some(ev) if status >= 0 => Ok(WakeTimer {
+                reactor: self,
+                ev,
+                _rec: std::marker::PhantomData,
+            }),
+            // AA-R8: a failed constructor never calls back.
+            _ => Err(if status < 0 { status } else { AA_E_INVALID }),
         }
     }
 
@@ -581,6 +654,56 @@ impl Drop for TimerEvent {
         // closure box is ours.
         drop(unsafe { Box::from_raw(self.ud) });
     }
+}
+
+/// What a [`WakeTimer`] reports to: whether it fired, and whom it wakes.
+pub(crate) struct WakeRec {
+    fired: std::cell::Cell<bool>,
+    waiter: *mut async_abi::AaCoroutine,
+}
+
+impl WakeRec {
+    /// A record that wakes `me` (alive while it waits on it).
+    pub(crate) fn new(me: &CoroState) -> WakeRec {
+        WakeRec {
+            fired: std::cell::Cell::new(false),
+            waiter: me.raw.get(),
+        }
+    }
+
+    /// Whether the timer fired.
+    pub(crate) fn fired(&self) -> bool {
+        self.fired.get()
+    }
+}
+
+/// A one-shot timer over a [`WakeRec`]; dropping it disposes the event (no
+/// callback after), before the record can go.
+pub(crate) struct WakeTimer<'a> {
+    reactor: &'a Reactor,
+    ev: NonNull<AaEvent>,
+    _rec: std::marker::PhantomData<&'a WakeRec>,
+}
+
+impl Drop for WakeTimer<'_> {
+    fn drop(&mut self) {
+        // A null instance: destroyed (or leaked after a failed destroy),
+        // and never run again, so the record is never called either.
+        if !self.reactor.r.get().is_null() {
+            self.reactor.dispose(self.ev);
+        }
+    }
+}
+
+unsafe extern "C" fn wake_timer_cb(_ev: *mut AaEvent, _status: AaStatus, ud: *mut c_void) {
+    // SAFETY: `ud` is the `WakeRec` the `WakeTimer` borrows, alive until
+    // the event is disposed (F5), and callbacks never run after dispose.
+    let rec = unsafe { &*ud.cast::<WakeRec>() };
+    if rec.fired.replace(true) {
+        return called_twice("a one-shot timer's"); // F8
+    }
+    let waiter = rec.waiter;
+    let _ = catch_unwind(|| super::wake_raw(waiter));
 }
 
 /// Keeps `me`'s stack as it suspends (the RFC's `getTrace`): out of line,

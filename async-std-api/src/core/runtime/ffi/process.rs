@@ -65,6 +65,14 @@ impl Reactor {
         if self.caps & AA_CAP_PROCESS == 0 {
             return Err(AA_E_UNSUPPORTED);
         }
+        // F8: the watch's one callback.
+        let fired = std::cell::Cell::new(false);
+        let on_exit: ExitFn = Box::new(move |report| {
+            if fired.replace(true) {
+                return super::called_twice("a process watch's");
+            }
+            on_exit(report);
+        });
         let ud: *mut ExitFn = Box::into_raw(Box::new(on_exit));
         let mut ev: *mut AaEvent = ptr::null_mut();
         // SAFETY: `r` is live (F2); `process_cb` matches `AaProcessCb`; `ud`

@@ -1,0 +1,158 @@
+//! `million`: scale. Each measurement runs in a child process (this binary
+//! again, `--profile million ...`), so its peak RSS is its own.
+//!
+//! - *suspended*: N coroutines spawned at once, each in `delay(3000)`, then
+//!   all joined: the time to spawn them, the whole run's time, and the
+//!   process's peak RSS (`ru_maxrss`), on default settings (mio).
+//! - *flat*: with L coroutines parked (each waiting on a channel that never
+//!   sends), the cost of spawn+join and of a switch round trip, for L = 0,
+//!   1k, 100k and 1M: a stackful runtime's per-operation cost must not grow
+//!   with the number of coroutines alive.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use async_std_api::sync::channel;
+use async_std_api::{delay, spawn, suspend, Builder};
+
+/// The result of one child run, as it prints it: `key=value` words.
+fn child(args: &[&str]) -> Vec<(String, f64)> {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .arg("--profile")
+        .arg("million")
+        .args(args)
+        .output()
+        .expect("run the child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "million {args:?} failed: {}{}",
+        text,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.split_whitespace()
+        .filter_map(|w| {
+            let (k, v) = w.split_once('=')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn get(r: &[(String, f64)], key: &str) -> f64 {
+    r.iter()
+        .find(|(k, _)| k == key)
+        .map_or(f64::NAN, |(_, v)| *v)
+}
+
+/// What the suspended run measured.
+pub(crate) struct Suspended {
+    pub(crate) spawn_s: f64,
+    pub(crate) total_s: f64,
+    pub(crate) peak_rss_mib: f64,
+}
+
+/// N coroutines in `delay(delay_ms)` at once, on `reactor`.
+pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str) -> Suspended {
+    let r = child(&["suspended", &n.to_string(), &delay_ms.to_string(), reactor]);
+    Suspended {
+        spawn_s: get(&r, "spawn_s"),
+        total_s: get(&r, "total_s"),
+        peak_rss_mib: get(&r, "peak_rss_kib") / 1024.0,
+    }
+}
+
+/// Nanoseconds per spawn+join and per switch round trip with `live`
+/// coroutines parked.
+pub(crate) fn flat(live: u64) -> (f64, f64) {
+    let r = child(&["flat", &live.to_string()]);
+    (get(&r, "spawn_ns"), get(&r, "switch_ns"))
+}
+
+/// The child's side: `suspended <n> <delay_ms> <reactor>` or `flat <live>`.
+pub(crate) fn profile(args: &[String]) {
+    let usage = "usage: bench --profile million <suspended <n> <delay_ms> <reactor> | flat <live>>";
+    match args {
+        [mode, n, delay_ms, reactor] if mode == "suspended" => {
+            let n: u64 = n.parse().expect(usage);
+            let delay_ms: u64 = delay_ms.parse().expect(usage);
+            let start = Instant::now();
+            let spawned = Builder::new()
+                .reactor(reactor)
+                .run(move || {
+                    let handles: Vec<_> = (0..n)
+                        .map(|_| spawn(move || delay(delay_ms).expect("not cancelled")))
+                        .collect();
+                    let spawned = start.elapsed();
+                    for h in handles {
+                        h.join().expect("sleeper");
+                    }
+                    spawned
+                })
+                .expect("runtime");
+            let total = start.elapsed();
+            println!(
+                "spawn_s={:.3} total_s={:.3} peak_rss_kib={}",
+                spawned.as_secs_f64(),
+                total.as_secs_f64(),
+                peak_rss_kib()
+            );
+        }
+        [mode, live] if mode == "flat" => {
+            let live: u64 = live.parse().expect(usage);
+            let (spawn_ns, switch_ns) = Builder::new()
+                .run(move || {
+                    let (tx, rx) = channel::<()>(1);
+                    let rx = std::rc::Rc::new(rx);
+                    let parked: Vec<_> = (0..live)
+                        .map(|_| {
+                            let rx = rx.clone();
+                            spawn(move || {
+                                let _ = rx.recv();
+                            })
+                        })
+                        .collect();
+                    // Let every parked coroutine reach its wait.
+                    suspend().expect("not cancelled");
+                    let spawn_ns = per_op(200_000, || {
+                        spawn(|| ()).join().expect("empty coroutine");
+                    });
+                    let iters = 1_000_000;
+                    let other = spawn(move || {
+                        for _ in 0..iters + 1 {
+                            suspend().expect("not cancelled");
+                        }
+                    });
+                    suspend().expect("not cancelled");
+                    let switch_ns = per_op(iters, || suspend().expect("not cancelled"));
+                    other.join().expect("yielder");
+                    drop(tx);
+                    for h in parked {
+                        h.join().expect("parked");
+                    }
+                    (spawn_ns, switch_ns)
+                })
+                .expect("runtime");
+            println!("spawn_ns={spawn_ns:.1} switch_ns={switch_ns:.1}");
+        }
+        _ => panic!("{usage}"),
+    }
+}
+
+fn per_op(iters: u64, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    let d: Duration = start.elapsed();
+    d.as_nanos() as f64 / iters as f64
+}
+
+/// The process's peak resident set, KiB (`getrusage`).
+fn peak_rss_kib() -> i64 {
+    // SAFETY: `getrusage` writes only into the zeroed struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u.ru_maxrss
+}
