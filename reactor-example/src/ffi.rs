@@ -85,6 +85,7 @@ impl reactor_sdk::Reactor for Reactor {
         | AA_CAP_POLL
         | AA_CAP_IO
         | AA_CAP_TRIGGER
+        | AA_CAP_IO_DGRAM
         | AA_CAP_SIGNAL
         | AA_CAP_PROCESS
         | AA_CAP_FS_WATCH

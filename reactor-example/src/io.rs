@@ -1,6 +1,6 @@
 //! Descriptors: readiness watches (polls) and requests (read, write,
-//! accept, connect, close), run as readiness plus the kit's non-blocking
-//! system calls (`reactor_sdk::sys`).
+//! accept, connect, close, and the datagram ones), run as readiness plus the
+//! kit's non-blocking system calls (`reactor_sdk::sys`).
 //!
 //! # Invariants
 //!
@@ -10,8 +10,9 @@
 //!   registered, so a number closed and reused behind the reactor's back
 //!   never inherits a stale registration.
 //! - **D2** Requests wait in two FIFO queues per descriptor (readers:
-//!   read, accept; writers: write, connect); only the front of a queue is
-//!   tried, so reads complete in submission order, and so do writes.
+//!   read, accept, recvfrom; writers: write, connect, sendto); only the
+//!   front of a queue is tried, so reads complete in submission order, and
+//!   so do writes.
 //! - **D3** A new request is tried first from the next iteration's `fresh`
 //!   list, in submission order across descriptors; after `EAGAIN` it waits
 //!   for its direction's next edge.
@@ -86,9 +87,9 @@ pub(crate) struct Req {
     pub(crate) buf: HostBuf,
     /// File offset, -1 for the current position or a stream.
     pub(crate) offset: i64,
-    /// Accept: where the peer's address goes.
+    /// Accept, recvfrom: where the peer's address goes.
     pub(crate) peer: Option<HostAddr>,
-    /// Connect: the reactor's copy of the address.
+    /// Connect, sendto: the reactor's copy of the address.
     pub(crate) target: Option<AaSockAddr>,
     /// `AA_IO_PEEK`.
     pub(crate) peek: bool,
@@ -102,7 +103,7 @@ enum Attempt {
 
 /// Whether a request reads (its queue, D2).
 fn reads(op: Opcode) -> bool {
-    matches!(op, Opcode::Read | Opcode::Accept)
+    op.reads()
 }
 
 /// Tries a request's system call once (D4: only while pending).
@@ -119,6 +120,16 @@ fn attempt(req: &Req, connecting: &mut bool, socket: bool) -> Attempt {
                 i64::from(fd)
             })
         }
+        Opcode::RecvFrom => {
+            let mut from = AaSockAddr::EMPTY;
+            sys::recv_from(req.fd, req.buf, &mut from, req.peek).map(|n| {
+                if let Some(slot) = &req.peer {
+                    slot.write(&from);
+                }
+                n as i64
+            })
+        }
+        Opcode::SendTo => sys::send_to(req.fd, req.buf, req.target.as_ref()).map(|n| n as i64),
         Opcode::Connect => return connect(req, connecting),
         _ => Ok(-i64::from(libc::EINVAL)),
     };

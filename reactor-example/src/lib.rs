@@ -5,12 +5,12 @@
 //! `Event` traits; the kit gives the plugin descriptor, the vtable and its
 //! shims, the timer heap, the signal halves and the resolver pool.
 //!
-//! It runs timers, readiness watches, triggers, socket and pipe requests
-//! (read, write, accept, connect, close) as readiness plus a non-blocking
-//! system call, signal watches, child process and filesystem watches, and
-//! name resolution. It leaves out, and says so in its capabilities, inline
-//! completion, datagram and file requests: the host falls back to readiness
-//! and its blocking pool for those.
+//! It runs timers, readiness watches, triggers, socket, pipe and datagram
+//! requests (read, write, accept, connect, close, recvfrom, sendto) as
+//! readiness plus a non-blocking system call, signal watches, child process
+//! and filesystem watches, and name resolution. It leaves out, and says so
+//! in its capabilities, inline completion and file requests: the host runs
+//! files on its blocking pool.
 //!
 //! ```
 //! use async_abi::{AA_CAP_IO_INLINE, AA_CAP_SIGNAL, AA_IFACE_REACTOR_V1, AaReactorVTable, AaStr};

@@ -61,10 +61,10 @@ pub(crate) const C_REACTOR_SKIPS: &[Skip] = &[Skip {
 }];
 
 /// What the Rust example reactor's cell (`reactor-example/`, on the kit
-/// `reactor-sdk`) leaves out: nothing. It lacks `AA_CAP_IO_INLINE`,
-/// `AA_CAP_IO_DGRAM` and the file capabilities, and the host's fallbacks
-/// (readiness, the blocking pool) serve every test that needs them; a row
-/// goes here, with its reason, if a capability it lacks ever stops a test.
+/// `reactor-sdk`) leaves out: nothing. It lacks `AA_CAP_IO_INLINE` and the
+/// file capabilities, and the host's fallback (the blocking pool) serves
+/// every test that needs them; a row goes here, with its reason, if a
+/// capability it lacks ever stops a test.
 pub(crate) const EXAMPLE_REACTOR_SKIPS: &[Skip] = &[];
 
 #[derive(Default)]
