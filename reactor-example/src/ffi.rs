@@ -51,6 +51,11 @@ unsafe impl reactor_sdk::Event for Event {
         !self.disposed.get()
     }
 
+    #[inline]
+    fn scheduled(&self) -> &std::cell::Cell<u32> {
+        &self.scheduled
+    }
+
     unsafe fn fire(ev: *const Event) -> AaStatus {
         // SAFETY: F2 and F4: `magic` and `trigger` never change after
         // creation; only those fields are read.

@@ -47,20 +47,7 @@ const WAKER: Token = Token(usize::MAX);
 const SIGNALS: Token = Token(usize::MAX - 1);
 
 /// A callback owed to the host, delivered by a later `run_once` (R2).
-#[derive(Debug)]
-pub(crate) enum Deferred {
-    /// The event's callback with `status` (a reason) or `value` (a result).
-    Notify {
-        ev: Rc<Event>,
-        status: AaStatus,
-        value: i64,
-    },
-    /// `on_closed`.
-    Closed {
-        ev: Rc<Event>,
-        on_closed: Option<ClosedCallback>,
-    },
-}
+pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
 
 /// The loop's signal state: the kit's, and the socket its handler writes.
 #[derive(Debug)]
@@ -163,10 +150,7 @@ impl Reactor {
 
     /// Queues a callback for a later `run_once` (R2).
     pub(crate) fn defer(&self, item: Deferred) {
-        let (Deferred::Notify { ev, .. } | Deferred::Closed { ev, .. }) = &item;
-        ev.scheduled.set(ev.scheduled.get() + 1);
-        self.touch(ev);
-        self.deferred.borrow_mut().push_back(item);
+        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
     pub(crate) fn destroy(&self) -> Result<()> {
@@ -291,28 +275,7 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the iteration's start (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let mut count = 0;
-        for item in batch {
-            match item {
-                Deferred::Notify { ev, status, value } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if ev.deliverable() {
-                        ev.callback.notify(&*ev, status, value);
-                        count += 1;
-                    }
-                }
-                Deferred::Closed { ev, on_closed } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if let (true, Some(cb)) = (ev.deliverable(), on_closed) {
-                        cb.call(&*ev);
-                        count += 1;
-                    }
-                }
-            }
-        }
-        count
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), |_| {})
     }
 
     // -----------------------------------------------------------------

@@ -63,7 +63,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_abi::{AaEvent, AaStatus, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AaEvent, AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -76,7 +76,7 @@ use crate::config::Config;
 use crate::dns::Resolver;
 use crate::error::{Error, Result};
 use crate::event::{CloseState, Event, State};
-use crate::ffi::{ClosedCallback, HostCallback};
+use crate::ffi::HostCallback;
 use crate::fs_watch::Inotify;
 use crate::registry::{Key, Registry};
 use crate::signal::Signals;
@@ -103,27 +103,9 @@ pub(crate) fn process_token(id: u32) -> Token {
     Token((id as usize) << 32 | OWN_SOURCE)
 }
 
-/// A callback owed to the host, delivered by the next `run_once` (R2).
-#[derive(Debug)]
-pub(crate) enum Deferred {
-    /// The event's own callback, with `status` (timers, polls, triggers) or
-    /// `result` (requests).
-    Notify {
-        /// The event.
-        ev: Rc<Event>,
-        /// 0 or the cancellation reason.
-        status: AaStatus,
-        /// A request's result, a poll's ready bits.
-        value: i64,
-    },
-    /// `on_closed` (AA-R4).
-    Closed {
-        /// The event.
-        ev: Rc<Event>,
-        /// The host's callback, if it gave one.
-        on_closed: Option<ClosedCallback>,
-    },
-}
+/// A callback owed to the host, delivered by the next `run_once` (R2): the
+/// kit's (`reactor_sdk::deferred`).
+pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
 
 /// One event loop (see the module doc).
 #[derive(Debug)]
@@ -248,12 +230,7 @@ impl Reactor {
 
     /// Queues a callback for the next `run_once` (R2, E5).
     pub(crate) fn defer(&self, item: Deferred) {
-        let ev = match &item {
-            Deferred::Notify { ev, .. } | Deferred::Closed { ev, .. } => ev,
-        };
-        ev.scheduled.set(ev.scheduled.get() + 1);
-        self.touch(ev);
-        self.deferred.borrow_mut().push_back(item);
+        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
     /// Asks the next `run_once` to try the queues of `key` without waiting
@@ -484,29 +461,8 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let mut count = 0;
-        for item in batch {
-            match item {
-                Deferred::Notify { ev, status, value } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if ev.deliverable() {
-                        ev.callback.notify(&*ev, status, value);
-                        count += 1;
-                    }
-                }
-                Deferred::Closed { ev, on_closed } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    ev.close.set(CloseState::Closed);
-                    self.touch(&ev);
-                    if let (true, Some(cb)) = (ev.deliverable(), on_closed) {
-                        cb.call(&*ev);
-                        count += 1;
-                    }
-                }
-            }
-        }
-        count
+        let closed = |ev: &Event| ev.close.set(CloseState::Closed);
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), closed)
     }
 
     /// Delivers fired triggers: O(fired), not O(triggers).

@@ -8,6 +8,8 @@
 //!   the trait and monomorphised (no `dyn`): each shim catches panics
 //!   (`AA_E_PANIC`), checks its pointers and flags, reads `AaIoOp`s under
 //!   the compatibility rule, records the failure for `last_error_message`;
+//! - [`deferred`]: the callbacks owed to a later `run_once` (cancellations,
+//!   `on_closed`) and their delivery;
 //! - [`callback`]: the host's typed callbacks ([`HostCallback`],
 //!   [`ClosedCallback`]);
 //! - [`error`]: [`Error`] (a status and one line) and [`Result`];
@@ -47,6 +49,7 @@
 #[allow(unsafe_code)] // calls into the host (module `# Safety`)
 pub mod callback;
 pub mod core;
+pub mod deferred;
 pub mod dns;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)

@@ -50,6 +50,10 @@ pub unsafe trait Event: Sized + 'static {
     /// kit's delivery loops check it right before each call).
     fn deliverable(&self) -> bool;
 
+    /// The number of deferred callbacks queued for the event
+    /// (`crate::deferred`, Q1).
+    fn scheduled(&self) -> &std::cell::Cell<u32>;
+
     /// `trigger_fire`, from any thread: marks the trigger fired and wakes
     /// the loop; `AA_E_INVALID` if the event is not a trigger.
     ///

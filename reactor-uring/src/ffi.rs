@@ -84,6 +84,11 @@ unsafe impl reactor_sdk::Event for Event {
         !self.disposed.get()
     }
 
+    #[inline]
+    fn scheduled(&self) -> &std::cell::Cell<u32> {
+        &self.scheduled
+    }
+
     unsafe fn fire(ev: *const Event) -> AaStatus {
         // SAFETY: F2 and F4: the host keeps the trigger undisposed while any
         // thread may fire it; `magic` and `trigger` are immutable after

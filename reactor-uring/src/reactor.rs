@@ -65,7 +65,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED};
+use async_abi::{AaEvent, AA_E_BUSY, AA_E_CLOSED};
 
 use reactor_sdk::core::Core;
 
@@ -83,25 +83,10 @@ use crate::signal::Signals;
 use crate::timer::TimerHeap;
 use crate::trigger::{TriggerShared, Waker};
 
-/// A callback owed to the host, delivered by the next `run_once` (R2).
-#[derive(Debug)]
-pub(crate) enum Deferred {
-    /// The event's own callback, with `status` (timers, polls, triggers) or
-    /// `value` (a request's result, a poll's ready bits).
-    Notify {
-        /// The event.
-        ev: Rc<Event>,
-        /// 0 or the cancellation reason.
-        status: AaStatus,
-        /// A request's result, a poll's ready bits.
-        value: i64,
-    },
-    /// `on_closed` (AA-R4).
-    Closed {
-        /// The event.
-        ev: Rc<Event>,
-    },
-}
+/// A callback owed to the host, delivered by the next `run_once` (R2): the
+/// kit's (`reactor_sdk::deferred`); `on_closed` moves from the event into
+/// its item once the kernel released the event.
+pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
 
 /// One event loop (see the module doc).
 #[derive(Debug)]
@@ -234,12 +219,7 @@ impl Reactor {
 
     /// Queues a callback for the next `run_once` (R2, E5).
     pub(crate) fn defer(&self, item: Deferred) {
-        let ev = match &item {
-            Deferred::Notify { ev, .. } | Deferred::Closed { ev } => ev,
-        };
-        ev.scheduled.set(ev.scheduled.get() + 1);
-        self.touch(ev);
-        self.deferred.borrow_mut().push_back(item);
+        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
     /// Schedules `on_closed` once a closing event has nothing left in the
@@ -247,7 +227,10 @@ impl Reactor {
     pub(crate) fn settle_close(&self, ev: &Rc<Event>) {
         if ev.close.get() == CloseState::Closing && ev.in_flight.get() == 0 {
             ev.close.set(CloseState::Drained);
-            self.defer(Deferred::Closed { ev: Rc::clone(ev) });
+            self.defer(Deferred::Closed {
+                ev: Rc::clone(ev),
+                on_closed: ev.on_closed.take(),
+            });
         }
     }
 
@@ -428,29 +411,8 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let mut count = 0;
-        for item in batch {
-            match item {
-                Deferred::Notify { ev, status, value } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if ev.deliverable() {
-                        ev.callback.notify(&*ev, status, value);
-                        count += 1;
-                    }
-                }
-                Deferred::Closed { ev } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    ev.close.set(CloseState::Closed);
-                    self.touch(&ev);
-                    if let (true, Some(cb)) = (ev.deliverable(), ev.on_closed.take()) {
-                        cb.call(&*ev);
-                        count += 1;
-                    }
-                }
-            }
-        }
-        count
+        let closed = |ev: &Event| ev.close.set(CloseState::Closed);
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), closed)
     }
 }
 
