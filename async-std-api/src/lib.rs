@@ -121,6 +121,7 @@
 //! | user await contexts with their own linking logic (the design's `AwaitContext`, `AwaitSocket`) | [`awaitable::Latch`] (`open`, `fail`, `wait`), [`awaitable::wait`] | a one-shot awaitable the user's code completes from any event; an `until` trigger and a combinator input like the built-in ones (D-37) |
 //! | `Fiber`, `FiberError`, `Fiber::suspend` (the Fibers RFC) | [`fiber::Fiber`]`<V, R>`, [`fiber::FiberError`] | typed values both ways; a suspension returns to the resumer, fibers nest, a blocking call inside suspends the coroutine (D-36) |
 //! | the thread and exec event descriptors (the design) | [`spawn_blocking`] `->` [`JoinHandle`], [`Builder::blocking_threads`] | a bounded pool beside the loop, reporting through the reactor's trigger; a panic is the handle's failure; cancelling detaches the work (D-30) |
+//! | thread-per-core (the performance issue) | [`per_core::run_per_core`], [`Builder::threads`], [`Builder::pin`], [`per_core::spawn_on`] `->` [`per_core::LoopJoinHandle`] (`Send`), [`per_core::LoopSender`], [`per_core::Loops::shutdown`], [`net::TcpListener::bind_reuseport`] | one whole runtime per thread from one configuration; only `Send` values cross; one graceful shutdown for all; a failing loop shuts the others down and is named in the error (D-39) |
 //! | the process and pipe event descriptors (the design) | [`process::Command`] (`spawn`, `output`, `status`), [`process::Child`] (`wait`, `try_wait`, `kill`, `wait_with_output`, piped handles with `Read`/`Write`), [`io::pipe`], [`io::stdin`], [`io::stdout`], [`io::stderr`] | std's names; exits watched by the reactor (pidfd), a cancelled wait leaves the child watched and reaped, a dropped `Child` is reaped in the background (D-32); standard streams on the blocking pool, since their descriptors are shared with other processes |
 //!
 //!
@@ -133,6 +134,51 @@
 //! # Threads
 //!
 //! One runtime per thread; every handle is `!Send` (`Rc` inside).
+//!
+//! To use every core, [`per_core::run_per_core`] (or
+//! [`Builder::threads`]`(n).`[`run_per_core`](Builder::run_per_core)`(f)`)
+//! runs `n` such runtimes, one per thread, each running `f(loop_id)` as its
+//! main coroutine (thread-per-core, D-39). They share nothing but what is
+//! `Send`: [`per_core::spawn_on`] runs a closure on a given loop and returns
+//! a `Send` handle any loop or thread can join, [`per_core::LoopSender`]
+//! feeds one loop's channel from another loop's coroutine, and
+//! [`per_core::Loops::shutdown`] (or SIGINT/SIGTERM with
+//! [`Builder::shutdown_on_signals`]) ends every loop gracefully. A listener
+//! per loop bound with [`net::TcpListener::bind_reuseport`] lets the kernel
+//! spread connections over the loops.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use async_std_api::net::{TcpListener, TcpStream};
+//! use async_std_api::per_core::{run_per_core, spawn_on, LoopId};
+//! use async_std_api::spawn;
+//!
+//! let echoed = run_per_core(2, |id| {
+//!     if id.index() == 1 {
+//!         return None; // loop 1 serves what loop 0 sends it
+//!     }
+//!     // Loop 1 binds and serves one connection; loop 0 is the client.
+//!     let server = spawn_on(LoopId::new(1), || {
+//!         let listener = TcpListener::bind_reuseport("127.0.0.1:0").unwrap();
+//!         let addr = listener.local_addr().unwrap();
+//!         spawn(move || {
+//!             let (mut conn, _) = listener.accept().unwrap();
+//!             let mut buf = [0u8; 4];
+//!             conn.read_exact(&mut buf).unwrap();
+//!             conn.write_all(&buf).unwrap();
+//!         });
+//!         addr
+//!     });
+//!     let addr = server.unwrap().join().unwrap();
+//!     let mut s = TcpStream::connect(addr).unwrap();
+//!     s.write_all(b"ping").unwrap();
+//!     let mut buf = [0u8; 4];
+//!     s.read_exact(&mut buf).unwrap();
+//!     Some(buf)
+//! })
+//! .unwrap();
+//! assert_eq!(echoed, [Some(*b"ping"), None]);
+//! ```
 #![deny(unsafe_code)]
 
 // The layers, bottom up (ARCHITECTURE.md, "The host's layers"): each
@@ -146,6 +192,7 @@ pub mod fiber;
 pub mod fs;
 pub mod io;
 pub mod net;
+pub mod per_core;
 pub mod process;
 pub mod signal;
 pub mod sync;

@@ -120,6 +120,47 @@ impl TcpListener {
         })
     }
 
+    /// [`bind`](TcpListener::bind) with `SO_REUSEPORT` also set: several
+    /// listeners (one per loop of a [`run_per_core`](crate::per_core::run_per_core),
+    /// or per process) may bind the same address, each with its own accept
+    /// queue, and the kernel spreads incoming connections over them. Every
+    /// listener of the group must set it (std has no such option, so this
+    /// sits beside `bind`, which is unchanged).
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](TcpListener::bind); `AddrInUse` if a listener without
+    /// `SO_REUSEPORT` (or another user's) holds the address.
+    ///
+    /// # Cancellation
+    ///
+    /// Does not suspend; not a cancellation point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::net::TcpListener;
+    ///
+    /// let a = TcpListener::bind_reuseport("127.0.0.1:0").unwrap();
+    /// let addr = a.local_addr().unwrap();
+    /// let b = TcpListener::bind_reuseport(addr).unwrap(); // the same port
+    /// assert_eq!(b.local_addr().unwrap(), addr);
+    /// assert!(TcpListener::bind(addr).is_err());
+    /// ```
+    #[track_caller]
+    pub fn bind_reuseport(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        each_addr(addr, Location::caller(), |a| {
+            let s = new_socket(a)?;
+            s.set_reuse_address(true)?;
+            s.set_reuse_port(true)?;
+            s.bind(&SockAddr::from(*a))?;
+            s.listen(1024)?;
+            Ok(TcpListener {
+                io: Evented::new(s.into()),
+            })
+        })
+    }
+
     /// The local address it listens on.
     ///
     /// # Errors

@@ -64,12 +64,15 @@ pub struct UdpSocket {
     io: Evented<std::net::UdpSocket>,
 }
 
-fn new_udp(addr: &SocketAddr) -> io::Result<std::net::UdpSocket> {
+fn new_udp(addr: &SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     let s = Socket::new(
         Domain::for_address(*addr),
         Type::DGRAM.nonblocking().cloexec(),
         Some(Protocol::UDP),
     )?;
+    if reuse_port {
+        s.set_reuse_port(true)?;
+    }
     s.bind(&SockAddr::from(*addr))?;
     Ok(s.into())
 }
@@ -89,7 +92,40 @@ impl UdpSocket {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         each_addr(addr, Location::caller(), |a| {
             Ok(UdpSocket {
-                io: Evented::new(new_udp(a)?),
+                io: Evented::new(new_udp(a, false)?),
+            })
+        })
+    }
+
+    /// [`bind`](UdpSocket::bind) with `SO_REUSEPORT` set: several sockets
+    /// (one per loop of a [`run_per_core`](crate::per_core::run_per_core))
+    /// may bind the same address, and the kernel spreads incoming
+    /// datagrams over them by their source. Every socket of the group must
+    /// set it.
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](UdpSocket::bind).
+    ///
+    /// # Cancellation
+    ///
+    /// Does not suspend; not a cancellation point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::net::UdpSocket;
+    ///
+    /// let a = UdpSocket::bind_reuseport("127.0.0.1:0").unwrap();
+    /// let addr = a.local_addr().unwrap();
+    /// let b = UdpSocket::bind_reuseport(addr).unwrap();
+    /// assert_eq!(b.local_addr().unwrap(), addr);
+    /// ```
+    #[track_caller]
+    pub fn bind_reuseport(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        each_addr(addr, Location::caller(), |a| {
+            Ok(UdpSocket {
+                io: Evented::new(new_udp(a, true)?),
             })
         })
     }

@@ -133,7 +133,23 @@ impl Builder {
         F: FnOnce() -> T + 'static,
         T: 'static,
     {
+        if let Some(n) = self.per_core.threads.filter(|&n| n != 1) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("Builder::threads({n}) needs Builder::run_per_core: run starts one loop"),
+            ));
+        }
         run_with(&self.explicit, f, Location::caller())
+    }
+
+    /// [`run`](Builder::run) with the main coroutine's spawn location given
+    /// (each loop of `run_per_core` names the caller of `run_per_core`).
+    pub(crate) fn run_at<F, T>(self, f: F, location: &'static Location<'static>) -> Result<T, Error>
+    where
+        F: FnOnce() -> T + 'static,
+        T: 'static,
+    {
+        run_with(&self.explicit, f, location)
     }
 }
 
@@ -186,7 +202,7 @@ where
     if status < 0 {
         let why = why.unwrap_or_else(|| {
             format!(
-                "scheduler \"{}\" failed: {}",
+                "scheduler {} failed: {}",
                 rt.scheduler_label,
                 status_text(status)
             )

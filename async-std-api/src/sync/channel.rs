@@ -547,6 +547,14 @@ impl<T> SendError<T> {
         }
     }
 
+    /// A send given up because the sender was cancelled while it waited.
+    pub(crate) fn interrupted(value: T, c: Cancelled) -> SendError<T> {
+        SendError {
+            value,
+            cancelled: Some(c),
+        }
+    }
+
     /// The sender's own cancellation, if that is why (else the channel is
     /// closed).
     pub fn cancelled(&self) -> Option<&Cancelled> {

@@ -49,4 +49,5 @@ pub use mutex::{Mutex, MutexGuard};
 pub use notify::Notify;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::{Semaphore, SemaphorePermit};
+pub(crate) use thread::Reply;
 pub use thread::{ThreadResolver, ThreadSender};

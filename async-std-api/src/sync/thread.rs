@@ -103,10 +103,15 @@ impl<T: Send + 'static> Resolver<T> {
     }
 }
 
+/// How one send went, told on the channel's loop thread: to a blocked
+/// thread's `mpsc` (TH2), or to a suspended coroutine's loop
+/// (`per_core::LoopSender`). Dropped uncalled once the runtime ended (TH4).
+pub(crate) type Reply<T> = Box<dyn FnOnce(Result<(), T>) + Send>;
+
 /// One send from a thread: the value and where to say how it went.
 struct Msg<T> {
     value: T,
-    reply: mpsc::SyncSender<Result<(), T>>,
+    reply: Reply<T>,
 }
 
 /// Sends into a channel from any thread: made by [`Sender::for_thread`];
@@ -171,12 +176,24 @@ impl<T: Send + 'static> ThreadSender<T> {
             );
         }
         let (reply, answer) = mpsc::sync_channel(1);
+        let reply: Reply<T> = Box::new(move |r| {
+            let _ = reply.send(r);
+        });
         self.port.send(Msg { value, reply });
         match answer.recv() {
             Ok(Ok(())) => Ok(()),
             Ok(Err(value)) => Err(SendError::closed(Some(value))),
             Err(_) => Err(SendError::closed(None)), // TH4
         }
+    }
+}
+
+impl<T: Send + 'static> ThreadSender<T> {
+    /// Hands `value` to the channel's loop without waiting; `reply` is
+    /// called there with how it went (TH1, TH2), or dropped uncalled if the
+    /// runtime ended (TH4). For senders that wait their own way.
+    pub(crate) fn send_then(&self, value: T, reply: Reply<T>) {
+        self.port.send(Msg { value, reply });
     }
 }
 
@@ -214,26 +231,21 @@ impl<T: Send + 'static> Sender<T> {
 fn deliver<T: 'static>(tx: &Sender<T>, m: Msg<T>) {
     let Msg { value, reply } = m;
     match tx.try_send(value) {
-        Ok(()) => {
-            let _ = reply.send(Ok(()));
-        }
-        Err(TrySendError::Closed(value)) => {
-            let _ = reply.send(Err(value));
-        }
+        Ok(()) => reply(Ok(())),
+        Err(TrySendError::Closed(value)) => reply(Err(value)),
         Err(TrySendError::Full(value)) => {
             let slot = std::rc::Rc::new(std::cell::Cell::new(Some((value, reply))));
             let (s, tx2) = (slot.clone(), tx.clone());
             let spawned = spawn_in(&current_scope(), move || {
                 if let Some((value, reply)) = s.take() {
-                    let r = tx2.send(value).map_err(|e| e.value);
-                    let _ = reply.send(r);
+                    reply(tx2.send(value).map_err(|e| e.value));
                 }
             });
             if spawned.is_err() {
                 // The runtime is shutting down: the thread gets its value
                 // back as if the channel were closed.
                 if let Some((value, reply)) = slot.take() {
-                    let _ = reply.send(Err(value));
+                    reply(Err(value));
                 }
             }
         }

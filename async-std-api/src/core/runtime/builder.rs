@@ -30,6 +30,19 @@ use super::config::Explicit;
 pub struct Builder {
     /// Read by `run` (`structured::run`).
     pub(crate) explicit: Explicit,
+    /// Read by `run_per_core` (`per_core`) only.
+    pub(crate) per_core: PerCore,
+}
+
+/// The thread-per-core settings of a [`Builder`]: how many loops
+/// `run_per_core` starts, whether each is pinned to its core, and whether
+/// SIGINT/SIGTERM shut every loop down.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PerCore {
+    /// `None`: one loop per available core.
+    pub(crate) threads: Option<usize>,
+    pub(crate) pin: bool,
+    pub(crate) signals: bool,
 }
 
 impl Builder {
@@ -260,6 +273,59 @@ impl Builder {
         handler: impl Fn(&crate::core::events::Event) + Send + Sync + 'static,
     ) -> Builder {
         self.explicit.events = Some(crate::core::events::Handler(std::sync::Arc::new(handler)));
+        self
+    }
+}
+
+/// The thread-per-core settings, read by
+/// [`run_per_core`](Builder::run_per_core) (`per_core` module).
+impl Builder {
+    /// How many loops [`run_per_core`](Builder::run_per_core) runs, one
+    /// per thread (each its own scheduler and reactor, built from this same
+    /// configuration). Defaults to the number of available cores. Only
+    /// `run_per_core` reads it: [`run`](Builder::run) with more than one
+    /// thread set is refused with [`ErrorKind::Config`](super::ErrorKind::Config).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::Builder;
+    ///
+    /// let ids = Builder::new()
+    ///     .threads(2)
+    ///     .run_per_core(|id| id.index())
+    ///     .unwrap();
+    /// assert_eq!(ids, [0, 1]);
+    /// ```
+    pub fn threads(mut self, n: usize) -> Builder {
+        self.per_core.threads = Some(n);
+        self
+    }
+
+    /// Pins loop `i` of [`run_per_core`](Builder::run_per_core) to core
+    /// `i` (modulo the number of cores). Off by default: the kernel places
+    /// the threads. A pin the kernel refuses is logged and the loop runs
+    /// unpinned.
+    pub fn pin(mut self, on: bool) -> Builder {
+        self.per_core.pin = on;
+        self
+    }
+
+    /// Makes one SIGINT or SIGTERM shut every loop of
+    /// [`run_per_core`](Builder::run_per_core) down gracefully (the same
+    /// as [`Loops::shutdown`](crate::per_core::Loops::shutdown)). Off by
+    /// default: the signals keep their usual effect.
+    pub fn shutdown_on_signals(mut self, on: bool) -> Builder {
+        self.per_core.signals = on;
+        self
+    }
+}
+
+impl super::Error {
+    /// The same error, its message prefixed with the loop it came from
+    /// (`loop 1: unhandled failure: ...`), for `run_per_core`.
+    pub(crate) fn in_loop(mut self, index: usize) -> super::Error {
+        self.message = format!("loop {index}: {}", self.message);
         self
     }
 }

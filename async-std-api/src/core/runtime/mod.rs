@@ -221,7 +221,8 @@ pub(crate) struct Runtime {
     main_panic: RefCell<Option<Box<dyn Any + Send>>>,
     /// R4.
     spare_states: RefCell<Vec<Rc<CoroState>>>,
-    /// The scheduler's label, for messages.
+    /// The scheduler, quoted, with where it was loaded from when its label
+    /// does not say (`named`): how messages name it.
     pub(crate) scheduler_label: String,
 }
 
@@ -341,6 +342,16 @@ fn load_image(
     }
 }
 
+/// `"<label>"`, with where the plugin was loaded from when the label does
+/// not say it (a plugin chosen by name): how a failure names its plugin.
+pub(crate) fn named(label: &str, origin: &str) -> String {
+    if label == origin || origin == "statically linked" {
+        format!("\"{label}\"")
+    } else {
+        format!("\"{label}\" ({origin})")
+    }
+}
+
 fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64, origin: &str) {
     let (name, version) = loader::describe(desc);
     let mut line = format!(
@@ -415,17 +426,18 @@ fn start_reactor(
 ) -> Result<Reactor, Error> {
     let loaded = loader::reactor(label, image).map_err(|m| Error::new(ErrorKind::Load, m))?;
     let desc = loaded.desc;
-    let reactor = Reactor::create(loaded, label, options).map_err(|(loaded, msg, status)| {
-        loaded.deinit();
-        // A refused option is a configuration error: `auto` must not hide
-        // it by falling back to another reactor.
-        let kind = if status == async_abi::AA_E_INVALID {
-            ErrorKind::Config
-        } else {
-            ErrorKind::Plugin
-        };
-        Error::new(kind, format!("cannot start reactor \"{label}\": {msg}"))
-    })?;
+    let reactor =
+        Reactor::create(loaded, label, origin, options).map_err(|(loaded, msg, status)| {
+            loaded.deinit();
+            // A refused option is a configuration error: `auto` must not hide
+            // it by falling back to another reactor.
+            let kind = if status == async_abi::AA_E_INVALID {
+                ErrorKind::Config
+            } else {
+                ErrorKind::Plugin
+            };
+            Error::new(kind, format!("cannot start reactor \"{label}\": {msg}"))
+        })?;
     if reactor.caps() & async_abi::AA_CAP_TIMER == 0 {
         reactor.destroy(64);
         return Err(Error::new(
@@ -531,7 +543,7 @@ impl Runtime {
             upper: OnceCell::new(),
             main_panic: RefCell::new(None),
             spare_states: RefCell::new(Vec::new()),
-            scheduler_label: s_label,
+            scheduler_label: named(&s_label, &s_origin),
         })
     }
 
@@ -556,7 +568,7 @@ impl Runtime {
             Err(status) => Err(Error::new(
                 ErrorKind::Plugin,
                 format!(
-                    "scheduler \"{}\" cannot start the main coroutine: {}",
+                    "scheduler {} cannot start the main coroutine: {}",
                     self.scheduler_label,
                     status_text(status)
                 ),
@@ -572,16 +584,13 @@ impl Runtime {
             .sched
             .last_error()
             .unwrap_or_else(|| status_text(status));
-        let mut line = format!("scheduler \"{}\" failed: {sched}", self.scheduler_label);
+        let mut line = format!("scheduler {} failed: {sched}", self.scheduler_label);
         if sched.contains("reactor") {
             let reactor = self
                 .reactor
                 .last_error()
                 .unwrap_or_else(|| "it gave no message".to_owned());
-            line.push_str(&format!(
-                "; reactor \"{}\": {reactor}",
-                self.reactor.label()
-            ));
+            line.push_str(&format!("; reactor {}: {reactor}", self.reactor.named()));
         }
         line
     }
@@ -623,5 +632,21 @@ impl Runtime {
         if let Some(payload) = self.main_panic.borrow_mut().take() {
             std::panic::resume_unwind(payload);
         }
+    }
+}
+
+#[cfg(test)]
+mod named_tests {
+    #[test]
+    fn d40_a_failure_names_a_plugin_by_its_label_and_where_it_came_from() {
+        assert_eq!(
+            super::named("mio", "/opt/lib/libreactor_mio.so"),
+            "\"mio\" (/opt/lib/libreactor_mio.so)"
+        );
+        assert_eq!(super::named("/x/liby.so", "/x/liby.so"), "\"/x/liby.so\"");
+        assert_eq!(
+            super::named("embedded", "statically linked"),
+            "\"embedded\""
+        );
     }
 }

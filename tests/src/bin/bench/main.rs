@@ -11,6 +11,9 @@
 //! - `spawn`: spawning an empty coroutine and joining it;
 //! - `echo`: a TCP echo server over loopback under load from 100
 //!   connections with small messages (requests per second; see `echo.rs`);
+//! - `echo2`: the same echo against servers on several threads: this
+//!   runtime with 1 and 2 loops (`run_per_core`), tokio's multi-thread
+//!   runtime with 2 workers, monoio with 2 threads (see `echo_multi.rs`);
 //! - `timers`: the lateness of 10,000 coroutines each sleeping 200 ms, per
 //!   reactor (see `timers.rs`);
 //! - `fairness`: a 2-byte echo every 20 ms on one connection while another
@@ -38,6 +41,7 @@
 //! Each measurement is the median of several repetitions.
 
 mod echo;
+mod echo_multi;
 mod fairness;
 mod fiber;
 mod fs;
@@ -64,6 +68,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "echo",
         "TCP echo over loopback, 100 connections, 64-byte messages (server CPU per request, requests per second)",
+    ),
+    (
+        "echo2",
+        "TCP echo, 1 and 2 loops against tokio multi-thread (2 workers) and monoio (2 threads), nothing pinned (server and client CPU per request, requests per second)",
     ),
     (
         "timers",
@@ -106,6 +114,13 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// How to read some scenarios' numbers: shown under their tables in the
 /// report (`docs/bench/`).
 const NOTES: &[(&str, &str)] = &[
+    (
+        "echo2",
+        "Nothing is pinned and the load generator shares the two cores with every server thread, \
+         so requests per second are bounded by the machine, not by the loop count; server CPU \
+         per request sums every server thread's schedstat, and 1e9 / that figure is what the \
+         servers would sustain per core with the client's time set aside.",
+    ),
     (
         "echo",
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
@@ -179,6 +194,9 @@ fn main() {
     // other measurements leave threads behind.
     if wanted("echo") {
         echo_all(&mut report);
+    }
+    if wanted("echo2") {
+        echo_multi_all(&mut report);
     }
     if wanted("timers") {
         timers_all(&mut report);
@@ -414,6 +432,55 @@ fn echo_all(report: &mut Report) {
     }
 }
 
+fn echo_multi_all(report: &mut Report) {
+    let s = "echo2";
+    let columns = ["server CPU ns/req", "client CPU ns/req", "requests/s"];
+    report.scenario(s, Unit::NsPerOp, &columns);
+    let servers: [(&str, echo_multi::Server, usize, usize); 6] = [
+        (
+            "this runtime, mio, 1 loop",
+            echo_multi::ours("mio", 1),
+            1,
+            1,
+        ),
+        (
+            "this runtime, mio, 2 loops",
+            echo_multi::ours("mio", 2),
+            2,
+            2,
+        ),
+        (
+            "this runtime, io_uring, 1 loop",
+            echo_multi::ours("uring", 1),
+            1,
+            1,
+        ),
+        (
+            "this runtime, io_uring, 2 loops",
+            echo_multi::ours("uring", 2),
+            2,
+            2,
+        ),
+        (
+            "tokio multi-thread, 2 workers",
+            echo_multi::tokio_multi(2),
+            2,
+            1,
+        ),
+        (
+            "monoio io_uring, 2 threads",
+            echo_multi::monoio_multi(2),
+            2,
+            2,
+        ),
+    ];
+    for (i, (name, serve, threads, listeners)) in servers.into_iter().enumerate() {
+        let r = echo_multi::measure(serve, threads, listeners);
+        let values = vec![r.server_ns_per_req, r.client_ns_per_req, r.rps];
+        report.add_values(s, name, values, i == 1);
+    }
+}
+
 const PINGPONG_ITERS: u64 = 200_000;
 const THROUGHPUT_ITERS: u64 = 1_000_000;
 const MUTEX_ITERS: u64 = 1_000_000;
@@ -584,14 +651,14 @@ fn timers_all(report: &mut Report) {
     );
 }
 
-/// `--profile echo <mio|uring|tokio|monoio> [requests]`: one echo server
+/// `--profile echo <mio|embedded|uring|tokio|monoio> [requests]`: one echo server
 /// alone under the load generator, for `strace -c -f`, `perf` or callgrind
 /// (the client's own system calls are the same whatever the server, so
 /// differences are the server's). With `requests` the window closes after
 /// that many requests instead of after `echo::WINDOW`: run it twice under
 /// callgrind and divide (see `echo.rs`, "Instructions per request").
 fn profile_echo(args: &[String]) {
-    let usage = "usage: bench --profile echo <mio|uring|tokio|monoio> [requests]";
+    let usage = "usage: bench --profile echo <mio|embedded|uring|tokio|monoio> [requests]";
     let (server, window) = match args {
         [server] => (server, echo::Window::Time(echo::WINDOW)),
         [server, n] => (
@@ -602,6 +669,9 @@ fn profile_echo(args: &[String]) {
     };
     let result = match server.as_str() {
         "mio" => echo::measure_window(echo::ours("mio"), window),
+        // The statically linked default: against "mio" (the same reactor as
+        // a plugin), the dynamic-plugin cost.
+        "embedded" => echo::measure_window(echo::ours("embedded"), window),
         "uring" => echo::measure_window(echo::ours("uring"), window),
         "tokio" => echo::measure_window(echo::tokio_server, window),
         "monoio" => echo::measure_window(echo::monoio_server, window),

@@ -115,7 +115,7 @@ pub(crate) fn called_twice(what: &'static str) {
             r.faults.borrow_mut().push(what);
             let (name, version) = super::loader::describe(&r.plugin.desc);
             Some(Event::PluginFault {
-                plugin: format!("reactor \"{}\" ({name} {version})", r.label),
+                plugin: format!("reactor {} ({name} {version})", r.named()),
                 fault: format!(
                     "called {what} callback a second time (ignored; the first call stands)"
                 ),
@@ -133,6 +133,8 @@ pub(crate) struct Reactor {
     /// The name the configuration chose it by (`mio`, `uring`, a path), for
     /// messages.
     label: String,
+    /// Where it was loaded from (a path, or "statically linked").
+    origin: String,
     /// The vtable's capabilities narrowed to what this instance has on the
     /// running kernel (`instance_caps`, ABI 1.1).
     caps: u64,
@@ -152,6 +154,7 @@ impl Reactor {
     pub(crate) fn create(
         plugin: Loaded<AaReactorVTable>,
         label: &str,
+        origin: &str,
         options: &[(String, String)],
     ) -> Result<Reactor, (Loaded<AaReactorVTable>, String, AaStatus)> {
         let kv = KvList::new(options);
@@ -184,6 +187,7 @@ impl Reactor {
             plugin,
             caps,
             label: label.to_owned(),
+            origin: origin.to_owned(),
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
             faults: std::cell::RefCell::default(),
@@ -242,6 +246,12 @@ impl Reactor {
     /// The name the configuration chose the reactor by.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// `"<label>"`, and where it was loaded from when the label does not
+    /// say: how a failure names the plugin.
+    pub(crate) fn named(&self) -> String {
+        super::named(&self.label, &self.origin)
     }
 
     /// Destroys the reactor. On `AA_E_BUSY`, runs it with `run_once(0)` up
