@@ -4,8 +4,8 @@
 //! |---|---|---|
 //! | `mio.events_capacity` | readiness events fetched per `epoll_wait`, 1..=65536 | 1024 |
 //!
-//! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"), the
-//! same in reactor-uring: a key is `mio.<option>`; an unknown `mio.` key and
+//! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"),
+//! applied by the kit (`reactor_sdk::options`), the same in reactor-uring: a key is `mio.<option>`; an unknown `mio.` key and
 //! a key without a prefix (no dot, or an empty prefix) fail `create` with
 //! one line that names the key and lists the known ones; a key with another
 //! plugin's prefix (`uring.sq_entries`) is ignored, so one list of options
@@ -45,47 +45,20 @@ impl Config {
         options: impl IntoIterator<Item = std::result::Result<(&'a str, &'a str), &'a [u8]>>,
     ) -> Result<Config> {
         let mut config = Config::default();
-        for option in options {
-            let (key, value) = match option {
-                Ok(pair) => pair,
-                Err(key) => {
-                    return Err(Error::invalid(format!(
-                        "reactor option {:?} is not utf-8",
-                        String::from_utf8_lossy(key)
-                    )))
-                }
-            };
-            let name = match key.split_once('.') {
-                Some((PREFIX, name)) => name,
-                // Another plugin's option: one configuration serves every
-                // reactor `auto` may pick.
-                Some((prefix, _)) if !prefix.is_empty() => continue,
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "unknown reactor option {key:?}: reactor options are written {PREFIX}.<option> (known: {})",
-                        KNOWN.join(", ")
-                    )))
-                }
-            };
-            match name {
-                "events_capacity" => {
-                    config.events_capacity = match value.trim().parse::<usize>() {
+        reactor_sdk::options::read(PREFIX, KNOWN, options, |name, key, value| match name {
+            "events_capacity" => {
+                config.events_capacity = match value.trim().parse::<usize>() {
                         Ok(n) if (1..=65536).contains(&n) => n,
                         _ => {
                             return Err(Error::invalid(format!(
                                 "invalid value {value:?} for reactor option \"{key}\": expected an integer from 1 to 65536"
                             )))
                         }
-                    }
-                }
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "unknown reactor option {key:?} (known: {})",
-                        KNOWN.join(", ")
-                    )))
-                }
+                    };
+                Ok(true)
             }
-        }
+            _ => Ok(false),
+        })?;
         Ok(config)
     }
 }

@@ -262,33 +262,3 @@ impl Event {
         !self.disposed.get()
     }
 }
-
-#[cfg(test)]
-impl Event {
-    /// An armed timer with no reactor, for unit tests.
-    pub(crate) fn test_timer(deadline: u64) -> std::rc::Rc<Event> {
-        std::rc::Rc::new(Event {
-            header: AaEvent {
-                struct_size: std::mem::size_of::<AaEvent>() as u32,
-                kind: async_abi::AA_EVENT_TIMER,
-                flags: 0,
-                _reserved: 0,
-            },
-            magic: EVENT_MAGIC,
-            reactor: Weak::new(),
-            callback: HostCallback::ignore(),
-            trigger: None,
-            referenced: Cell::new(true),
-            disposed: Cell::new(false),
-            close: Cell::new(CloseState::Open),
-            counted: Cell::new(false),
-            scheduled: Cell::new(0),
-            state: RefCell::new(State::Timer(TimerState {
-                armed: true,
-                deadline,
-                repeat: 0,
-                generation: 0,
-            })),
-        })
-    }
-}

@@ -151,7 +151,7 @@ impl Reactor {
                 _ => 0,
             };
             if ready != 0 && ev.deliverable() {
-                ev.callback.notify(&ev, 0, i64::from(ready));
+                ev.callback.notify(&*ev, 0, i64::from(ready));
                 count += 1;
             }
         }

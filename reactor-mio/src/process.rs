@@ -44,16 +44,7 @@ impl Reactor {
         callback: HostCallback,
     ) -> Result<Rc<Event>> {
         check_flags("process_new", flags, AA_EVF_HIDDEN)?;
-        let pidfd = sys::pidfd_open(pid)
-            .map_err(|e| Error::os(format_args!("process_new: pidfd_open({pid})"), &e))?;
-        sys::wait_exit(&pidfd, false).map_err(|e| {
-            let what = if e.raw_os_error() == Some(libc::ECHILD) {
-                format!("process_new: pid {pid} is not a child of this process")
-            } else {
-                format!("process_new: waitid(pid {pid})")
-            };
-            Error::os(what, &e)
-        })?;
+        let pidfd = reactor_sdk::process::open_child(pid)?;
         let token = self.next_process_token();
         self.with_mio(|mio| {
             mio.register(
@@ -115,7 +106,7 @@ impl Reactor {
         let reaped = match &*ev.state.borrow() {
             State::Process(ProcessState {
                 pidfd: Some(pidfd), ..
-            }) => sys::wait_exit(pidfd, true),
+            }) => reactor_sdk::process::wait_exit(pidfd, true),
             _ => return 0,
         };
         let outcome = match reaped {
@@ -142,8 +133,8 @@ impl Reactor {
             return 0;
         }
         match outcome {
-            Ok(exit) => ev.callback.notify_exit(&ev, &exit),
-            Err(status) => ev.callback.notify(&ev, status, 0),
+            Ok(exit) => ev.callback.notify_exit(&*ev, &exit),
+            Err(status) => ev.callback.notify(&*ev, status, 0),
         }
         1
     }

@@ -61,20 +61,22 @@ use std::io;
 use std::mem;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_INVALID, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AaEvent, AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
+use reactor_sdk::core::Core;
+
 use crate::config::Config;
 use crate::dns::Resolver;
 use crate::error::{Error, Result};
 use crate::event::{CloseState, Event, State};
-use crate::ffi::{ClosedCallback, HostCallback};
+use crate::ffi::HostCallback;
 use crate::fs_watch::Inotify;
 use crate::registry::{Key, Registry};
 use crate::signal::Signals;
@@ -101,27 +103,9 @@ pub(crate) fn process_token(id: u32) -> Token {
     Token((id as usize) << 32 | OWN_SOURCE)
 }
 
-/// A callback owed to the host, delivered by the next `run_once` (R2).
-#[derive(Debug)]
-pub(crate) enum Deferred {
-    /// The event's own callback, with `status` (timers, polls, triggers) or
-    /// `result` (requests).
-    Notify {
-        /// The event.
-        ev: Rc<Event>,
-        /// 0 or the cancellation reason.
-        status: AaStatus,
-        /// A request's result, a poll's ready bits.
-        value: i64,
-    },
-    /// `on_closed` (AA-R4).
-    Closed {
-        /// The event.
-        ev: Rc<Event>,
-        /// The host's callback, if it gave one.
-        on_closed: Option<ClosedCallback>,
-    },
-}
+/// A callback owed to the host, delivered by the next `run_once` (R2): the
+/// kit's (`reactor_sdk::deferred`).
+pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
 
 /// One event loop (see the module doc).
 #[derive(Debug)]
@@ -129,9 +113,9 @@ pub(crate) struct Reactor {
     /// What other threads reach: the waker and the fired triggers.
     pub(crate) shared: Arc<Shared>,
     this: Weak<Reactor>,
-    thread: usize,
-    base: Instant,
-    now: Cell<u64>,
+    /// The loop's bookkeeping (the kit's: thread, clock, alive count, live
+    /// events, `run_once` re-entry, last error).
+    pub(crate) core: Core,
     poll: RefCell<Poll>,
     events: RefCell<Events>,
     /// Wakes the wait at the nearest timer deadline with nanosecond
@@ -157,19 +141,6 @@ pub(crate) struct Reactor {
     pub(crate) inotify: RefCell<Option<Inotify>>,
     /// The resolver, from the first `dns_resolve`.
     pub(crate) resolver: RefCell<Option<Resolver>>,
-    alive: Cell<u32>,
-    live_events: Cell<usize>,
-    running: Cell<bool>,
-    last_error: RefCell<String>,
-}
-
-thread_local! {
-    static THREAD_MARK: u8 = const { 0 };
-}
-
-/// A cheap identity of the calling thread: the address of a thread-local.
-fn thread_mark() -> usize {
-    THREAD_MARK.with(|m| m as *const u8 as usize)
 }
 
 impl Reactor {
@@ -190,9 +161,7 @@ impl Reactor {
         Ok(Rc::new_cyclic(|this| Reactor {
             shared,
             this: this.clone(),
-            thread: thread_mark(),
-            base: Instant::now(),
-            now: Cell::new(0),
+            core: Core::new(),
             poll: RefCell::new(poll),
             events: RefCell::new(Events::with_capacity(config.events_capacity)),
             timerfd,
@@ -209,63 +178,19 @@ impl Reactor {
             next_process: Cell::new(1),
             inotify: RefCell::new(None),
             resolver: RefCell::new(None),
-            alive: Cell::new(0),
-            live_events: Cell::new(0),
-            running: Cell::new(false),
-            last_error: RefCell::new(String::new()),
         }))
     }
 
-    /// Fails unless called on the loop thread.
-    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
-        if self.thread == thread_mark() {
-            Ok(())
-        } else {
-            Err(Error::invalid(format!(
-                "{what}: called from a thread other than the loop thread"
-            )))
-        }
-    }
-
-    /// Records a failure for `last_error_message` and returns its status.
-    pub(crate) fn fail(&self, err: Error) -> AaStatus {
-        let status = err.status;
-        *self.last_error.borrow_mut() = err.message;
-        status
-    }
-
-    /// The last error message.
-    pub(crate) fn last_error(&self) -> String {
-        self.last_error.borrow().clone()
-    }
-
     /// Refreshes and returns the cached clock (ns since `create`).
+    #[inline]
     pub(crate) fn refresh_clock(&self) -> u64 {
-        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // The monotonic clock never goes back; keep the cache monotonic too.
-        let now = now.max(self.now.get());
-        self.now.set(now);
-        now
-    }
-
-    /// The cached clock.
-    pub(crate) fn now(&self) -> u64 {
-        self.now.get()
-    }
-
-    /// Number of active, referenced, non-hidden events (R3).
-    pub(crate) fn alive(&self) -> u32 {
-        self.alive.get()
+        self.core.refresh_clock()
     }
 
     /// Reconciles the event's `counted` flag with its state (R3, E4).
+    #[inline]
     pub(crate) fn touch(&self, ev: &Event) {
-        let live = ev.is_live();
-        if live != ev.counted.get() {
-            ev.counted.set(live);
-            let alive = self.alive.get();
-            self.alive.set(if live { alive + 1 } else { alive - 1 });
-        }
+        self.core.touch(&ev.counted, ev.is_live());
     }
 
     /// Makes an event of this reactor (R4).
@@ -277,7 +202,7 @@ impl Reactor {
         trigger: Option<Arc<TriggerFlag>>,
         state: State,
     ) -> Rc<Event> {
-        self.live_events.set(self.live_events.get() + 1);
+        self.core.event_made();
         Rc::new(Event {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
@@ -300,18 +225,12 @@ impl Reactor {
 
     /// Counts a disposed event out of `live_events` (R4).
     pub(crate) fn forget_event(&self) {
-        self.live_events
-            .set(self.live_events.get().saturating_sub(1));
+        self.core.event_disposed();
     }
 
     /// Queues a callback for the next `run_once` (R2, E5).
     pub(crate) fn defer(&self, item: Deferred) {
-        let ev = match &item {
-            Deferred::Notify { ev, .. } | Deferred::Closed { ev, .. } => ev,
-        };
-        ev.scheduled.set(ev.scheduled.get() + 1);
-        self.touch(ev);
-        self.deferred.borrow_mut().push_back(item);
+        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
     /// Asks the next `run_once` to try the queues of `key` without waiting
@@ -342,16 +261,7 @@ impl Reactor {
     /// `destroy`: refuses while events are alive (R4), else drops
     /// everything (see the drop order).
     pub(crate) fn destroy(&self) -> Result<()> {
-        if self.running.get() {
-            return Err(Error::invalid("destroy: called from inside run_once"));
-        }
-        let live = self.live_events.get();
-        if live > 0 {
-            return Err(Error::new(
-                AA_E_BUSY,
-                format!("destroy: {live} events are not disposed yet"),
-            ));
-        }
+        self.core.check_destroy()?;
         self.deferred.borrow_mut().clear();
         self.triggers.borrow_mut().clear();
         self.shared.clear_fired();
@@ -369,18 +279,9 @@ impl Reactor {
     /// One loop iteration (see `async_abi::reactor`): returns the number of
     /// callbacks run.
     pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
-        if self.running.get() {
-            return Err(Error::invalid("run_once: called from inside a callback"));
-        }
-        if timeout_ns < -1 {
-            return Err(Error::invalid(format!(
-                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
-            )));
-        }
-        self.running.set(true);
         // Reset even if the iteration panics (the panic becomes AA_E_PANIC at
         // the boundary and the host may still call `destroy`).
-        let _running = Running(&self.running);
+        let _running = self.core.enter(timeout_ns)?;
         self.iterate(timeout_ns)
     }
 
@@ -431,7 +332,7 @@ impl Reactor {
         }
         let requested = u64::try_from(timeout_ns).ok();
         let deadline = self.timers.borrow_mut().next_deadline();
-        let timer = deadline.map(|d| d.saturating_sub(self.now.get()));
+        let timer = deadline.map(|d| d.saturating_sub(self.core.now()));
         let timer_bound = match (requested, timer) {
             (Some(r), Some(t)) => t < r,
             (None, Some(_)) => true,
@@ -560,29 +461,8 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let mut count = 0;
-        for item in batch {
-            match item {
-                Deferred::Notify { ev, status, value } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if ev.deliverable() {
-                        ev.callback.notify(&ev, status, value);
-                        count += 1;
-                    }
-                }
-                Deferred::Closed { ev, on_closed } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    ev.close.set(CloseState::Closed);
-                    self.touch(&ev);
-                    if let (true, Some(cb)) = (ev.deliverable(), on_closed) {
-                        cb.call(&ev);
-                        count += 1;
-                    }
-                }
-            }
-        }
-        count
+        let closed = |ev: &Event| ev.close.set(CloseState::Closed);
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), closed)
     }
 
     /// Delivers fired triggers: O(fired), not O(triggers).
@@ -597,7 +477,7 @@ impl Reactor {
             let Some(ev) = ev else { continue };
             let open = matches!(&*ev.state.borrow(), State::Trigger { open: true });
             if open && ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
+                ev.callback.notify(&*ev, 0, 0);
                 count += 1;
             }
         }
@@ -619,22 +499,5 @@ impl Reactor {
     }
 }
 
-/// Clears the `running` flag when dropped.
-struct Running<'a>(&'a Cell<bool>);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
-}
-
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
-pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
-    if flags & !allowed != 0 {
-        return Err(Error::new(
-            AA_E_INVALID,
-            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
-        ));
-    }
-    Ok(())
-}
+pub(crate) use reactor_sdk::error::check_flags;

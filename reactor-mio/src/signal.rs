@@ -1,24 +1,13 @@
-//! Signal watches (`signal_new`): the loop's half. The handler and the
-//! process-wide table are in `async_abi::sdk::signal`.
+//! Signal watches (`signal_new`): the loop's half, on the kit's
+//! (`reactor_sdk::signal`: the port and the watchers per signal, invariants
+//! SW1-SW2). The handler and the process-wide table are in
+//! `async_abi::sdk::signal`.
 //!
 //! # What this module owns
 //!
 //! [`Signals`], made at the first `signal_new` and kept until `destroy`: the
-//! reactor's port in the process-wide table, the eventfd the handler writes
-//! to wake this loop (registered under [`SIGNAL_TOKEN`]), and the active
-//! watchers of each signal in creation order.
-//!
-//! # Invariants
-//!
-//! - **SW1** A watcher is in `watchers[signum]` exactly while its state is
-//!   active; the port watches `signum` exactly while that list is not empty
-//!   (so the reactor owns the disposition only while it watches, and the
-//!   previous one is back when the last watcher stops).
-//! - **SW2** Each iteration takes the port's pending set once and runs one
-//!   callback per active watcher of each signal in it: deliveries between
-//!   two iterations coalesce into one callback per watcher. A watcher made
-//!   after a delivery was taken, or stopped before its turn, is not called
-//!   for it.
+//! kit's state and the eventfd the handler writes to wake this loop
+//! (registered under [`SIGNAL_TOKEN`]).
 //!
 //! # Access
 //!
@@ -31,11 +20,10 @@
 //! (it releases its slot and waits out any handler still writing, SG3), then
 //! the eventfd.
 
-use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 
-use async_abi::{AA_EVENT_SIGNAL, AA_EVF_HIDDEN, AA_E_INVALID, AA_E_NOMEM};
+use async_abi::{AA_EVENT_SIGNAL, AA_EVF_HIDDEN};
 use mio::unix::SourceFd;
 use mio::Interest;
 
@@ -43,15 +31,14 @@ use crate::error::{Error, Result};
 use crate::event::{Event, SignalState, State};
 use crate::ffi::HostCallback;
 use crate::reactor::{check_flags, Reactor, SIGNAL_TOKEN};
-use crate::sys::{self, signal::Port};
+use crate::sys;
 
 /// A reactor's signal state (see the module doc). Field order is drop
 /// order: the port goes before the descriptor it writes.
 #[derive(Debug)]
 pub(crate) struct Signals {
-    port: Port,
+    kit: reactor_sdk::signal::Signals<Event>,
     efd: OwnedFd,
-    watchers: HashMap<i32, Vec<Rc<Event>>>,
 }
 
 impl Reactor {
@@ -63,22 +50,10 @@ impl Reactor {
         callback: HostCallback,
     ) -> Result<Rc<Event>> {
         check_flags("signal_new", flags, AA_EVF_HIDDEN)?;
-        if let Some(why) = sys::signal::refusal(signum) {
-            return Err(Error::new(
-                AA_E_INVALID,
-                format!("signal_new: signal {signum} {why}"),
-            ));
-        }
+        reactor_sdk::signal::check(signum)?;
         self.open_signals()?;
-        {
-            let mut signals = self.signals.borrow_mut();
-            let signals = signals.as_mut().expect("opened above");
-            if !signals.watchers.contains_key(&signum) {
-                signals
-                    .port
-                    .watch(signum)
-                    .map_err(|e| Error::os(format_args!("signal_new: sigaction({signum})"), &e))?;
-            }
+        if let Some(signals) = self.signals.borrow_mut().as_mut() {
+            signals.kit.prepare(signum)?;
         }
         let state = State::Signal(SignalState {
             signum,
@@ -86,11 +61,7 @@ impl Reactor {
         });
         let ev = self.new_event(AA_EVENT_SIGNAL, flags, callback, None, state);
         if let Some(signals) = self.signals.borrow_mut().as_mut() {
-            signals
-                .watchers
-                .entry(signum)
-                .or_default()
-                .push(Rc::clone(&ev));
+            signals.kit.add(signum, Rc::clone(&ev));
         }
         self.touch(&ev);
         Ok(ev)
@@ -102,15 +73,7 @@ impl Reactor {
             return Ok(());
         }
         let efd = sys::eventfd().map_err(|e| Error::os("signal_new: eventfd", &e))?;
-        let port = Port::claim(efd.as_raw_fd()).ok_or_else(|| {
-            Error::new(
-                AA_E_NOMEM,
-                format!(
-                    "signal_new: {} reactors already watch signals",
-                    sys::signal::SLOTS
-                ),
-            )
-        })?;
+        let kit = reactor_sdk::signal::Signals::claim(efd.as_raw_fd())?;
         self.with_mio(|mio| {
             mio.register(
                 &mut SourceFd(&efd.as_raw_fd()),
@@ -119,11 +82,7 @@ impl Reactor {
             )
         })
         .map_err(|e| Error::os("signal_new: register the signal eventfd", &e))?;
-        *self.signals.borrow_mut() = Some(Signals {
-            port,
-            efd,
-            watchers: HashMap::new(),
-        });
+        *self.signals.borrow_mut() = Some(Signals { kit, efd });
         Ok(())
     }
 
@@ -138,13 +97,7 @@ impl Reactor {
             _ => return false,
         };
         if let Some(signals) = self.signals.borrow_mut().as_mut() {
-            if let Some(list) = signals.watchers.get_mut(&signum) {
-                list.retain(|w| !Rc::ptr_eq(w, ev));
-                if list.is_empty() {
-                    signals.watchers.remove(&signum);
-                    signals.port.unwatch(signum);
-                }
-            }
+            signals.kit.remove(signum, ev);
         }
         self.touch(ev);
         true
@@ -161,31 +114,14 @@ impl Reactor {
     /// Delivers the signals that arrived (SW2). Returns the number of
     /// callbacks run.
     pub(crate) fn run_signals(&self) -> i32 {
-        let batch: Vec<(i32, Vec<Rc<Event>>)> = {
-            let signals = self.signals.borrow();
-            let Some(signals) = signals.as_ref() else {
-                return 0;
-            };
-            if !signals.port.has_pending() {
-                return 0;
-            }
-            signals
-                .port
-                .take_pending()
-                .filter_map(|signum| Some((signum, signals.watchers.get(&signum)?.clone())))
-                .collect()
+        let batch = match self.signals.borrow().as_ref() {
+            Some(signals) => signals.kit.take_batch(),
+            None => return 0,
         };
-        let mut count = 0;
-        for (signum, watchers) in batch {
-            for ev in watchers {
-                let active = matches!(&*ev.state.borrow(), State::Signal(s) if s.active);
-                if active && ev.deliverable() {
-                    ev.callback.notify(&ev, 0, i64::from(signum));
-                    count += 1;
-                }
-            }
-        }
-        count
+        reactor_sdk::signal::deliver(
+            batch,
+            |ev| matches!(&*ev.state.borrow(), State::Signal(s) if s.active),
+        )
     }
 
     /// `destroy`: gives the port back (restoring dispositions it still

@@ -1,39 +1,32 @@
 //! The syscall layer: every system call the reactor makes, as safe
-//! functions over typed arguments.
+//! functions over typed arguments. The request calls (read, write, accept,
+//! connect, the datagram ones) and [`HostBuf`] / [`HostAddr`] are the kit's
+//! (`reactor_sdk::sys`, obligations S1-S3 there), shared with
+//! `reactor-example`; `ffi.rs` builds the host pointers, and a request uses
+//! them only before its callback runs (event.rs, invariant E3).
 //!
 //! # Safety
 //!
 //! This module and `ffi.rs` are the only places with `unsafe` code. Each
 //! call goes through `syscall!`, which turns `-1` into
-//! [`io::Error::last_os_error`], as mio does. The obligations are:
+//! [`io::Error::last_os_error`], as mio does. The obligations are the kit's
+//! S1 (descriptors) and S3 (local memory), and:
 //!
-//! - **S1 Descriptors.** A raw descriptor is only a number to the kernel: a
-//!   wrong one gives `EBADF` (or acts on another descriptor of this process,
-//!   which is the host's contract to prevent, AA-R6), never undefined
-//!   behaviour in Rust.
-//! - **S2 Host buffers.** [`HostBuf`] and [`HostAddr`] point into host
-//!   memory that the host keeps alive and unmoved until the request's
-//!   callback has run (AA-R5). They are built only by `ffi.rs` through their
-//!   `unsafe` constructors, which carry that promise, and a request uses them
-//!   only before its callback runs (event.rs, invariant E3).
-//! - **S3 Local memory.** Every other pointer handed to the kernel points to
-//!   a local of the right size for the call.
 //! - **S4 Ownership.** A descriptor wrapped in an [`OwnedFd`] was just
 //!   returned by the kernel and is owned by nobody else.
 //!
-//! The signal handler and its table are in [`signal`], `getaddrinfo` in
-//! [`dns`]; each states its own obligations.
+//! The signal handler and its table (`async_abi::sdk::signal`),
+//! `getaddrinfo` (`reactor_sdk::dns`) and the inotify calls
+//! (`reactor_sdk::inotify`) are shared with the other reactor; each states
+//! its own obligations.
 
-// The signal table and `getaddrinfo` live in the plugin SDK, shared with
-// the other reactor.
-pub(crate) use async_abi::sdk::{dns, signal};
-
-use std::ffi::CStr;
 use std::io;
-use std::mem::{size_of, MaybeUninit};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use async_abi::{AaExitStatus, AaSockAddr};
+pub(crate) use reactor_sdk::sys::{
+    accept, close, connect, is_connected, is_socket, is_stream_socket, neg_errno, read, recv_from,
+    send_to, socket_error, would_block, write, HostAddr, HostBuf,
+};
 
 /// Runs a libc call and turns `-1` into the thread's last OS error.
 macro_rules! syscall {
@@ -49,278 +42,7 @@ macro_rules! syscall {
     }};
 }
 
-/// A host buffer borrowed by one I/O request until its callback (AA-R5).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HostBuf {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl HostBuf {
-    /// Wraps the buffer of a request.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be valid for reads and writes of `len` bytes until the
-    /// request's callback has run or the request was dropped without one
-    /// (AA-R5), or `len` must be 0.
-    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostBuf {
-        HostBuf { ptr, len }
-    }
-
-    /// The buffer's length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-}
-
-/// Where a request writes a peer address (`AA_IO_ACCEPT`), host memory
-/// borrowed until the request's callback (AA-R5).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HostAddr {
-    ptr: *mut AaSockAddr,
-}
-
-impl HostAddr {
-    /// Wraps the address slot of a request.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be non-NULL, aligned and valid for writes of an
-    /// [`AaSockAddr`] until the request's callback has run (AA-R5).
-    pub(crate) unsafe fn new(ptr: *mut AaSockAddr) -> HostAddr {
-        HostAddr { ptr }
-    }
-
-    /// Writes `addr` into the host's slot.
-    pub(crate) fn write(&self, addr: &AaSockAddr) {
-        // SAFETY: S2: the slot is valid for writes until the callback, which
-        // has not run yet (the caller completes the request after this).
-        unsafe { self.ptr.write(*addr) }
-    }
-}
-
-/// Retries `f` while it fails with `EINTR`.
-fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match f() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
-    }
-}
-
-/// Whether `fd` is a socket (`fstat`), or `EBADF`.
-pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
-    let mut st = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: S1 for `fd`; S3: `st` is a local `struct stat`.
-    syscall!(fstat(fd, st.as_mut_ptr()))?;
-    // SAFETY: `fstat` returned 0, so it initialised `st`.
-    let st = unsafe { st.assume_init() };
-    Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
-}
-
-/// Whether the socket `fd` is a stream socket (`SO_TYPE` is `SOCK_STREAM`).
-pub(crate) fn is_stream_socket(fd: RawFd) -> bool {
-    let mut kind: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: S1 for `fd`; S3: `kind` and `len` are locals of the sizes
-    // getsockopt(SO_TYPE) writes.
-    let res = syscall!(getsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_TYPE,
-        (&mut kind as *mut libc::c_int).cast(),
-        &mut len
-    ));
-    res.is_ok() && kind == libc::SOCK_STREAM
-}
-
-/// Reads into `buf`: `recv` on a socket (`MSG_PEEK` if `peek`), `pread`
-/// with an offset, `read` otherwise. Retries `EINTR`.
-pub(crate) fn read(
-    fd: RawFd,
-    buf: HostBuf,
-    offset: i64,
-    socket: bool,
-    peek: bool,
-) -> io::Result<usize> {
-    let flags = if peek { libc::MSG_PEEK } else { 0 };
-    retry(|| {
-        let n = if socket {
-            // SAFETY: S1; S2: `buf` is writable for `len` bytes (AA-R5).
-            syscall!(recv(fd, buf.ptr.cast(), buf.len, flags))?
-        } else if offset >= 0 {
-            // SAFETY: S1; S2 as above.
-            syscall!(pread(fd, buf.ptr.cast(), buf.len, offset))?
-        } else {
-            // SAFETY: S1; S2 as above.
-            syscall!(read(fd, buf.ptr.cast(), buf.len))?
-        };
-        Ok(n as usize)
-    })
-}
-
-/// Writes from `buf`: `send(MSG_NOSIGNAL)` on a socket, `pwrite` with an
-/// offset, `write` otherwise. Retries `EINTR`.
-pub(crate) fn write(fd: RawFd, buf: HostBuf, offset: i64, socket: bool) -> io::Result<usize> {
-    retry(|| {
-        let n = if socket {
-            // SAFETY: S1; S2: `buf` is readable for `len` bytes (AA-R5).
-            syscall!(send(fd, buf.ptr.cast(), buf.len, libc::MSG_NOSIGNAL))?
-        } else if offset >= 0 {
-            // SAFETY: S1; S2 as above.
-            syscall!(pwrite(fd, buf.ptr.cast(), buf.len, offset))?
-        } else {
-            // SAFETY: S1; S2 as above.
-            syscall!(write(fd, buf.ptr.cast(), buf.len))?
-        };
-        Ok(n as usize)
-    })
-}
-
-/// Receives one datagram into `buf` (`MSG_PEEK` if `peek`), writing the
-/// sender's address and its length into `from` (length 0 for a sender
-/// without an address). Retries `EINTR`.
-pub(crate) fn recv_from(
-    fd: RawFd,
-    buf: HostBuf,
-    from: &mut AaSockAddr,
-    peek: bool,
-) -> io::Result<usize> {
-    let flags = if peek { libc::MSG_PEEK } else { 0 };
-    retry(|| {
-        let mut len = size_of::<[u64; 16]>() as libc::socklen_t;
-        // SAFETY: S1; S2: `buf` is writable for `len` bytes (AA-R5); S3:
-        // `from.storage` is a local 128-byte, 8-aligned buffer and `len` its
-        // size.
-        let n = syscall!(recvfrom(
-            fd,
-            buf.ptr.cast(),
-            buf.len,
-            flags,
-            from.storage.as_mut_ptr().cast(),
-            &mut len,
-        ))?;
-        from.len = len;
-        Ok(n as usize)
-    })
-}
-
-/// Sends `buf` as one datagram to `to` (the socket's peer when `None`),
-/// never raising `SIGPIPE`. Retries `EINTR`.
-pub(crate) fn send_to(fd: RawFd, buf: HostBuf, to: Option<&AaSockAddr>) -> io::Result<usize> {
-    let (addr, len) = match to {
-        Some(to) => (
-            to.storage.as_ptr().cast::<libc::sockaddr>(),
-            (to.len as usize).min(size_of::<[u64; 16]>()) as libc::socklen_t,
-        ),
-        None => (std::ptr::null(), 0),
-    };
-    retry(|| {
-        // SAFETY: S1; S2: `buf` is readable for `len` bytes (AA-R5); S3: `to`
-        // is the reactor's own copy of the address, `len` bytes of it valid
-        // (or NULL with 0).
-        let n = syscall!(sendto(
-            fd,
-            buf.ptr.cast(),
-            buf.len,
-            libc::MSG_NOSIGNAL,
-            addr,
-            len,
-        ))?;
-        Ok(n as usize)
-    })
-}
-
-/// Accepts a connection, non-blocking and close-on-exec, writing the peer
-/// address into `peer`. Retries `EINTR` and `ECONNABORTED` (a connection
-/// that was reset while queued is not the listener's failure).
-pub(crate) fn accept(fd: RawFd, peer: &mut AaSockAddr) -> io::Result<RawFd> {
-    retry(|| {
-        let mut len = size_of::<[u64; 16]>() as libc::socklen_t;
-        // SAFETY: S1; S3: `peer.storage` is the caller's 128-byte, 8-aligned
-        // buffer and `len` its size.
-        let res = syscall!(accept4(
-            fd,
-            peer.storage.as_mut_ptr().cast(),
-            &mut len,
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        ));
-        match res {
-            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {
-                Err(io::Error::from(io::ErrorKind::Interrupted))
-            }
-            Err(e) => Err(e),
-            Ok(new_fd) => {
-                peer.len = len;
-                Ok(new_fd)
-            }
-        }
-    })
-}
-
-/// Starts a connect to `addr`.
-pub(crate) fn connect(fd: RawFd, addr: &AaSockAddr) -> io::Result<()> {
-    let len = (addr.len as usize).min(size_of::<[u64; 16]>()) as libc::socklen_t;
-    // Not retried on EINTR: an interrupted connect keeps going in the
-    // kernel, and the caller treats EINTR as in progress.
-    // SAFETY: S1; S3: `addr` is the reactor's own copy of the address, `len`
-    // bytes of it are valid.
-    syscall!(connect(fd, addr.storage.as_ptr().cast(), len)).map(drop)
-}
-
-/// The pending error of a socket (`SO_ERROR`), 0 if none.
-pub(crate) fn socket_error(fd: RawFd) -> io::Result<i32> {
-    let mut err: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: S1; S3: `err` and `len` are locals of the sizes given.
-    syscall!(getsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_ERROR,
-        (&mut err as *mut libc::c_int).cast(),
-        &mut len,
-    ))?;
-    Ok(err)
-}
-
-/// Whether the socket is connected (`getpeername` succeeds); `ENOTCONN`
-/// gives `false`.
-pub(crate) fn is_connected(fd: RawFd) -> io::Result<bool> {
-    let mut storage = [0u64; 16];
-    let mut len = size_of::<[u64; 16]>() as libc::socklen_t;
-    // SAFETY: S1; S3: `storage` is a local 128-byte buffer, `len` its size.
-    match syscall!(getpeername(fd, storage.as_mut_ptr().cast(), &mut len)) {
-        Ok(_) => Ok(true),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Closes `fd`. `EINTR` counts as closed (Linux releases the descriptor
-/// before it reports the interruption), so it is never retried.
-pub(crate) fn close(fd: RawFd) -> io::Result<()> {
-    // SAFETY: S1: closing is asked for by `AA_IO_CLOSE` or `AA_EVF_OWNS_FD`
-    // (AA-R6), after the registry forgot the descriptor.
-    match syscall!(close(fd)) {
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-        other => other.map(drop),
-    }
-}
-
-/// The negative errno of an I/O error, for a request's result.
-pub(crate) fn neg_errno(e: &io::Error) -> i64 {
-    -i64::from(e.raw_os_error().unwrap_or(libc::EIO))
-}
-
-/// Whether the error means "not now, wait for readiness".
-pub(crate) fn would_block(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EAGAIN) | Some(libc::EINPROGRESS)
-    )
-}
+use reactor_sdk::sys::retry;
 
 /// A new eventfd: counter 0, non-blocking, close-on-exec.
 pub(crate) fn eventfd() -> io::Result<OwnedFd> {
@@ -386,77 +108,4 @@ pub(crate) fn timerfd_arm(fd: &OwnedFd, ns: u64) -> io::Result<()> {
 pub(crate) fn eventfd_drain(fd: &OwnedFd) {
     let mut counter = [0u8; 8];
     let _ = read_own(fd, &mut counter);
-}
-
-/// `pidfd_open(pid, 0)` (Linux 5.3): a close-on-exec descriptor that is
-/// readable once the process `pid` has exited.
-pub(crate) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
-    // SAFETY: no pointer arguments; `syscall` returns a descriptor or -1.
-    let fd = syscall!(syscall(libc::SYS_pidfd_open, pid, 0))?;
-    // SAFETY: S4: `fd` was just returned by `pidfd_open` and is ours alone.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-/// `waitid(P_PIDFD, pidfd, WEXITED | WNOHANG)` (Linux 5.4): `Ok(None)` while
-/// the child runs, its exit once it ended; with `reap` false the child is
-/// left a zombie (`WNOWAIT`), so this only checks that `pidfd` is a child of
-/// this process (`ECHILD` otherwise). A child that exited gives its code and
-/// signal 0; one a signal killed gives code -1 and the signal.
-pub(crate) fn wait_exit(pidfd: &OwnedFd, reap: bool) -> io::Result<Option<AaExitStatus>> {
-    let mut options = libc::WEXITED | libc::WNOHANG;
-    if !reap {
-        options |= libc::WNOWAIT;
-    }
-    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-    retry(|| {
-        // SAFETY: S1; S3: `info` is a local `siginfo_t` the kernel fills.
-        syscall!(waitid(
-            libc::P_PIDFD,
-            pidfd.as_raw_fd() as libc::id_t,
-            info.as_mut_ptr(),
-            options,
-        ))
-    })?;
-    // SAFETY: zeroed, then possibly filled by `waitid`: a valid `siginfo_t`.
-    let info = unsafe { info.assume_init() };
-    // SAFETY: after `waitid` with `WEXITED`, the `sigchld` fields are the
-    // ones the kernel writes (all zero when no child changed state).
-    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if pid == 0 {
-        return Ok(None);
-    }
-    Ok(Some(if info.si_code == libc::CLD_EXITED {
-        AaExitStatus {
-            code: status,
-            signal: 0,
-        }
-    } else {
-        AaExitStatus {
-            code: -1,
-            signal: status,
-        }
-    }))
-}
-
-/// A new inotify instance: non-blocking, close-on-exec.
-pub(crate) fn inotify_init() -> io::Result<OwnedFd> {
-    // SAFETY: no pointer arguments.
-    let fd = syscall!(inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC))?;
-    // SAFETY: S4: `fd` was just returned by `inotify_init1` and is ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `inotify_add_watch`: the watch descriptor of `path` (the same one for
-/// every watch of the same inode).
-pub(crate) fn inotify_add(fd: &OwnedFd, path: &CStr, mask: u32) -> io::Result<i32> {
-    // SAFETY: S1 (owned descriptor); S3: `path` is NUL-terminated and
-    // borrowed for the call.
-    syscall!(inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask))
-}
-
-/// `inotify_rm_watch`. `EINVAL` (the kernel already dropped the watch: its
-/// inode was deleted) is not an error.
-pub(crate) fn inotify_rm(fd: &OwnedFd, wd: i32) {
-    // SAFETY: S1 (owned descriptor); no pointer arguments.
-    let _ = syscall!(inotify_rm_watch(fd.as_raw_fd(), wd));
 }

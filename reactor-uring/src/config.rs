@@ -4,8 +4,8 @@
 //! |---|---|---|
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
 //!
-//! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"), the
-//! same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
+//! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"),
+//! applied by the kit (`reactor_sdk::options`), the same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
 //! and a key without a prefix (no dot, or an empty prefix) fail `create`
 //! with one line that names the key and lists the known ones; a key with
 //! another plugin's prefix (`mio.events_capacity`) is ignored, so one list
@@ -61,47 +61,20 @@ impl Config {
         options: impl IntoIterator<Item = std::result::Result<(&'a str, &'a str), &'a [u8]>>,
     ) -> Result<Config> {
         let mut config = Config::default();
-        for option in options {
-            let (key, value) = match option {
-                Ok(pair) => pair,
-                Err(key) => {
-                    return Err(Error::invalid(format!(
-                        "reactor option {:?} is not utf-8",
-                        String::from_utf8_lossy(key)
-                    )))
-                }
-            };
-            let name = match key.split_once('.') {
-                Some((PREFIX, name)) => name,
-                // Another plugin's option: one configuration serves every
-                // reactor `auto` may pick.
-                Some((prefix, _)) if !prefix.is_empty() => continue,
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "unknown reactor option {key:?}: reactor options are written {PREFIX}.<option> (known: {})",
-                        KNOWN.join(", ")
-                    )))
-                }
-            };
-            match name {
-                "sq_entries" => {
-                    config.sq_entries = match value.trim().parse::<u32>() {
+        reactor_sdk::options::read(PREFIX, KNOWN, options, |name, key, value| match name {
+            "sq_entries" => {
+                config.sq_entries = match value.trim().parse::<u32>() {
                         Ok(n) if (1..=MAX_SQ_ENTRIES).contains(&n) => n,
                         _ => {
                             return Err(Error::invalid(format!(
                                 "invalid value {value:?} for reactor option \"{key}\": expected an integer from 1 to {MAX_SQ_ENTRIES}"
                             )))
                         }
-                    }
-                }
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "unknown reactor option {key:?} (known: {})",
-                        KNOWN.join(", ")
-                    )))
-                }
+                    };
+                Ok(true)
             }
-        }
+            _ => Ok(false),
+        })?;
         Ok(config)
     }
 }

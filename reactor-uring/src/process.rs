@@ -28,10 +28,9 @@ use std::rc::Rc;
 
 use async_abi::{AA_EVENT_PROCESS, AA_EVF_HIDDEN};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::{Event, ProcessState, State};
 use crate::ffi::HostCallback;
-use crate::ops::sys;
 use crate::reactor::{check_flags, Reactor};
 
 impl Reactor {
@@ -43,16 +42,7 @@ impl Reactor {
         callback: HostCallback,
     ) -> Result<Rc<Event>> {
         check_flags("process_new", flags, AA_EVF_HIDDEN)?;
-        let pidfd = sys::pidfd_open(pid)
-            .map_err(|e| Error::os(format_args!("process_new: pidfd_open({pid})"), &e))?;
-        sys::wait_exit(&pidfd, false).map_err(|e| {
-            let what = if e.raw_os_error() == Some(libc::ECHILD) {
-                format!("process_new: pid {pid} is not a child of this process")
-            } else {
-                format!("process_new: waitid(pid {pid})")
-            };
-            Error::os(what, &e)
-        })?;
+        let pidfd = reactor_sdk::process::open_child(pid)?;
         let raw = pidfd.as_raw_fd();
         let state = State::Process(ProcessState {
             pidfd: Some(pidfd),

@@ -63,9 +63,11 @@ use std::collections::VecDeque;
 use std::mem;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use async_abi::{AaEvent, AaStatus, AA_E_BUSY, AA_E_CLOSED, AA_E_INVALID};
+use async_abi::{AaEvent, AA_E_BUSY, AA_E_CLOSED};
+
+use reactor_sdk::core::Core;
 
 use crate::config::Config;
 use crate::dns::Resolver;
@@ -81,25 +83,10 @@ use crate::signal::Signals;
 use crate::timer::TimerHeap;
 use crate::trigger::{TriggerShared, Waker};
 
-/// A callback owed to the host, delivered by the next `run_once` (R2).
-#[derive(Debug)]
-pub(crate) enum Deferred {
-    /// The event's own callback, with `status` (timers, polls, triggers) or
-    /// `value` (a request's result, a poll's ready bits).
-    Notify {
-        /// The event.
-        ev: Rc<Event>,
-        /// 0 or the cancellation reason.
-        status: AaStatus,
-        /// A request's result, a poll's ready bits.
-        value: i64,
-    },
-    /// `on_closed` (AA-R4).
-    Closed {
-        /// The event.
-        ev: Rc<Event>,
-    },
-}
+/// A callback owed to the host, delivered by the next `run_once` (R2): the
+/// kit's (`reactor_sdk::deferred`); `on_closed` moves from the event into
+/// its item once the kernel released the event.
+pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
 
 /// One event loop (see the module doc).
 #[derive(Debug)]
@@ -112,9 +99,9 @@ pub(crate) struct Reactor {
     /// other threads.
     pub(crate) waker: Arc<Waker>,
     this: Weak<Reactor>,
-    thread: usize,
-    base: Instant,
-    now: Cell<u64>,
+    /// The loop's bookkeeping (the kit's: thread, clock, alive count, live
+    /// events, `run_once` re-entry, last error).
+    pub(crate) core: Core,
     pub(crate) ring: RefCell<Ring>,
     pub(crate) features: Features,
     /// `IORING_POLL_ADD_MULTI` works (cleared the first time the kernel
@@ -127,25 +114,12 @@ pub(crate) struct Reactor {
     pub(crate) timers: RefCell<TimerHeap>,
     deferred: RefCell<VecDeque<Deferred>>,
     cqes: RefCell<Vec<Cqe>>,
-    alive: Cell<u32>,
-    live_events: Cell<usize>,
-    running: Cell<bool>,
     iteration: Cell<u64>,
     wake_op: Cell<Option<OpKey>>,
     /// The inotify instance, from the first `fs_watch_new`.
     pub(crate) inotify: RefCell<Option<Inotify>>,
     /// The resolver, from the first `dns_resolve`.
     pub(crate) resolver: RefCell<Option<Resolver>>,
-    last_error: RefCell<String>,
-}
-
-thread_local! {
-    static THREAD_MARK: u8 = const { 0 };
-}
-
-/// A cheap identity of the calling thread: the address of a thread-local.
-fn thread_mark() -> usize {
-    THREAD_MARK.with(|m| m as *const u8 as usize)
 }
 
 impl Reactor {
@@ -158,9 +132,7 @@ impl Reactor {
             signals: RefCell::new(None),
             waker: Arc::new(waker),
             this: this.clone(),
-            thread: thread_mark(),
-            base: Instant::now(),
-            now: Cell::new(0),
+            core: Core::new(),
             ring: RefCell::new(ring),
             features,
             multishot_poll: Cell::new(!config.old_kernel),
@@ -170,14 +142,10 @@ impl Reactor {
             timers: RefCell::new(TimerHeap::default()),
             deferred: RefCell::new(VecDeque::new()),
             cqes: RefCell::new(Vec::new()),
-            alive: Cell::new(0),
-            live_events: Cell::new(0),
-            running: Cell::new(false),
             iteration: Cell::new(0),
             wake_op: Cell::new(None),
             inotify: RefCell::new(None),
             resolver: RefCell::new(None),
-            last_error: RefCell::new(String::new()),
         });
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
@@ -189,41 +157,16 @@ impl Reactor {
         Ok(reactor)
     }
 
-    /// Fails unless called on the loop thread.
-    pub(crate) fn check_thread(&self, what: &str) -> Result<()> {
-        if self.thread == thread_mark() {
-            Ok(())
-        } else {
-            Err(Error::invalid(format!(
-                "{what}: called from a thread other than the loop thread"
-            )))
-        }
-    }
-
-    /// Records a failure for `last_error_message` and returns its status.
-    pub(crate) fn fail(&self, err: Error) -> AaStatus {
-        let status = err.status;
-        *self.last_error.borrow_mut() = err.message;
-        status
-    }
-
-    /// The last error message.
-    pub(crate) fn last_error(&self) -> String {
-        self.last_error.borrow().clone()
-    }
-
     /// Refreshes and returns the cached clock (ns since `create`).
+    #[inline]
     pub(crate) fn refresh_clock(&self) -> u64 {
-        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // The monotonic clock never goes back; keep the cache monotonic too.
-        let now = now.max(self.now.get());
-        self.now.set(now);
-        now
+        self.core.refresh_clock()
     }
 
     /// The cached clock.
+    #[inline]
     pub(crate) fn now(&self) -> u64 {
-        self.now.get()
+        self.core.now()
     }
 
     /// The number of the current (or last) loop iteration.
@@ -231,19 +174,10 @@ impl Reactor {
         self.iteration.get()
     }
 
-    /// Number of active, referenced, non-hidden events (R3).
-    pub(crate) fn alive(&self) -> u32 {
-        self.alive.get()
-    }
-
     /// Reconciles the event's `counted` flag with its state (R3, E4).
+    #[inline]
     pub(crate) fn touch(&self, ev: &Event) {
-        let live = ev.is_live();
-        if live != ev.counted.get() {
-            ev.counted.set(live);
-            let alive = self.alive.get();
-            self.alive.set(if live { alive + 1 } else { alive - 1 });
-        }
+        self.core.touch(&ev.counted, ev.is_live());
     }
 
     /// Makes an event of this reactor (R4).
@@ -255,7 +189,7 @@ impl Reactor {
         trigger: Option<Arc<TriggerShared>>,
         state: State,
     ) -> Rc<Event> {
-        self.live_events.set(self.live_events.get() + 1);
+        self.core.event_made();
         Rc::new(Event {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
@@ -280,18 +214,12 @@ impl Reactor {
 
     /// The host disposed of an event (R4).
     pub(crate) fn forget_event(&self) {
-        self.live_events
-            .set(self.live_events.get().saturating_sub(1));
+        self.core.event_disposed();
     }
 
     /// Queues a callback for the next `run_once` (R2, E5).
     pub(crate) fn defer(&self, item: Deferred) {
-        let ev = match &item {
-            Deferred::Notify { ev, .. } | Deferred::Closed { ev } => ev,
-        };
-        ev.scheduled.set(ev.scheduled.get() + 1);
-        self.touch(ev);
-        self.deferred.borrow_mut().push_back(item);
+        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
     /// Schedules `on_closed` once a closing event has nothing left in the
@@ -299,7 +227,10 @@ impl Reactor {
     pub(crate) fn settle_close(&self, ev: &Rc<Event>) {
         if ev.close.get() == CloseState::Closing && ev.in_flight.get() == 0 {
             ev.close.set(CloseState::Drained);
-            self.defer(Deferred::Closed { ev: Rc::clone(ev) });
+            self.defer(Deferred::Closed {
+                ev: Rc::clone(ev),
+                on_closed: ev.on_closed.take(),
+            });
         }
     }
 
@@ -317,16 +248,7 @@ impl Reactor {
     /// `destroy`: refuses while anything is alive (R4), then drains the
     /// waker's read so the ring can go.
     pub(crate) fn destroy(&self) -> Result<()> {
-        if self.running.get() {
-            return Err(Error::invalid("destroy: called from inside run_once"));
-        }
-        let live = self.live_events.get();
-        if live > 0 {
-            return Err(Error::new(
-                AA_E_BUSY,
-                format!("destroy: {live} events are not disposed yet"),
-            ));
-        }
+        self.core.check_destroy()?;
         let held = self.ops.borrow().owned();
         if held > 0 {
             return Err(Error::new(
@@ -396,19 +318,9 @@ impl Reactor {
     /// One loop iteration (see `async_abi::reactor`): returns the number of
     /// callbacks run.
     pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
-        if self.running.get() {
-            return Err(Error::invalid("run_once: called from inside a callback"));
-        }
-        if timeout_ns < -1 {
-            return Err(Error::invalid(format!(
-                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
-            )));
-        }
-        self.running.set(true);
+        let _running = self.core.enter(timeout_ns)?;
         self.iteration.set(self.iteration.get() + 1);
-        let result = self.iterate(timeout_ns);
-        self.running.set(false);
-        result
+        self.iterate(timeout_ns)
     }
 
     fn iterate(&self, timeout_ns: i64) -> Result<i32> {
@@ -499,39 +411,10 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let mut count = 0;
-        for item in batch {
-            match item {
-                Deferred::Notify { ev, status, value } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    self.touch(&ev);
-                    if ev.deliverable() {
-                        ev.callback.notify(&ev, status, value);
-                        count += 1;
-                    }
-                }
-                Deferred::Closed { ev } => {
-                    ev.scheduled.set(ev.scheduled.get() - 1);
-                    ev.close.set(CloseState::Closed);
-                    self.touch(&ev);
-                    if let (true, Some(cb)) = (ev.deliverable(), ev.on_closed.take()) {
-                        cb.call(&ev);
-                        count += 1;
-                    }
-                }
-            }
-        }
-        count
+        let closed = |ev: &Event| ev.close.set(CloseState::Closed);
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), closed)
     }
 }
 
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
-pub(crate) fn check_flags(what: &str, flags: u32, allowed: u32) -> Result<()> {
-    if flags & !allowed != 0 {
-        return Err(Error::new(
-            AA_E_INVALID,
-            format!("{what}: unknown flag bits {:#x}", flags & !allowed),
-        ));
-    }
-    Ok(())
-}
+pub(crate) use reactor_sdk::error::check_flags;

@@ -1,26 +1,18 @@
-//! Signal watches (`signal_new`): the loop's half. The handler and the
-//! process-wide table are in `async_abi::sdk::signal`.
+//! Signal watches (`signal_new`): the loop's half, on the kit's
+//! (`reactor_sdk::signal`: the port and the watchers per signal, invariants
+//! SW1-SW2). The handler and the process-wide table are in
+//! `async_abi::sdk::signal`.
 //!
 //! # What this module owns
 //!
 //! [`Signals`], made at the first `signal_new` and kept until `destroy`: the
-//! reactor's port in the process-wide table, and the active watchers of
-//! each signal in creation order. The port wakes the loop through the
+//! kit's state (the reactor's port in the process-wide table, and the
+//! active watchers of each signal in creation order). The port wakes the loop through the
 //! reactor's own waker eventfd, whose ring `READ` is always armed: a
 //! delivery completes it, so the loop's one `io_uring_enter` returns (no
 //! extra descriptor, no extra op).
 //!
-//! # Invariants
-//!
-//! - **SW1** A watcher is in `watchers[signum]` exactly while its state is
-//!   active; the port watches `signum` exactly while that list is not empty
-//!   (so the reactor owns the disposition only while it watches, and the
-//!   previous one is back when the last watcher stops).
-//! - **SW2** Each iteration takes the port's pending set once, after
-//!   reaping, and runs one callback per active watcher of each signal in
-//!   it: deliveries between two iterations coalesce into one callback per
-//!   watcher. A watcher made after a delivery was taken, or stopped before
-//!   its turn, is not called for it.
+//! SW2 here: the pending set is taken once per iteration, after reaping.
 //!
 //! # Access
 //!
@@ -33,23 +25,17 @@
 //! releases its slot and waits out any handler still writing the waker
 //! (SG3), which the reactor's `Arc<Waker>` keeps open until then.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
-use async_abi::{AA_EVENT_SIGNAL, AA_EVF_HIDDEN, AA_E_INVALID, AA_E_NOMEM};
+use async_abi::{AA_EVENT_SIGNAL, AA_EVF_HIDDEN};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::{Event, SignalState, State};
 use crate::ffi::HostCallback;
-use crate::ops::sys::{self, signal::Port};
 use crate::reactor::{check_flags, Reactor};
 
 /// A reactor's signal state (see the module doc).
-#[derive(Debug)]
-pub(crate) struct Signals {
-    port: Port,
-    watchers: HashMap<i32, Vec<Rc<Event>>>,
-}
+pub(crate) type Signals = reactor_sdk::signal::Signals<Event>;
 
 impl Reactor {
     /// `signal_new`.
@@ -60,22 +46,12 @@ impl Reactor {
         callback: HostCallback,
     ) -> Result<Rc<Event>> {
         check_flags("signal_new", flags, AA_EVF_HIDDEN)?;
-        if let Some(why) = sys::signal::refusal(signum) {
-            return Err(Error::new(
-                AA_E_INVALID,
-                format!("signal_new: signal {signum} {why}"),
-            ));
+        reactor_sdk::signal::check(signum)?;
+        if self.signals.borrow().is_none() {
+            *self.signals.borrow_mut() = Some(Signals::claim(self.waker.fd())?);
         }
-        self.open_signals()?;
-        {
-            let mut signals = self.signals.borrow_mut();
-            let signals = signals.as_mut().expect("opened above");
-            if !signals.watchers.contains_key(&signum) {
-                signals
-                    .port
-                    .watch(signum)
-                    .map_err(|e| Error::os(format_args!("signal_new: sigaction({signum})"), &e))?;
-            }
+        if let Some(signals) = self.signals.borrow_mut().as_mut() {
+            signals.prepare(signum)?;
         }
         let state = State::Signal(SignalState {
             signum,
@@ -83,35 +59,10 @@ impl Reactor {
         });
         let ev = self.new_event(AA_EVENT_SIGNAL, flags, callback, None, state);
         if let Some(signals) = self.signals.borrow_mut().as_mut() {
-            signals
-                .watchers
-                .entry(signum)
-                .or_default()
-                .push(Rc::clone(&ev));
+            signals.add(signum, Rc::clone(&ev));
         }
         self.touch(&ev);
         Ok(ev)
-    }
-
-    /// Makes the reactor's [`Signals`] if it has none yet.
-    fn open_signals(&self) -> Result<()> {
-        if self.signals.borrow().is_some() {
-            return Ok(());
-        }
-        let port = Port::claim(self.waker.fd()).ok_or_else(|| {
-            Error::new(
-                AA_E_NOMEM,
-                format!(
-                    "signal_new: {} reactors already watch signals",
-                    sys::signal::SLOTS
-                ),
-            )
-        })?;
-        *self.signals.borrow_mut() = Some(Signals {
-            port,
-            watchers: HashMap::new(),
-        });
-        Ok(())
     }
 
     /// Stops a signal watch (cancel, close, dispose); returns whether it was
@@ -125,13 +76,7 @@ impl Reactor {
             _ => return false,
         };
         if let Some(signals) = self.signals.borrow_mut().as_mut() {
-            if let Some(list) = signals.watchers.get_mut(&signum) {
-                list.retain(|w| !Rc::ptr_eq(w, ev));
-                if list.is_empty() {
-                    signals.watchers.remove(&signum);
-                    signals.port.unwatch(signum);
-                }
-            }
+            signals.remove(signum, ev);
         }
         self.touch(ev);
         true
@@ -140,31 +85,14 @@ impl Reactor {
     /// Delivers the signals that arrived (SW2). Returns the number of
     /// callbacks run.
     pub(crate) fn run_signals(&self) -> i32 {
-        let batch: Vec<(i32, Vec<Rc<Event>>)> = {
-            let signals = self.signals.borrow();
-            let Some(signals) = signals.as_ref() else {
-                return 0;
-            };
-            if !signals.port.has_pending() {
-                return 0;
-            }
-            signals
-                .port
-                .take_pending()
-                .filter_map(|signum| Some((signum, signals.watchers.get(&signum)?.clone())))
-                .collect()
+        let batch = match self.signals.borrow().as_ref() {
+            Some(signals) => signals.take_batch(),
+            None => return 0,
         };
-        let mut count = 0;
-        for (signum, watchers) in batch {
-            for ev in watchers {
-                let active = matches!(&*ev.state.borrow(), State::Signal(s) if s.active);
-                if active && ev.deliverable() {
-                    ev.callback.notify(&ev, 0, i64::from(signum));
-                    count += 1;
-                }
-            }
-        }
-        count
+        reactor_sdk::signal::deliver(
+            batch,
+            |ev| matches!(&*ev.state.borrow(), State::Signal(s) if s.active),
+        )
     }
 
     /// `destroy`: gives the port back, restoring dispositions it still held

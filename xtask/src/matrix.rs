@@ -12,7 +12,9 @@
 //!    by [`crate::conformance::build_c_reactor`]): the example a third party
 //!    starts from must keep passing the kit and the suite. The tests it
 //!    cannot run are left out by name, each with its reason
-//!    ([`C_REACTOR_SKIPS`]), and counted as skipped;
+//!    ([`C_REACTOR_SKIPS`]), and counted as skipped. The Rust example
+//!    reactor (`reactor-example/`, on the kit `reactor-sdk`) runs the suite
+//!    the same way ([`EXAMPLE_REACTOR_SKIPS`]);
 //! 5. run it under the chaos scheduler, one cell per seed of
 //!    [`chaos::MATRIX_SEEDS`](crate::chaos::MATRIX_SEEDS): the suite without
 //!    the reactor conformance kit and the io_uring proof (they do not
@@ -57,6 +59,13 @@ pub(crate) const C_REACTOR_SKIPS: &[Skip] = &[Skip {
     why: "reactor-c lacks AA_CAP_FS_WATCH: fs::watch returns Unsupported there, \
               and these tests do not skip themselves on such a reactor",
 }];
+
+/// What the Rust example reactor's cell (`reactor-example/`, on the kit
+/// `reactor-sdk`) leaves out: nothing. It lacks `AA_CAP_IO_INLINE` and the
+/// file capabilities, and the host's fallback (the blocking pool) serves
+/// every test that needs them; a row goes here, with its reason, if a
+/// capability it lacks ever stops a test.
+pub(crate) const EXAMPLE_REACTOR_SKIPS: &[Skip] = &[];
 
 #[derive(Default)]
 pub(crate) struct Counts {
@@ -207,6 +216,19 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
             ],
             chaos: false,
             skips: C_REACTOR_SKIPS,
+        });
+    }
+    if has("async-scheduler") && has("reactor-example") {
+        // Built with the other cdylibs, next to the C reactor's library.
+        let example = c_reactor.with_file_name("libreactor_example.so");
+        cells.push(Cell {
+            label: "scheduler .so (context engine) + Rust example reactor .so (reactor-sdk)".into(),
+            env: vec![
+                ("ASYNC_SCHEDULER", "context".into()),
+                ("ASYNC_REACTOR", example.display().to_string()),
+            ],
+            chaos: false,
+            skips: EXAMPLE_REACTOR_SKIPS,
         });
     }
     if has("async-scheduler") && has("reactor-mio") {

@@ -64,14 +64,9 @@ impl Attempt {
     }
 }
 
-/// What `io_submit` did.
-#[derive(Debug)]
-pub(crate) enum Submitted {
-    /// Completed inline (`AA_DONE`): the result, no event.
-    Done(i64),
-    /// Pending: the event, whose callback will run once.
-    Pending(Rc<Event>),
-}
+/// What `io_submit` did: completed inline (`AA_DONE`, no event) or pending
+/// (the event, whose callback will run once).
+pub(crate) type Submitted = reactor_sdk::Submitted<Event>;
 
 /// Tries a request's system call once.
 fn attempt(req: &Request, phase: &mut IoPhase, socket: bool) -> Attempt {
@@ -237,7 +232,7 @@ impl Reactor {
             self.unqueue(key, &ev, readers);
             self.touch(&ev);
             if let (Some(result), true) = (result, ev.deliverable()) {
-                ev.callback.notify(&ev, 0, result);
+                ev.callback.notify(&*ev, 0, result);
                 count += 1;
             }
         }

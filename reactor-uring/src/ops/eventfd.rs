@@ -89,7 +89,7 @@ impl Reactor {
             }
             self.repush(key);
             if ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
+                ev.callback.notify(&*ev, 0, 0);
                 return 1;
             }
             return 0;
@@ -113,7 +113,7 @@ impl Reactor {
             }
             self.touch(&ev);
             if ev.deliverable() {
-                ev.callback.notify(&ev, cqe.result, 0);
+                ev.callback.notify(&*ev, cqe.result, 0);
                 count = 1;
             }
         }

@@ -17,10 +17,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
-use crate::fs_watch::{parse, Change};
 use crate::ops::{Hold, Life, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::Reactor;
 use crate::ring::Cqe;
+use reactor_sdk::inotify::{parse, Change};
 
 /// The read buffer: room for many records, and always for one with the
 /// longest name (`sizeof(struct inotify_event) + NAME_MAX + 1`).
@@ -71,7 +71,7 @@ impl Reactor {
     pub(super) fn complete_inotify_read(&self, key: OpKey, cqe: Cqe) -> i32 {
         let fd = match self.inotify.borrow().as_ref() {
             Some(inotify) if inotify.op == Some(key) => {
-                std::os::fd::AsRawFd::as_raw_fd(&inotify.fd)
+                std::os::fd::AsRawFd::as_raw_fd(inotify.watches.fd())
             }
             _ => {
                 // Being drained by `destroy`, which waits for this itself.

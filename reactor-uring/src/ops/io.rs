@@ -380,7 +380,7 @@ impl Reactor {
             None => (result, 0),
         };
         let count = if now < self.iteration() {
-            ev.callback.notify(&ev, 0, value);
+            ev.callback.notify(&*ev, 0, value);
             1
         } else {
             // R2: cancelled during this very iteration; the callback waits

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use io_uring::{opcode, squeue, types};
 
 use crate::event::{Event, State};
-use crate::ops::{sys, Hold, Life, NewOp, OpKey, OpKind, OwnedBuf};
+use crate::ops::{Hold, Life, NewOp, OpKey, OpKind, OwnedBuf};
 use crate::reactor::Reactor;
 use crate::ring::Cqe;
 
@@ -68,7 +68,10 @@ impl Reactor {
             Err(cqe.result)
         } else {
             let reaped = match &*ev.state.borrow() {
-                State::Process(p) => p.pidfd.as_ref().map(|fd| sys::wait_exit(fd, true)),
+                State::Process(p) => p
+                    .pidfd
+                    .as_ref()
+                    .map(|fd| reactor_sdk::process::wait_exit(fd, true)),
                 _ => None,
             };
             match reaped {
@@ -90,8 +93,8 @@ impl Reactor {
         let mut count = 0;
         if ev.deliverable() {
             match outcome {
-                Ok(exit) => ev.callback.notify_exit(&ev, &exit),
-                Err(status) => ev.callback.notify(&ev, status, 0),
+                Ok(exit) => ev.callback.notify_exit(&*ev, &exit),
+                Err(status) => ev.callback.notify(&*ev, status, 0),
             }
             count = 1;
         }

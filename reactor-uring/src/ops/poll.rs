@@ -182,7 +182,7 @@ impl Reactor {
             self.touch(&ev);
             let mut count = 0;
             if ev.deliverable() {
-                ev.callback.notify(&ev, cqe.result, 0);
+                ev.callback.notify(&*ev, cqe.result, 0);
                 count = 1;
             }
             self.settle_close(&ev);
@@ -195,7 +195,7 @@ impl Reactor {
         }
         let ready = ready_bits(cqe.result as u32, watch.interest);
         if ready != 0 && ev.deliverable() {
-            ev.callback.notify(&ev, 0, i64::from(ready));
+            ev.callback.notify(&*ev, 0, i64::from(ready));
             1
         } else {
             0

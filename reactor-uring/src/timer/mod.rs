@@ -1,7 +1,8 @@
 //! Timers: arming, re-arming and firing, over a user-space heap of
 //! deadlines with one kernel wait for the nearest.
 //!
-//! No timer is a kernel object: the heap ([`heap`]) orders the deadlines,
+//! No timer is a kernel object: the kit's heap (`reactor_sdk::timer`) orders
+//! the deadlines,
 //! and each loop iteration passes the nearest one to its single
 //! `io_uring_enter` as the wait's timeout (`IORING_ENTER_EXT_ARG`), so a
 //! thousand timers cost no submission and no completion. (The reference
@@ -17,11 +18,12 @@
 //!
 //! The timer's own state is [`crate::event::TimerState`].
 
-mod heap;
-
-pub(crate) use heap::TimerHeap;
+/// The deadlines of every armed timer.
+pub(crate) type TimerHeap = reactor_sdk::timer::TimerHeap<crate::event::Event>;
 
 use std::rc::Rc;
+
+use reactor_sdk::timer::{fire_due, next_deadline};
 
 use async_abi::{AA_EVENT_TIMER, AA_EVF_HIDDEN};
 
@@ -29,16 +31,6 @@ use crate::error::{Error, Result};
 use crate::event::{Event, State, TimerState};
 use crate::ffi::HostCallback;
 use crate::reactor::{check_flags, Reactor};
-
-/// The next deadline of a periodic timer that was due at `deadline`.
-fn next_deadline(deadline: u64, repeat: u64, now: u64) -> u64 {
-    let next = deadline.saturating_add(repeat);
-    if next > now {
-        return next;
-    }
-    let missed = (now - next) / repeat + 1;
-    next.saturating_add(missed.saturating_mul(repeat))
-}
 
 impl Reactor {
     /// `timer_new`: arms a timer `first_ns` from a freshly read clock.
@@ -116,43 +108,18 @@ impl Reactor {
     /// (reactor invariant R6), one callback at a time with no borrow held
     /// (R1). Returns the number of callbacks run.
     pub(crate) fn run_timers(&self, now: u64, horizon: u64) -> i32 {
-        let mut count = 0;
-        loop {
-            let due = self.timers.borrow_mut().pop_due(now, horizon);
-            let Some((ev, deadline)) = due else { break };
-            let rearm = match &mut *ev.state.borrow_mut() {
-                State::Timer(t) if t.repeat > 0 => {
-                    t.deadline = next_deadline(deadline, t.repeat, now);
-                    t.generation += 1;
-                    Some((t.deadline, t.generation))
-                }
-                State::Timer(t) => {
-                    t.armed = false;
-                    None
-                }
-                _ => None,
-            };
-            if let Some((next, generation)) = rearm {
-                self.timers.borrow_mut().push(&ev, next, generation);
+        let advance = |ev: &Event, deadline: u64| match &mut *ev.state.borrow_mut() {
+            State::Timer(t) if t.repeat > 0 => {
+                t.deadline = next_deadline(deadline, t.repeat, now);
+                t.generation += 1;
+                Some((t.deadline, t.generation))
             }
-            self.touch(&ev);
-            if ev.deliverable() {
-                ev.callback.notify(&ev, 0, 0);
-                count += 1;
+            State::Timer(t) => {
+                t.armed = false;
+                None
             }
-        }
-        count
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::next_deadline;
-
-    #[test]
-    fn periodic_deadline_advances_from_the_previous_one() {
-        assert_eq!(next_deadline(100, 10, 105), 110);
-        assert_eq!(next_deadline(100, 10, 110), 120);
-        assert_eq!(next_deadline(100, 10, 135), 140);
+            _ => None,
+        };
+        fire_due(&self.timers, now, horizon, advance, |ev| self.touch(ev))
     }
 }

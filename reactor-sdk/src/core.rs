@@ -1,0 +1,233 @@
+//! The bookkeeping every reactor's loop keeps, whatever its backend: the
+//! loop thread, the cached clock, the alive count, the events not yet
+//! disposed, whether `run_once` is running, and the last error message.
+//!
+//! # Invariants
+//!
+//! - **C1** `alive` equals the number of events whose `counted` flag is set;
+//!   a reactor calls [`Core::touch`] after every change of an event's state,
+//!   with whether the event should count (active, referenced, not hidden,
+//!   not disposed).
+//! - **C2** `live_events` counts events made ([`Core::event_made`]) and not
+//!   yet disposed ([`Core::event_disposed`]); [`Core::check_destroy`]
+//!   refuses while it is non-zero.
+//! - **C3** The clock never goes back: [`Core::refresh_clock`] keeps the
+//!   cache monotonic.
+//! - **C4** `running` is set exactly inside `run_once` (the guard
+//!   [`Core::enter`] returns clears it, a panic included): `run_once` and
+//!   `destroy` are refused from a callback.
+//!
+//! # Access
+//!
+//! Loop thread only (`Cell`s): every shim checks [`Core::check_thread`]
+//! first, through `Reactor::check_thread`.
+
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+use async_abi::{AaStatus, AA_E_BUSY};
+
+use crate::error::{Error, Result};
+
+thread_local! {
+    static THREAD_MARK: u8 = const { 0 };
+}
+
+/// A cheap identity of the calling thread: the address of a thread-local
+/// (no reference count, unlike `thread::current()`).
+#[inline]
+fn thread_mark() -> usize {
+    THREAD_MARK.with(|m| m as *const u8 as usize)
+}
+
+/// A reactor's loop bookkeeping (see the module doc).
+#[derive(Debug)]
+pub struct Core {
+    thread: usize,
+    base: Instant,
+    now: Cell<u64>,
+    alive: Cell<u32>,
+    live_events: Cell<usize>,
+    running: Cell<bool>,
+    last_error: RefCell<String>,
+}
+
+impl Default for Core {
+    fn default() -> Core {
+        Core::new()
+    }
+}
+
+impl Core {
+    /// Bookkeeping for a loop on the calling thread; the clock starts at 0.
+    pub fn new() -> Core {
+        Core {
+            thread: thread_mark(),
+            base: Instant::now(),
+            now: Cell::new(0),
+            alive: Cell::new(0),
+            live_events: Cell::new(0),
+            running: Cell::new(false),
+            last_error: RefCell::new(String::new()),
+        }
+    }
+
+    /// Fails unless called on the loop thread.
+    #[inline]
+    pub fn check_thread(&self, what: &str) -> Result<()> {
+        if self.thread == thread_mark() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "{what}: called from a thread other than the loop thread"
+            )))
+        }
+    }
+
+    /// Records a failure for `last_error_message` and returns its status.
+    #[inline]
+    pub fn fail(&self, err: Error) -> AaStatus {
+        let status = err.status;
+        *self.last_error.borrow_mut() = err.message;
+        status
+    }
+
+    /// The last error message.
+    pub fn last_error(&self) -> String {
+        self.last_error.borrow().clone()
+    }
+
+    /// Refreshes and returns the cached clock, in ns since the loop was made
+    /// (C3).
+    #[inline]
+    pub fn refresh_clock(&self) -> u64 {
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let now = now.max(self.now.get());
+        self.now.set(now);
+        now
+    }
+
+    /// The cached clock.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    /// Active, referenced, non-hidden events (C1).
+    #[inline]
+    pub fn alive(&self) -> u32 {
+        self.alive.get()
+    }
+
+    /// Reconciles an event's `counted` flag with whether it is `live` (C1).
+    #[inline]
+    pub fn touch(&self, counted: &Cell<bool>, live: bool) {
+        if live != counted.get() {
+            counted.set(live);
+            let alive = self.alive.get();
+            self.alive.set(if live { alive + 1 } else { alive - 1 });
+        }
+    }
+
+    /// Counts a new event (C2).
+    #[inline]
+    pub fn event_made(&self) {
+        self.live_events.set(self.live_events.get() + 1);
+    }
+
+    /// Counts a disposed event out (C2).
+    #[inline]
+    pub fn event_disposed(&self) {
+        self.live_events
+            .set(self.live_events.get().saturating_sub(1));
+    }
+
+    /// Events made and not disposed (C2).
+    pub fn live_events(&self) -> usize {
+        self.live_events.get()
+    }
+
+    /// Whether `run_once` is running (C4).
+    #[inline]
+    pub fn running(&self) -> bool {
+        self.running.get()
+    }
+
+    /// `run_once`'s checks (not from a callback; `timeout_ns` -1 or >= 0);
+    /// the guard marks the loop running until it is dropped (C4).
+    #[inline]
+    pub fn enter(&self, timeout_ns: i64) -> Result<Running<'_>> {
+        if self.running.get() {
+            return Err(Error::invalid("run_once: called from inside a callback"));
+        }
+        if timeout_ns < -1 {
+            return Err(Error::invalid(format!(
+                "run_once: timeout {timeout_ns} ns is neither -1 nor >= 0"
+            )));
+        }
+        self.running.set(true);
+        Ok(Running(&self.running))
+    }
+
+    /// `destroy`'s checks: not from a callback, and no event left (C2, C4).
+    pub fn check_destroy(&self) -> Result<()> {
+        if self.running.get() {
+            return Err(Error::invalid("destroy: called from inside run_once"));
+        }
+        let live = self.live_events.get();
+        if live > 0 {
+            return Err(Error::new(
+                AA_E_BUSY,
+                format!("destroy: {live} events are not disposed yet"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Marks the loop running until dropped, a panic included (C4).
+#[derive(Debug)]
+pub struct Running<'a>(&'a Cell<bool>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alive_follows_touch_and_run_once_is_not_reentrant() {
+        let core = Core::new();
+        let counted = Cell::new(false);
+        core.touch(&counted, true);
+        core.touch(&counted, true);
+        assert_eq!(core.alive(), 1);
+        core.touch(&counted, false);
+        assert_eq!(core.alive(), 0);
+        let guard = core.enter(-1).unwrap();
+        assert_eq!(
+            core.enter(0).unwrap_err().message,
+            "run_once: called from inside a callback"
+        );
+        assert!(core.check_destroy().is_err());
+        drop(guard);
+        core.event_made();
+        assert_eq!(core.check_destroy().unwrap_err().status, AA_E_BUSY);
+        core.event_disposed();
+        assert!(core.check_destroy().is_ok());
+        assert_eq!(core.enter(-2).unwrap_err().status, async_abi::AA_E_INVALID);
+    }
+
+    #[test]
+    fn the_clock_never_goes_back() {
+        let core = Core::new();
+        let a = core.refresh_clock();
+        let b = core.refresh_clock();
+        assert!(b >= a);
+        assert_eq!(core.now(), b);
+    }
+}
