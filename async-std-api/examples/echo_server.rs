@@ -67,7 +67,10 @@ fn main() -> ExitCode {
         spawn_try(|| -> std::io::Result<()> {
             let signals = signal::any(&[signal::SIGINT, signal::SIGTERM])?;
             signals.wait()?;
-            eprintln!("signal {:?}: shutting down", signals.received());
+            match signals.received() {
+                Some(signum) => eprintln!("signal {signum}: shutting down"),
+                None => eprintln!("shutting down"),
+            }
             graceful_shutdown();
             Ok(())
         });

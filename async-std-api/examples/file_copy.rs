@@ -46,6 +46,11 @@ fn main() {
     }
 }
 
+/// `e`, its message naming `path`: a user sees which file failed.
+fn named(path: &std::path::Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 fn copy(args: &[String]) -> io::Result<()> {
     let (from, to, temporary) = match args {
         [from, to] => (PathBuf::from(from), PathBuf::from(to), None),
@@ -72,10 +77,10 @@ fn copy(args: &[String]) -> io::Result<()> {
     };
     let count = Rc::new(Cell::new(0u64));
     let mut reader = Counting {
-        inner: File::open(&from)?,
+        inner: File::open(&from).map_err(|e| named(&from, e))?,
         count: count.clone(),
     };
-    let mut writer = File::create(&to)?;
+    let mut writer = File::create(&to).map_err(|e| named(&to, e))?;
     // Progress every 100 ms, while the copy suspends in its reads and
     // writes.
     let progress = spawn(move || {

@@ -15,15 +15,26 @@ use std::path::Path;
 use async_std_api::fs::{self, WatchEvent};
 use async_std_api::{run, signal, spawn, spawn_try, timeout};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
     let arg = std::env::args().nth(1);
-    run(move || -> io::Result<()> {
+    let watched = run(move || -> io::Result<()> {
         match arg {
             Some(dir) => watch_forever(Path::new(&dir)),
             None => demonstrate(),
         }
-    })??;
-    Ok(())
+    });
+    // One line for a failure, as the runtime's own errors are.
+    match watched {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            eprintln!("fs_watch: {e}");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("fs_watch: {e}");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Prints every event until Ctrl-C.

@@ -109,8 +109,11 @@ fn socket_server(listener: TcpListener) {
     // The signal watcher: a coroutine of the server scope.
     spawn_in(&scope, move || {
         let signals = signal::any(&[signal::SIGINT, signal::SIGTERM]);
-        let received = signals.and_then(|s| s.wait().map(|()| s.received()));
-        println!("signal {received:?}: Server shutdown");
+        match signals.and_then(|s| s.wait().map(|()| s.received())) {
+            Ok(Some(signum)) => println!("signal {signum}: Server shutdown"),
+            Ok(None) => println!("Server shutdown"),
+            Err(e) => println!("cannot watch signals ({e}): Server shutdown"),
+        }
         s.cancel_with("Server shutdown");
     })
     .unwrap();
@@ -166,13 +169,22 @@ fn main() -> Result<(), async_std_api::Error> {
         _ if demo => "127.0.0.1:0".to_owned(),
         _ => "127.0.0.1:8080".to_owned(),
     };
-    async_std_api::run(move || {
-        let listener = TcpListener::bind(&addr).expect("bind");
+    let bound = async_std_api::run(move || {
+        let listener = match TcpListener::bind(&addr) {
+            Ok(l) => l,
+            Err(e) => return Err(format!("socket_server: cannot listen on {addr}: {e}")),
+        };
         let local = listener.local_addr().unwrap();
         println!("listening on {local} (SIGINT or SIGTERM stops it)");
         if demo {
             demo_clients(local);
         }
         socket_server(listener);
-    })
+        Ok(())
+    })?;
+    if let Err(line) = bound {
+        eprintln!("{line}");
+        std::process::exit(1);
+    }
+    Ok(())
 }

@@ -90,6 +90,8 @@ pub fn sleep(duration: Duration) -> Result<(), Cancelled> {
     sleep_at(duration, Location::caller())
 }
 
+// Track the caller: outside a coroutine the panic points at the user's call.
+#[track_caller]
 fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Cancelled> {
     if duration.is_zero() {
         return yield_at(at);

@@ -90,7 +90,9 @@ fn a_named_plugin_that_is_nowhere_lists_the_directories_searched() {
         ("CARGO_TARGET_DIR", ""),
     ];
     run_child(&exe, &[], &env).assert_config_error(&format!(
-        "cannot find scheduler plugin \"fifo\" (libasync_scheduler.so): looked in {b}, {e}"
+        "cannot find scheduler plugin \"fifo\" (libasync_scheduler.so): looked in {b}, {e}; \
+         build it with `cargo build -p async-scheduler` in the runtime's workspace, or set \
+         ASYNC_PLUGIN_PATH to the directory that holds it"
     ));
     let env = [
         ("ASYNC_REACTOR", "uring"),
@@ -98,7 +100,9 @@ fn a_named_plugin_that_is_nowhere_lists_the_directories_searched() {
         ("CARGO_TARGET_DIR", ""),
     ];
     run_child(&exe, &[], &env).assert_config_error(&format!(
-        "cannot find reactor plugin \"uring\" (libreactor_uring.so): looked in {b}, {e}"
+        "cannot find reactor plugin \"uring\" (libreactor_uring.so): looked in {b}, {e}; \
+         build it with `cargo build -p reactor-uring` in the runtime's workspace, or set \
+         ASYNC_PLUGIN_PATH to the directory that holds it"
     ));
 }
 

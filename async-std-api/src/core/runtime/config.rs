@@ -363,24 +363,38 @@ pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Result<P
         }
     }
     let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let hint = other_profile_build(file, dirs).map_or_else(String::new, |p| {
-        format!(
-            "; a {} build of it is at {} (build the plugins with the program's profile: cargo \
+    let hint = other_profile_build(file, dirs).map_or_else(
+        || {
+            format!(
+                "; build it with `cargo build{} -p {}` in the runtime's workspace, or set \
+                 ASYNC_PLUGIN_PATH to the directory that holds it",
+                if PROFILE == "release" {
+                    " --release"
+                } else {
+                    ""
+                },
+                package_of(file)
+            )
+        },
+        |p| {
+            format!(
+                "; a {} build of it is at {} (build the plugins with the program's profile: cargo \
              build{} -p {})",
-            if PROFILE == "release" {
-                "debug"
-            } else {
-                "release"
-            },
-            p.display(),
-            if PROFILE == "release" {
-                " --release"
-            } else {
-                ""
-            },
-            package_of(file)
-        )
-    });
+                if PROFILE == "release" {
+                    "debug"
+                } else {
+                    "release"
+                },
+                p.display(),
+                if PROFILE == "release" {
+                    " --release"
+                } else {
+                    ""
+                },
+                package_of(file)
+            )
+        },
+    );
     Err(format!(
         "cannot find {} plugin \"{name}\" ({file}): looked in {}{hint}",
         role.name(),
@@ -455,6 +469,22 @@ fn default_search_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
 }
 
 /// Parses `key=value,key=value`.
+/// One option of a config file's `[<role>.options]` table, as `key=value`
+/// pairs: TOML reads an unquoted dotted key (`mio.events_capacity = 16`)
+/// as a table (`mio = { events_capacity = 16 }`), which is joined back into
+/// the dotted key the plugin expects.
+fn flatten_option(key: String, value: toml::Value, out: &mut Vec<(String, String)>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                flatten_option(format!("{key}.{k}"), v, out);
+            }
+        }
+        toml::Value::String(s) => out.push((key, s)),
+        other => out.push((key, other.to_string())),
+    }
+}
+
 fn parse_options(var: &str, text: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -523,17 +553,10 @@ fn read_file(path: &Path) -> Result<(Layer, Layer, Option<usize>, RuntimeTable),
                     }
                     _ => None,
                 };
-                let options = t
-                    .options
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let v = match v {
-                            toml::Value::String(s) => s,
-                            other => other.to_string(),
-                        };
-                        (k, v)
-                    })
-                    .collect();
+                let mut options = Vec::new();
+                for (k, v) in t.options {
+                    flatten_option(k, v, &mut options);
+                }
                 Ok((Layer { value, options }, t.stack_size))
             }
         }
@@ -633,6 +656,28 @@ mod tests {
         assert_eq!(
             e,
             "invalid ASYNC_ZOMBIE_COROUTINE_TIMEOUT \"soon\": expected milliseconds"
+        );
+    }
+
+    #[test]
+    fn an_unquoted_dotted_option_key_in_a_config_file_is_the_dotted_key() {
+        let path = std::env::temp_dir().join(format!("aa-cfg-dotted-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[reactor]\nname = \"mio\"\n[reactor.options]\nmio.events_capacity = 16\n\
+             \"uring.sq_entries\" = \"64\"\n",
+        )
+        .unwrap();
+        let (_, reactor, _, _) = super::read_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let mut options = reactor.options;
+        options.sort();
+        assert_eq!(
+            options,
+            [
+                ("mio.events_capacity".to_owned(), "16".to_owned()),
+                ("uring.sq_entries".to_owned(), "64".to_owned())
+            ]
         );
     }
 
