@@ -139,6 +139,12 @@ const NOTES: &[(&str, &str)] = &[
          read (tokio::fs pays the same); io_uring reads the file in the ring.",
     ),
     (
+        "spawn_blocking",
+        "A cross-thread wake-up costs about 20 µs on this VM when the woken vCPU is idle, and a \
+         few µs while another thread keeps it busy (as lingering peer threads do late in a full \
+         run): these rows come from `cargo xtask bench -- blocking fs`, run alone.",
+    ),
+    (
         "udp ping-pong",
         "Each round trip is four system calls and two loopback deliveries: the kernel \
          dominates.",
