@@ -417,6 +417,67 @@ impl<T> Receiver<T> {
         }
     }
 
+    /// Receives the next message, waiting at most `timeout` while the
+    /// channel is empty: the analogue of std's
+    /// [`Receiver::recv_timeout`](std::sync::mpsc::Receiver::recv_timeout).
+    /// A message already buffered is returned even with a zero timeout
+    /// (D-20), and a message that arrives after the timeout stays in the
+    /// channel for the next receive: nothing is lost (CH4).
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if no message came in time,
+    /// [`RecvTimeoutError::Closed`] once the channel is closed and drained,
+    /// [`RecvTimeoutError::Cancelled`] if the calling coroutine was
+    /// cancelled while it waited.
+    ///
+    /// # Panics
+    ///
+    /// Outside a coroutine.
+    ///
+    /// # Cancellation
+    ///
+    /// A cancellation point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use async_std_api::run;
+    /// use async_std_api::sync::{channel, RecvTimeoutError};
+    ///
+    /// run(|| {
+    ///     let (tx, rx) = channel::<u32>(1);
+    ///     let wait = Duration::from_millis(10);
+    ///     assert_eq!(rx.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+    ///     tx.send(7).unwrap();
+    ///     assert_eq!(rx.recv_timeout(wait), Ok(7));
+    ///     drop(tx);
+    ///     assert_eq!(rx.recv_timeout(wait), Err(RecvTimeoutError::Closed));
+    /// })
+    /// .unwrap();
+    /// ```
+    #[track_caller]
+    pub fn recv_timeout(&self, timeout: std::time::Duration) -> Result<T, RecvTimeoutError> {
+        use crate::structured::combinators::{any, CombineErrorKind};
+        enter("Receiver::recv_timeout").map_err(RecvTimeoutError::Cancelled)?;
+        // Whole milliseconds, rounded up: never shorter than asked.
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        let trigger = crate::time::timeout(u64::try_from(ms).unwrap_or(u64::MAX));
+        match any([self]).until(trigger).join() {
+            Ok(v) => Ok(v),
+            Err(e) => match e.kind() {
+                CombineErrorKind::AwaitCancelled => Err(RecvTimeoutError::Timeout),
+                CombineErrorKind::Interrupted => Err(RecvTimeoutError::Cancelled(
+                    e.cancelled()
+                        .cloned()
+                        .expect("an interrupted join has its cancellation"),
+                )),
+                _ => Err(RecvTimeoutError::Closed),
+            },
+        }
+    }
+
     /// Receives without waiting.
     ///
     /// # Errors
@@ -670,6 +731,36 @@ impl From<RecvError> for std::io::Error {
         match e.cancelled {
             Some(c) => c.into(),
             None => std::io::Error::new(std::io::ErrorKind::BrokenPipe, e.to_string()),
+        }
+    }
+}
+
+/// Why [`Receiver::recv_timeout`] gave no message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecvTimeoutError {
+    /// No message came in time; the channel is still open.
+    Timeout,
+    /// The channel is closed (or has no sender) and drained.
+    Closed,
+    /// The receiver's own cancellation.
+    Cancelled(Cancelled),
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting on a channel"),
+            RecvTimeoutError::Closed => f.write_str("receiving on a closed and empty channel"),
+            RecvTimeoutError::Cancelled(c) => write!(f, "receiving on a channel interrupted: {c}"),
+        }
+    }
+}
+
+impl std::error::Error for RecvTimeoutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecvTimeoutError::Cancelled(c) => Some(c),
+            _ => None,
         }
     }
 }

@@ -40,7 +40,8 @@ mod thread;
 
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use channel::{
-    channel, unbounded, Iter, Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError,
+    channel, unbounded, Iter, Receiver, RecvError, RecvTimeoutError, SendError, Sender,
+    TryRecvError, TrySendError,
 };
 pub use deferred::{
     Deferred, DeferredError, DeferredErrorKind, Future, Promise, ResolveError, Resolver,

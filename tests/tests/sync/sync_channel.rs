@@ -321,3 +321,62 @@ fn a_receive_that_nothing_can_complete_is_a_deadlock() {
     .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Deadlock);
 }
+
+#[test]
+fn ch4_recv_timeout_returns_a_message_times_out_and_loses_nothing() {
+    use async_std_api::sync::RecvTimeoutError;
+    use std::time::Duration;
+    run(|| {
+        let (tx, rx) = channel::<u32>(4);
+        // Empty and open: the timeout.
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(5)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        // Buffered: returned even with a zero timeout.
+        tx.send(1).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::ZERO), Ok(1));
+        // Sent while it waits: received (the deadline is generous).
+        let sender = spawn({
+            let tx = tx.clone();
+            move || tx.send(2).unwrap()
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(2));
+        sender.join().unwrap();
+        // A message sent after a timeout stays for the next receive.
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(1)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        tx.send(3).unwrap();
+        assert_eq!(rx.try_recv(), Ok(3));
+        // Closed and drained.
+        drop(tx);
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(30)),
+            Err(RecvTimeoutError::Closed)
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn ch4_a_receiver_cancelled_in_recv_timeout_gets_its_cancellation_and_takes_nothing() {
+    use async_std_api::sync::RecvTimeoutError;
+    use std::time::Duration;
+    run(|| {
+        let (tx, rx) = channel::<u32>(1);
+        let rx = Rc::new(rx);
+        let r = rx.clone();
+        let waiter = spawn(move || match r.recv_timeout(Duration::from_secs(30)) {
+            Err(RecvTimeoutError::Cancelled(c)) => c.cause(),
+            other => panic!("expected the cancellation, got {other:?}"),
+        });
+        yield_until_waiting(&[&waiter.coroutine()]);
+        waiter.cancel();
+        let _ = join_cancelled(waiter);
+        tx.send(9).unwrap();
+        assert_eq!(rx.try_recv(), Ok(9), "the message stays in the channel");
+    })
+    .unwrap();
+}
