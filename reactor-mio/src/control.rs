@@ -125,6 +125,7 @@ impl Reactor {
             }
         }
         self.touch(&ev);
+        self.recycle(ev);
     }
 
     /// Stops a signal, process, fs watch or lookup (close, dispose): no

@@ -141,7 +141,13 @@ pub(crate) struct Reactor {
     pub(crate) inotify: RefCell<Option<Inotify>>,
     /// The resolver, from the first `dns_resolve`.
     pub(crate) resolver: RefCell<Option<Resolver>>,
+    /// Disposed request events nothing else refers to, kept for the next
+    /// requests (R4): a request that waits then costs no allocation.
+    spare_requests: RefCell<Vec<Rc<Event>>>,
 }
+
+/// The most disposed request events kept for reuse.
+const SPARE_REQUESTS: usize = 256;
 
 impl Reactor {
     /// Makes a reactor bound to the calling thread.
@@ -178,6 +184,7 @@ impl Reactor {
             next_process: Cell::new(1),
             inotify: RefCell::new(None),
             resolver: RefCell::new(None),
+            spare_requests: RefCell::new(Vec::new()),
         }))
     }
 
@@ -203,7 +210,7 @@ impl Reactor {
         state: State,
     ) -> Rc<Event> {
         self.core.event_made();
-        Rc::new(Event {
+        let fresh = Event {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
                 kind,
@@ -220,7 +227,34 @@ impl Reactor {
             counted: Cell::new(false),
             scheduled: Cell::new(0),
             state: RefCell::new(state),
-        })
+        };
+        if kind == async_abi::AA_EVENT_IO {
+            if let Some(mut ev) = self.spare_requests.borrow_mut().pop() {
+                if let Some(slot) = Rc::get_mut(&mut ev) {
+                    *slot = fresh;
+                    return ev;
+                }
+            }
+        }
+        Rc::new(fresh)
+    }
+
+    /// Keeps a disposed request event for reuse if nothing else refers to
+    /// it (no queue, no deferred callback, no host pointer: the host gave
+    /// its reference up with `dispose`).
+    pub(crate) fn recycle(&self, ev: Rc<Event>) {
+        if ev.header.kind == async_abi::AA_EVENT_IO
+            && Rc::strong_count(&ev) == 1
+            && Rc::weak_count(&ev) == 0
+        {
+            // Whatever the request's state still owns (a descriptor to
+            // close, a buffer) goes now, as it would with the event.
+            *ev.state.borrow_mut() = State::Trigger { open: false };
+            let mut spare = self.spare_requests.borrow_mut();
+            if spare.len() < SPARE_REQUESTS {
+                spare.push(ev);
+            }
+        }
     }
 
     /// Counts a disposed event out of `live_events` (R4).

@@ -50,7 +50,7 @@
 //! Dropping the registry drops the queued `Rc<Event>`s; the reactor only
 //! does so in `destroy`, once no event is alive.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::rc::Rc;
@@ -123,13 +123,17 @@ struct Slot {
 pub(crate) struct Registry {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    by_fd: HashMap<RawFd, Key>,
+    /// The entry of each descriptor, indexed by the descriptor itself
+    /// (descriptors are small and dense): one load per request, where a
+    /// hash map cost a SipHash of the fd on every read and write.
+    by_fd: Vec<Option<Key>>,
 }
 
 impl Registry {
     /// The entry of `fd`, if the reactor knows it.
     pub(crate) fn key_of(&self, fd: RawFd) -> Option<Key> {
-        self.by_fd.get(&fd).copied()
+        let i = usize::try_from(fd).ok()?;
+        self.by_fd.get(i).copied().flatten()
     }
 
     /// The entry of `fd`, made (with `fstat` to check the descriptor and see
@@ -138,6 +142,7 @@ impl Registry {
         if let Some(key) = self.key_of(fd) {
             return Ok(key);
         }
+        let i = usize::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
         let socket = crate::sys::is_socket(fd)?;
         let stream = socket && crate::sys::is_stream_socket(fd);
         let entry = FdEntry {
@@ -169,7 +174,10 @@ impl Registry {
         let slot = &mut self.slots[index as usize];
         slot.entry = Some(entry);
         let key = Key::new(index, slot.generation);
-        self.by_fd.insert(fd, key);
+        if self.by_fd.len() <= i {
+            self.by_fd.resize(i + 1, None);
+        }
+        self.by_fd[i] = Some(key);
         Ok(key)
     }
 
@@ -268,7 +276,10 @@ impl Registry {
     /// Forgets the entry of `fd` (G2): deregisters it and returns its queues
     /// so the caller can complete them. The caller then closes the fd.
     pub(crate) fn remove(&mut self, mio: &mio::Registry, fd: RawFd) -> Option<FdEntry> {
-        let key = self.by_fd.remove(&fd)?;
+        let key = self
+            .by_fd
+            .get_mut(usize::try_from(fd).ok()?)
+            .and_then(Option::take)?;
         let slot = &mut self.slots[key.index()];
         let entry = slot.entry.take()?;
         slot.generation = slot.generation.wrapping_add(1);
