@@ -4,8 +4,9 @@
 //! # What this module owns
 //!
 //! [`Registry`]: a slab of [`FdEntry`] indexed by [`Key`] (slot index plus
-//! generation, which is also the mio `Token`), and a map from descriptor
-//! number to key. An entry holds the pending readers (READ, ACCEPT,
+//! generation, which is also the mio `Token`), and a table from descriptor
+//! number to key (a `Vec` indexed by the descriptor: they are small and
+//! dense). An entry holds the pending readers (READ, ACCEPT,
 //! RECVFROM) and writers (WRITE, CONNECT, SENDTO) of its descriptor in FIFO
 //! order, and the poll events watching it.
 //!
