@@ -92,6 +92,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     let mut build = cargo();
     build.args(["build", "-p", "tests", "--bin", "reactor_kit"]);
+    // Help, a listing or a bad option: the kit answers once, with no reactor.
+    let no_run = ["--help", "-h", "--list"];
+    if kit_args.iter().any(|a| no_run.contains(&a.as_str()))
+        || kit_args.iter().any(|a| {
+            a.starts_with('-')
+                && !matches!(
+                    a.as_str(),
+                    "--filter" | "--jobs" | "-j" | "--timeout" | "--case" | "--verbose" | "-v"
+                )
+        })
+    {
+        run_inherit(build, "cargo build (the kit)")?;
+        let kit = target_dir()?.join("debug").join("reactor_kit");
+        let mut cmd = Command::new(&kit);
+        cmd.args(&kit_args);
+        return run_inherit(cmd, "the kit");
+    }
     if libraries.is_empty() {
         // The workspace's reactors, built as test-matrix builds them.
         let reactors: Vec<String> = crate::arch::cdylib_packages()?

@@ -1056,8 +1056,9 @@ pub fn skip_without(reactor: &Reactor, caps: u64, case: &str) -> bool {
     note_skip(
         missing,
         format!(
-            "SKIPPED {case}: reactor {:?} lacks capability bits {missing:#x}",
-            reactor.name()
+            "SKIPPED {case}: reactor {:?} lacks {}",
+            reactor.name(),
+            super::kit::cap_names(missing)
         ),
     );
     true

@@ -139,9 +139,10 @@ pub fn skip_without_instance(lp: &Loop, reactor: &Reactor, caps: u64, case: &str
     super::note_skip(
         missing,
         format!(
-            "SKIPPED {case}: reactor {:?} (ABI 1.{}) lacks capability bits {missing:#x}",
+            "SKIPPED {case}: reactor {:?} (ABI 1.{}) lacks {}",
             reactor.name(),
             lp.vt().hdr.iface_minor,
+            super::kit::cap_names(missing),
         ),
     );
     true
