@@ -65,8 +65,9 @@ const PENDING_TESTS: &[(&str, &str)] = &[];
 
 /// Text that points outside the repository (case-sensitive: the project's
 /// own `docs/semantics.md` and `docs/style.md` are lower case).
+/// Besides these, the directory the checkout sits in, as an absolute path
+/// ([`beside_checkout`]): whatever machine the check runs on.
 const OUTSIDE: &[&str] = &[
-    "/work/",
     "../shared",
     "shared/SEMANTICS",
     "shared/STYLE",
@@ -160,11 +161,12 @@ fn survey() -> Result<Survey, String> {
         }
     }
     problems.extend(untested_problems(&defined, &tested));
+    let beside = beside_checkout();
     for f in sources
         .iter()
         .filter(|f| f.path != THIS_FILE && tracked.contains(&f.path))
     {
-        problems.extend(outside_problems(f));
+        problems.extend(outside_problems(f, beside.as_deref()));
     }
     problems.extend(named_test_problems(semantics, &sources));
     let stale = stale_pending(&defined, &tested);
@@ -618,10 +620,23 @@ fn test_names_in_line(line: &str) -> Vec<&str> {
         .collect()
 }
 
-fn outside_problems(f: &File) -> Vec<String> {
+/// The absolute path of the directory holding the checkout, with a
+/// trailing `/` (`None` at the file system's root): a file naming it sends
+/// the reader to the machine the repository was written on.
+fn beside_checkout() -> Option<String> {
+    let parent = root().parent()?.to_str()?.trim_end_matches('/').to_owned();
+    (!parent.is_empty()).then(|| format!("{parent}/"))
+}
+
+fn outside_problems(f: &File, beside: Option<&str>) -> Vec<String> {
     let mut problems = Vec::new();
     for (n, line) in f.text.lines().enumerate() {
-        if let Some(pattern) = OUTSIDE.iter().find(|p| line.contains(*p)) {
+        let found = OUTSIDE
+            .iter()
+            .copied()
+            .chain(beside)
+            .find(|p| line.contains(*p));
+        if let Some(pattern) = found {
             problems.push(format!(
                 "{}:{}: points outside the repository (`{pattern}`): cite the project's own docs/ instead",
                 f.path,
@@ -730,16 +745,17 @@ mod tests {
             path: "README.md".into(),
             text: text.into(),
         };
+        let beside = Some("/srv/checkouts/");
         let outside = [
-            "see /work/shared/x",
+            "see /srv/checkouts/shared/x",
             "../shared/a",
             "the SEMANTICS.md rules",
             "STYLE.md S1",
         ];
         for text in outside {
-            assert_eq!(outside_problems(&file(text)).len(), 1, "{text}");
+            assert_eq!(outside_problems(&file(text), beside).len(), 1, "{text}");
         }
         let fine = "/tmp/x /proc/self /dev/null /usr/lib docs/semantics.md docs/style.md";
-        assert!(outside_problems(&file(fine)).is_empty());
+        assert!(outside_problems(&file(fine), beside).is_empty());
     }
 }
