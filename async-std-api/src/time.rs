@@ -105,18 +105,10 @@ fn sleep_at(duration: Duration, at: &'static Location<'static>) -> Result<(), Ca
 fn delay_text(buf: &mut [u8; 48], ms: u128) -> &[u8] {
     const HEAD: &[u8] = b"delay ";
     const TAIL: &[u8] = b" ms";
-    let mut digits = [0u8; 39];
-    let (mut n, mut d) = (ms, digits.len());
-    loop {
-        d -= 1;
-        digits[d] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    let mut digits = [0u8; crate::core::decimal::DIGITS];
+    let number = crate::core::decimal::digits(ms, &mut digits);
     let mut at = 0;
-    for part in [HEAD, &digits[d..], TAIL] {
+    for part in [HEAD, number, TAIL] {
         let part = &part[..part.len().min(buf.len() - at)];
         buf[at..at + part.len()].copy_from_slice(part);
         at += part.len();

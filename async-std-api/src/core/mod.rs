@@ -32,6 +32,7 @@
 pub mod awaitable;
 pub(crate) mod budget;
 pub(crate) mod cancel;
+pub(crate) mod decimal;
 pub(crate) mod coroutine;
 pub(crate) mod entry;
 pub(crate) mod error;

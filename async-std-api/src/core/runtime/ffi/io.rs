@@ -128,21 +128,12 @@ impl Describe for FdWait {
             buf[at..at + part.len()].copy_from_slice(part);
             at += part.len();
         }
-        let mut digits = [0u8; 11];
-        let (mut n, mut d) = (i64::from(fd).unsigned_abs(), digits.len());
-        loop {
-            d -= 1;
-            digits[d] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
         if fd < 0 {
-            d -= 1;
-            digits[d] = b'-';
+            buf[at] = b'-';
+            at += 1;
         }
-        let tail = &digits[d..];
+        let mut digits = [0u8; crate::core::decimal::DIGITS];
+        let tail = crate::core::decimal::digits(u128::from(fd.unsigned_abs()), &mut digits);
         buf[at..at + tail.len()].copy_from_slice(tail);
         &buf[..at + tail.len()]
     }
