@@ -374,7 +374,10 @@ fn ch4_a_receiver_cancelled_in_recv_timeout_gets_its_cancellation_and_takes_noth
         });
         yield_until_waiting(&[&waiter.coroutine()]);
         waiter.cancel();
-        let _ = join_cancelled(waiter);
+        assert_eq!(
+            join_cancelled(waiter).cause(),
+            async_std_api::CancelCause::Explicit
+        );
         tx.send(9).unwrap();
         assert_eq!(rx.try_recv(), Ok(9), "the message stays in the channel");
     })
