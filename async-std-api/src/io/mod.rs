@@ -10,8 +10,8 @@ mod pipe;
 mod stdio;
 
 pub use async_fd::Async;
-pub(crate) use pipe::PipeFd;
 pub use pipe::{pipe, PipeReader, PipeWriter};
+pub(crate) use pipe::{pipe_fd_traits, PipeFd};
 pub use stdio::{stderr, stdin, stdout, Lines, Stderr, Stdin, Stdout};
 
 use crate::core::error::Cancelled;

@@ -25,7 +25,7 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::rc::Rc;
 
@@ -262,35 +262,44 @@ impl Write for &PipeWriter {
     }
 }
 
-macro_rules! fd_conversions {
+/// The descriptor traits of a type wrapping a [`PipeFd`] (`$t.0`): this
+/// module's pipe ends and `process`'s child pipes.
+macro_rules! pipe_fd_traits {
     ($t:ident) => {
-        impl AsFd for $t {
-            fn as_fd(&self) -> BorrowedFd<'_> {
+        impl std::os::fd::AsFd for $t {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
                 self.0.as_fd()
             }
         }
 
-        impl AsRawFd for $t {
-            fn as_raw_fd(&self) -> RawFd {
+        impl std::os::fd::AsRawFd for $t {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
                 self.0.as_raw_fd()
             }
         }
 
         /// A blocking duplicate; the reactor's descriptor is closed
-        /// through the reactor (PP3), so the number differs from
-        /// [`as_raw_fd`](AsRawFd::as_raw_fd)'s.
-        impl From<$t> for OwnedFd {
-            fn from(p: $t) -> OwnedFd {
+        /// through the reactor (PP3 in `io::pipe`), so the number differs
+        /// from [`as_raw_fd`](std::os::fd::AsRawFd::as_raw_fd)'s.
+        impl From<$t> for std::os::fd::OwnedFd {
+            fn from(p: $t) -> std::os::fd::OwnedFd {
                 p.0.into_owned()
             }
         }
 
         /// As `From<_> for OwnedFd`.
-        impl IntoRawFd for $t {
-            fn into_raw_fd(self) -> RawFd {
-                OwnedFd::from(self).into_raw_fd()
+        impl std::os::fd::IntoRawFd for $t {
+            fn into_raw_fd(self) -> std::os::fd::RawFd {
+                std::os::fd::IntoRawFd::into_raw_fd(std::os::fd::OwnedFd::from(self))
             }
         }
+    };
+}
+pub(crate) use pipe_fd_traits;
+
+macro_rules! fd_conversions {
+    ($t:ident) => {
+        pipe_fd_traits!($t);
 
         /// Takes a pipe end and makes it non-blocking: the flag belongs to
         /// the open file description, so other holders of it see the

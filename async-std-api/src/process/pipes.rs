@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::panic::Location;
 
 use super::Stdio;
@@ -93,33 +93,7 @@ readable!(ChildStderr);
 
 macro_rules! conversions {
     ($t:ident) => {
-        impl AsFd for $t {
-            fn as_fd(&self) -> BorrowedFd<'_> {
-                self.0.as_fd()
-            }
-        }
-
-        impl AsRawFd for $t {
-            fn as_raw_fd(&self) -> RawFd {
-                self.0.as_raw_fd()
-            }
-        }
-
-        /// A blocking duplicate of the pipe end; the reactor's descriptor
-        /// is closed through the reactor (PP3 in `io::pipe`), so the number
-        /// differs from [`as_raw_fd`](AsRawFd::as_raw_fd)'s.
-        impl From<$t> for OwnedFd {
-            fn from(p: $t) -> OwnedFd {
-                p.0.into_owned()
-            }
-        }
-
-        /// As `From<_> for OwnedFd`.
-        impl IntoRawFd for $t {
-            fn into_raw_fd(self) -> RawFd {
-                OwnedFd::from(self).into_raw_fd()
-            }
-        }
+        crate::io::pipe_fd_traits!($t);
 
         /// Connects the pipe to another child (a pipeline): it gets a
         /// blocking duplicate, as a program expects of its standard
