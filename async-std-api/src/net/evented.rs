@@ -2,16 +2,19 @@
 //! first need and std's read and write timeouts.
 
 use std::cell::{Cell, OnceCell};
-use std::io::{self, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::time::Duration;
 
+use async_abi::AA_CAP_IO_INLINE;
+
 use super::sock::Sock;
-use super::submit;
+use super::{settle, submit};
+use crate::core::budget;
 use crate::core::readiness::{Direction, Readiness};
-use crate::core::runtime::io::{FdWait, IoReq};
-use crate::core::wait::with_me;
+use crate::core::runtime::io::{self as rio, FdWait, IoOutcome, IoReq};
+use crate::core::wait::{checkpoint, with_me};
 
 /// A socket and what waits on it. Field order is drop order: the watch
 /// goes before the descriptor is closed.
@@ -20,6 +23,35 @@ pub(crate) struct Evented<T: Into<OwnedFd> + AsFd> {
     sock: Sock<T>,
     read_timeout: Cell<Option<Duration>>,
     write_timeout: Cell<Option<Duration>>,
+    reads: Lane,
+    writes: Lane,
+}
+
+/// One direction of a stream (D-42): whether its last request completed
+/// without waiting, and how many of its requests wait in the reactor.
+///
+/// A ready lane, with none of its requests waiting, runs the next one as a
+/// system call in the host when the reactor completes requests inline
+/// (`AA_CAP_IO_INLINE`): the reactor would make the same non-blocking call
+/// at once, and going through it costs several hundred instructions more
+/// per request. `EAGAIN` marks the lane not ready and hands the request to
+/// the reactor, which waits for readiness; a lane becomes ready again when
+/// a request completes without waiting. With a request of the lane
+/// waiting in the reactor the next one queues behind it, so requests of
+/// one direction still complete in submission order.
+#[derive(Debug)]
+struct Lane {
+    ready: Cell<bool>,
+    waiting: Cell<u32>,
+}
+
+impl Lane {
+    fn new(ready: bool) -> Lane {
+        Lane {
+            ready: Cell::new(ready),
+            waiting: Cell::new(0),
+        }
+    }
 }
 
 impl<T: Into<OwnedFd> + AsFd> Evented<T> {
@@ -29,6 +61,10 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             sock: Sock::new(sock),
             read_timeout: Cell::new(None),
             write_timeout: Cell::new(None),
+            // A new stream has room to write and, most often, nothing to
+            // read yet.
+            reads: Lane::new(false),
+            writes: Lane::new(true),
         }
     }
 
@@ -83,7 +119,12 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if self.read_timeout.get().is_some() {
             return self.read_op("read", at, |mut s| s.read(buf));
         }
-        self.request_read(buf, at)
+        let fd = self.as_raw_fd();
+        let read = |mut s: &T, req: &mut IoReq<'_>| match req {
+            IoReq::Read(buf) => s.read(buf),
+            _ => unreachable!("a read lane request"),
+        };
+        self.lane_request(&self.reads, IoReq::Read(buf), read, FdWait("read", fd), at)
     }
 
     /// A read request through the reactor (`recv` on a socket).
@@ -93,21 +134,6 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         at: &'static Location<'static>,
     ) -> io::Result<usize> {
         let n = submit(self, IoReq::Read(buf), FdWait("read", self.as_raw_fd()), at)?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
-    /// A write request through the reactor (`send` on a socket).
-    pub(crate) fn request_write(
-        &self,
-        buf: &[u8],
-        at: &'static Location<'static>,
-    ) -> io::Result<usize> {
-        let n = submit(
-            self,
-            IoReq::Write(buf),
-            FdWait("write", self.as_raw_fd()),
-            at,
-        )?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -126,7 +152,62 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if self.write_timeout.get().is_some() {
             return self.write_op("write", at, |mut s| s.write(buf));
         }
-        self.request_write(buf, at)
+        let fd = self.as_raw_fd();
+        let write = |mut s: &T, req: &mut IoReq<'_>| match req {
+            IoReq::Write(buf) => s.write(buf),
+            _ => unreachable!("a write lane request"),
+        };
+        self.lane_request(
+            &self.writes,
+            IoReq::Write(buf),
+            write,
+            FdWait("write", fd),
+            at,
+        )
+    }
+
+    /// A stream request on `lane` (D-42): `direct` in the host when the
+    /// lane is ready, else (or on `EAGAIN`) the reactor's request.
+    /// `direct` is `req` as the system call.
+    fn lane_request<'b>(
+        &self,
+        lane: &Lane,
+        mut req: IoReq<'b>,
+        direct: impl FnOnce(&T, &mut IoReq<'b>) -> io::Result<usize>,
+        what: FdWait,
+        at: &'static Location<'static>,
+    ) -> io::Result<usize> {
+        with_me("blocking I/O", |rt, me| {
+            checkpoint(me).map_err(io::Error::from)?;
+            if lane.ready.get()
+                && lane.waiting.get() == 0
+                && rt.reactor.caps() & AA_CAP_IO_INLINE != 0
+            {
+                if let Err(interrupt) = budget::spend(rt, me, at) {
+                    let out = IoOutcome {
+                        result: -i64::from(libc::ECANCELED),
+                        interrupt: Some(interrupt),
+                        waited: false,
+                    };
+                    return settle(me, out).map(|n| n as usize);
+                }
+                match direct(self.get(), &mut req) {
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) =>
+                    {
+                        lane.ready.set(false);
+                    }
+                    done => return done,
+                }
+            }
+            lane.waiting.set(lane.waiting.get() + 1);
+            let out = rio::perform(rt, me, self.as_raw_fd(), req, what, at);
+            lane.waiting.set(lane.waiting.get() - 1);
+            if out.interrupt.is_none() && out.result >= 0 {
+                lane.ready.set(!out.waited);
+            }
+            settle(me, out).map(|n| usize::try_from(n).unwrap_or(0))
+        })
     }
 
     /// True if datagram requests go to the reactor (`AA_CAP_IO_DGRAM`, and

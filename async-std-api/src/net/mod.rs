@@ -10,7 +10,9 @@
 //!
 //! Stream requests go through the reactor's `io_submit` with
 //! `AA_IO_TRY_INLINE`, so a ready socket completes without a switch (and
-//! io_uring runs them natively); a pending one suspends the coroutine (the
+//! io_uring runs them natively); on a reactor that completes inline, a
+//! direction whose last request did not wait makes the call in the host
+//! (D-42). A pending request suspends the coroutine (the
 //! wait reads `read fd 9`, `accept fd 5`, `connect 127.0.0.1:8080` in
 //! deadlock reports). Datagram sockets, and streams with a read or write
 //! timeout, try the system call and wait for the reactor's readiness
@@ -115,7 +117,12 @@ fn submit_as(
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
     checkpoint(me).map_err(io::Error::from)?;
-    let out = rio::perform(rt, me, fd.as_raw_fd(), req, what, at);
+    settle(me, rio::perform(rt, me, fd.as_raw_fd(), req, what, at))
+}
+
+/// A request's outcome under the cancellation policy (C-6 in `cancel`):
+/// data first, then the cancellation.
+fn settle(me: &crate::core::state::CoroState, out: rio::IoOutcome) -> io::Result<i64> {
     match out.interrupt {
         None if out.result < 0 => Err(os_error(out.result)),
         None => Ok(out.result),

@@ -5,6 +5,7 @@
 mod tcp_cancel;
 mod tcp_echo;
 mod tcp_fairness;
+mod tcp_lanes;
 mod tcp_faults;
 mod tcp_races;
 mod udp;

@@ -158,6 +158,9 @@ pub(crate) struct IoOutcome {
     pub(crate) result: i64,
     /// Set if the wait was interrupted.
     pub(crate) interrupt: Option<Interrupt>,
+    /// The request did not complete inline: the coroutine waited for its
+    /// callback (D-42 reads it as "this lane is not ready").
+    pub(crate) waited: bool,
 }
 
 struct IoRec {
@@ -244,18 +247,21 @@ pub(crate) fn perform(
         return IoOutcome {
             result: i64::from(AA_E_UNSUPPORTED),
             interrupt: None,
+            waited: false,
         };
     }
     if r.is_null() {
         return IoOutcome {
             result: -i64::from(ECANCELED),
             interrupt: None,
+            waited: false,
         };
     }
     if let Err(interrupt) = budget::spend(rt, me, at) {
         return IoOutcome {
             result: -i64::from(ECANCELED),
             interrupt: Some(interrupt),
+            waited: false,
         };
     }
     let rec = new_rec(me);
@@ -418,6 +424,7 @@ pub(crate) fn perform(
             return IoOutcome {
                 result,
                 interrupt: None,
+                waited: false,
             };
         }
     };
@@ -456,7 +463,11 @@ pub(crate) fn perform(
     copy_addr(accept_out);
     let result = rec.result.get();
     recycle(rec);
-    IoOutcome { result, interrupt }
+    IoOutcome {
+        result,
+        interrupt,
+        waited: true,
+    }
 }
 
 /// A read or write request's buffer and offset.
