@@ -52,6 +52,8 @@ pub mod core;
 pub mod deferred;
 pub mod dns;
 pub mod error;
+#[allow(unsafe_code)] // `unsafe impl Event` and `fire`'s raw field pointers (F4)
+pub mod event;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 pub mod ffi;
 #[allow(unsafe_code)] // three inotify system calls and a read (module `# Safety`)
@@ -59,6 +61,7 @@ pub mod inotify;
 pub mod options;
 #[allow(unsafe_code)] // pidfd_open and waitid (module `# Safety`)
 pub mod process;
+pub mod readiness;
 pub mod signal;
 #[allow(unsafe_code)] // the request system calls (module `# Safety`)
 pub mod sys;
