@@ -16,10 +16,8 @@ use std::time::Duration;
 
 use async_abi::{AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
 use reactor_sdk::event::Wake;
-use reactor_sdk::readiness::Backend;
+use reactor_sdk::readiness::{Backend, BACKEND_TOKEN as WAKER};
 
-/// The eventfd's token: the driver's tokens are never this.
-const WAKER: u64 = u64::MAX;
 /// Events taken per wait.
 const CAPACITY: usize = 256;
 

@@ -1,7 +1,7 @@
 //! One generic event type, [`Ev`]: what an `*mut AaEvent` handed to the host
 //! points to, for any reactor whose events are the ABI header, the kit's
 //! bookkeeping and a kind state of its own ([`Kind`]). The
-//! [`Event`](crate::Event) and [`Timed`] implementations are written once
+//! [`Event`] and [`Timed`] implementations are written once
 //! here.
 //!
 //! An event lives in an `Rc`: the host holds one reference (taken back by
@@ -54,7 +54,15 @@ pub trait Wake: Send + Sync + Debug + 'static {
     fn wake(&self) -> io::Result<()>;
 }
 
-/// A trigger's cross-thread half: `trigger_fire` sets `fired` and wakes the
+/// A trigger's cross-thread half (immutable in the event after creation):
+/// what `trigger_fire` calls, from any thread.
+pub trait Trigger: Send + Sync + Debug + 'static {
+    /// `trigger_fire`: marks the trigger fired and wakes the loop
+    /// (coalescing; never blocks); `AA_E_CLOSED` once the loop closed it.
+    fn fire(this: &Arc<Self>) -> AaStatus;
+}
+
+/// The kit's trigger half: `trigger_fire` sets `fired` and wakes the
 /// loop, which clears it before the callback (so a fire during the callback
 /// counts).
 #[derive(Debug)]
@@ -75,26 +83,28 @@ impl Fire {
             waker,
         }
     }
+}
 
-    /// `trigger_fire`: coalesces, never blocks.
-    pub fn fire(&self) -> AaStatus {
-        if self.closed.load(Ordering::Acquire) {
+impl Trigger for Fire {
+    fn fire(this: &Arc<Fire>) -> AaStatus {
+        if this.closed.load(Ordering::Acquire) {
             return AA_E_CLOSED;
         }
-        if self.fired.swap(true, Ordering::AcqRel) {
+        if this.fired.swap(true, Ordering::AcqRel) {
             return AA_OK;
         }
-        match self.waker.wake() {
+        match this.waker.wake() {
             Ok(()) => AA_OK,
             Err(e) => neg_errno(&e),
         }
     }
 }
 
-/// One event of reactor `R` with kind state `K` (see the module doc).
+/// One event of reactor `R` with kind state `K` and trigger half `T` (see
+/// the module doc).
 #[repr(C)]
 #[derive(Debug)]
-pub struct Ev<R, K> {
+pub struct Ev<R, K, T = Fire> {
     /// The ABI header (E1).
     pub header: AaEvent,
     magic: u32,
@@ -102,7 +112,7 @@ pub struct Ev<R, K> {
     /// The host's callback.
     pub callback: HostCallback,
     /// A trigger's cross-thread half; immutable after creation.
-    pub trigger: Option<Arc<Fire>>,
+    pub trigger: Option<Arc<T>>,
     /// `set_ref`.
     pub referenced: Cell<bool>,
     /// `dispose` ran (E2).
@@ -118,18 +128,20 @@ pub struct Ev<R, K> {
     pub state: RefCell<K>,
 }
 
-impl<R, K: Kind> Ev<R, K> {
+impl<R, K: Kind, T> Ev<R, K, T> {
     /// A new event of `kind` (an `AA_EVENT_*`), referenced, not yet
-    /// counted: the caller calls its `touch` once the event is listed.
+    /// counted: the caller puts it in an `Rc` (or a recycled one's place)
+    /// and calls its `touch` once the event is listed.
+    #[inline]
     pub fn new(
         reactor: Weak<R>,
         kind: u32,
         flags: u32,
         callback: HostCallback,
-        trigger: Option<Arc<Fire>>,
+        trigger: Option<Arc<T>>,
         state: K,
-    ) -> Rc<Ev<R, K>> {
-        Rc::new(Ev {
+    ) -> Ev<R, K, T> {
+        Ev {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
                 kind,
@@ -146,10 +158,11 @@ impl<R, K: Kind> Ev<R, K> {
             counted: Cell::new(false),
             scheduled: Cell::new(0),
             state: RefCell::new(state),
-        })
+        }
     }
 
     /// Whether the event should count in `alive()` (E3).
+    #[inline]
     pub fn is_live(&self) -> bool {
         if self.disposed.get() || !self.referenced.get() || self.header.flags & AA_EVF_HIDDEN != 0 {
             return false;
@@ -180,10 +193,11 @@ impl<R, K: Kind> Ev<R, K> {
 
 // SAFETY: `Ev` is `#[repr(C)]` with its `AaEvent` header first, never
 // changed (E1); `fire` keeps F4.
-unsafe impl<R, K> Event for Ev<R, K>
+unsafe impl<R, K, T> Event for Ev<R, K, T>
 where
-    R: Reactor<Event = Ev<R, K>>,
+    R: Reactor<Event = Ev<R, K, T>>,
     K: Kind,
+    T: Trigger,
 {
     type Reactor = R;
 
@@ -217,13 +231,13 @@ where
         // creation; only those fields are read.
         let (magic, trigger) = unsafe { (*addr_of!((*ev).magic), &*addr_of!((*ev).trigger)) };
         match (magic == K::MAGIC, trigger) {
-            (true, Some(fire)) => fire.fire(),
+            (true, Some(trigger)) => T::fire(trigger),
             _ => AA_E_INVALID,
         }
     }
 }
 
-impl<R, K: Kind> Timed for Ev<R, K> {
+impl<R, K: Kind, T> Timed for Ev<R, K, T> {
     #[inline]
     fn armed_generation(&self) -> Option<u64> {
         self.state.borrow().armed_generation()

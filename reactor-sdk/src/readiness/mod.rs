@@ -29,6 +29,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
+use std::fmt::Debug;
 use std::io::{self, Read};
 use std::mem;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -60,7 +61,11 @@ mod watch;
 
 pub use ffi::Exported;
 
-/// The token of a descriptor is its number; these are the driver's own.
+/// A token the driver never uses: for the backend's own registration (its
+/// waker), which [`Backend::wait`] need not report.
+pub const BACKEND_TOKEN: u64 = u64::MAX;
+/// The token of a descriptor is its number, of a pidfd its number with bit
+/// 40 set (watch.rs); these are the driver's own.
 const SIGNALS: u64 = u64::MAX - 1;
 /// The inotify descriptor's token.
 const INOTIFY: u64 = u64::MAX - 2;
@@ -98,11 +103,9 @@ pub trait Backend: Debug + Sized + 'static {
     /// milliseconds) and appends `(token, AA_POLL_* bits)` to `ready` for
     /// every registration that became ready. A hang-up is
     /// `AA_POLL_HUP | AA_POLL_READABLE`, an error `AA_POLL_ERROR |
-    /// AA_POLL_WRITABLE`. `Interrupted` is retried by the driver.
+    /// AA_POLL_WRITABLE`. An `Interrupted` error counts as an empty wait.
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> io::Result<()>;
 }
-
-use std::fmt::Debug;
 
 /// The events of `Readiness<B>`.
 pub type Event<B> = Ev<Readiness<B>, State>;
@@ -261,14 +264,15 @@ impl<B: Backend> Readiness<B> {
             let waker: Arc<dyn Wake> = self.waker.clone();
             Arc::new(Fire::new(waker))
         });
-        Ev::new(
+        let state = State(state);
+        Rc::new(Ev::new(
             self.this.clone(),
             kind,
             flags,
             callback,
             trigger,
-            State(state),
-        )
+            state,
+        ))
     }
 
     /// Queues a callback for a later `run_once` (R2).
