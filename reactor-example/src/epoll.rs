@@ -167,11 +167,8 @@ impl Backend for Epoll {
         let mut woken = false;
         for event in self.events.drain(..) {
             let (token, events) = (event.u64, event.events);
-            if token == WAKER {
-                woken = true;
-            } else {
-                ready.push((token, bits(events)));
-            }
+            woken |= token == WAKER;
+            ready.push((token, bits(events)));
         }
         if woken {
             self.drain_waker();

@@ -62,7 +62,7 @@ mod watch;
 pub use ffi::Exported;
 
 /// A token the driver never uses: for the backend's own registration (its
-/// waker), which [`Backend::wait`] need not report.
+/// waker), whose wake-ups [`Backend::wait`] reports under it.
 pub const BACKEND_TOKEN: u64 = u64::MAX;
 /// The token of a descriptor is its number, of a pidfd its number with bit
 /// 40 set (watch.rs); these are the driver's own.
@@ -88,8 +88,8 @@ pub trait Backend: Debug + Sized + 'static {
     /// The backend's cross-thread waker.
     type Waker: Wake;
 
-    /// Makes the poller and its waker (whose wake-ups end a wait; they need
-    /// not be reported).
+    /// Makes the poller and its waker (whose wake-ups end a wait and are
+    /// reported under [`BACKEND_TOKEN`]).
     fn new() -> io::Result<(Self, Self::Waker)>;
     /// Starts watching `fd` for `interest` (`AA_POLL_*` bits) under `token`.
     fn register(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()>;
@@ -101,7 +101,10 @@ pub trait Backend: Debug + Sized + 'static {
     /// Waits at most `timeout` (`None`: until something is ready or the
     /// waker is called; the driver rounds timeouts up to whole
     /// milliseconds) and appends `(token, AA_POLL_* bits)` to `ready` for
-    /// every registration that became ready. A hang-up is
+    /// every registration that became ready, and `(BACKEND_TOKEN, _)` if
+    /// the waker was called (the host may have work queued: the driver
+    /// must not mistake that wait for one the nearest timer cut short and
+    /// wait again). A hang-up is
     /// `AA_POLL_HUP | AA_POLL_READABLE`, an error `AA_POLL_ERROR |
     /// AA_POLL_WRITABLE`. An `Interrupted` error counts as an empty wait.
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> io::Result<()>;
@@ -331,6 +334,7 @@ impl<B: Backend> Readiness<B> {
         count += self.start_fresh(fresh);
         for &(token, bits) in &ready {
             count += match token {
+                BACKEND_TOKEN => 0,
                 SIGNALS => {
                     self.drain_signal_socket();
                     0
