@@ -392,7 +392,8 @@ impl<B: Backend> Readiness<B> {
     }
 
     /// Tries at most `limit` requests from the front of one queue, calling
-    /// each one back as it completes, until one would block (R4, D2).
+    /// each one back as it completes, with no borrow held (R1), until one
+    /// would block (R4, D2).
     fn drain(&self, fd: RawFd, queue_reads: bool, limit: usize) -> i32 {
         let mut count = 0;
         for _ in 0..limit {

@@ -326,7 +326,8 @@ impl<B: Backend> Readiness<B> {
             let fired = self.run_timers(self.refresh_clock(), horizon);
             count += fired;
             // A wait the nearest timer cut short, with nothing to do, waits
-            // again (a millisecond wait may wake early).
+            // again (a millisecond wait may wake early); a wake-up is
+            // reported (`BACKEND_TOKEN`), so it always ends the loop.
             if !ready.is_empty() || fired > 0 || !timer_bound || timeout == Some(Duration::ZERO) {
                 break;
             }
@@ -375,7 +376,7 @@ impl<B: Backend> Readiness<B> {
     }
 
     /// Waits and copies what the backend reported, so no borrow outlives
-    /// it; an interrupted wait reports nothing.
+    /// it (R1); an interrupted wait reports nothing.
     fn wait(&self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> Result<()> {
         ready.clear();
         match self.backend.borrow_mut().wait(timeout, ready) {
