@@ -1,16 +1,26 @@
-//! `reactor-example`: a whole reactor for the runtime's C ABI in a few
-//! hundred lines, on the Rust reactor kit (`reactor-sdk`). It is what a
-//! reactor author starts from: the backend (epoll through mio,
-//! edge-triggered) and one implementation of the kit's `Reactor` and
-//! `Event` traits; the kit gives the plugin descriptor, the vtable and its
-//! shims, the timer heap, the signal halves and the resolver pool.
+//! `reactor-example`: a whole reactor for the runtime's C ABI, written the
+//! way a third party writes one: a backend for the kit's readiness driver
+//! (`reactor_sdk::readiness`) on a raw OS API, here epoll through `libc`
+//! (edge-triggered, an eventfd to wake it). The driver, written once in
+//! `reactor-sdk`, does the rest: events, timers, triggers, requests as
+//! readiness plus non-blocking system calls, signals, lookups, process and
+//! filesystem watches, cancel, close and dispose, and the C ABI.
 //!
-//! It runs timers, readiness watches, triggers, socket, pipe and datagram
-//! requests (read, write, accept, connect, close, recvfrom, sendto) as
-//! readiness plus a non-blocking system call, signal watches, child process
-//! and filesystem watches, and name resolution. It leaves out, and says so
-//! in its capabilities, inline completion and file requests: the host runs
-//! files on its blocking pool.
+//! What an author implements, in order (all in `epoll.rs`):
+//!
+//! 1. a waker: a type implementing `reactor_sdk::event::Wake` that makes
+//!    the poller's wait return, from any thread (here, a write to an
+//!    eventfd the epoll watches);
+//! 2. `reactor_sdk::readiness::Backend`: the plugin's `NAME` and `VENDOR`,
+//!    `new` (the poller and its waker), `register`, `modify` and
+//!    `deregister` a descriptor under a token, and `wait`, which reports
+//!    `(token, AA_POLL_* bits)`, edge-triggered;
+//! 3. one line, `reactor_sdk::export_reactor!(backend Epoll)`, which
+//!    exports `Readiness<Epoll>`: the plugin descriptor, the vtable, and the
+//!    entry symbol `aa_reactor_entry_v1`.
+//!
+//! It leaves out, and says so in its capabilities, inline completion and
+//! file requests: the host runs files on its blocking pool.
 //!
 //! ```
 //! use async_abi::{AA_CAP_IO_INLINE, AA_CAP_SIGNAL, AA_IFACE_REACTOR_V1, AaReactorVTable, AaStr};
@@ -28,22 +38,11 @@
 //!     (desc.deinit.unwrap())(ctx);
 //! }
 //! ```
-//!
-//! # Layout
-//!
-//! - `ffi`: the two trait implementations (the only `unsafe` code);
-//! - `reactor`: the loop, timers, triggers, signals, lookups, and cancel,
-//!   close and dispose;
-//! - `io`: descriptors, polls and requests;
-//! - `watch`: process and filesystem watches;
-//! - `event`: event memory.
 #![deny(unsafe_code)]
 
-mod event;
-#[allow(unsafe_code)] // the trait implementations' raw pointers (module `# Safety`)
-mod ffi;
-mod io;
-mod reactor;
-mod watch;
+#[allow(unsafe_code)] // epoll and eventfd system calls (module `# Safety`)
+mod epoll;
 
-pub use ffi::{aa_reactor_entry_v1, plugin_desc};
+pub use epoll::{Epoll, EventFd};
+
+reactor_sdk::export_reactor!(backend Epoll);

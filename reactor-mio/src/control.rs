@@ -19,7 +19,7 @@ use async_abi::{AaStatus, AA_EVENT_IO, AA_EVENT_POLL, AA_EVENT_TIMER, AA_EVENT_T
 use async_abi::{AA_EVENT_DNS, AA_EVENT_FS_WATCH, AA_EVENT_PROCESS, AA_EVENT_SIGNAL};
 
 use crate::error::{Error, Result};
-use crate::event::{CloseState, Event, State};
+use crate::event::{Event, State};
 use crate::ffi::ClosedCallback;
 use crate::reactor::{Deferred, Reactor};
 
@@ -78,7 +78,7 @@ impl Reactor {
     /// `close(ev, on_closed)` (AA-R4).
     pub(crate) fn close(&self, ev: &Rc<Event>, on_closed: Option<ClosedCallback>) -> Result<()> {
         self.check_open(ev, "close")?;
-        ev.close.set(CloseState::Closing);
+        ev.closing.set(true);
         match ev.header.kind {
             AA_EVENT_TIMER => {
                 self.timer_disarm(ev);

@@ -44,61 +44,21 @@
 //! The event's memory is freed when the last `Rc` goes: the host's (on
 //! `dispose`) or the reactor's last queue entry, whichever is later.
 
-use std::cell::{Cell, RefCell};
 use std::os::fd::RawFd;
-use std::rc::Weak;
-use std::sync::Arc;
 
-use async_abi::{AaEvent, AaSockAddr, AA_EVF_HIDDEN};
+use async_abi::AaSockAddr;
 
-use crate::ffi::HostCallback;
 use crate::reactor::Reactor;
 use crate::registry::Key;
 use crate::sys::{HostAddr, HostBuf};
 use crate::trigger::TriggerFlag;
 
-/// Marks memory made by this reactor as an event, to catch a foreign or
-/// stale pointer early.
-pub(crate) const EVENT_MAGIC: u32 = 0x6d69_6f45;
-
-/// One event; `*mut AaEvent` handed to the host points to `header`.
-#[repr(C)]
-#[derive(Debug)]
-pub(crate) struct Event {
-    /// The ABI header (E1).
-    pub(crate) header: AaEvent,
-    /// [`EVENT_MAGIC`].
-    pub(crate) magic: u32,
-    /// The reactor that made the event.
-    pub(crate) reactor: Weak<Reactor>,
-    /// The host's callback and user data.
-    pub(crate) callback: HostCallback,
-    /// Cross-thread state of a trigger; `None` for other kinds.
-    pub(crate) trigger: Option<Arc<TriggerFlag>>,
-    /// `set_ref` state.
-    pub(crate) referenced: Cell<bool>,
-    /// Whether the host disposed of the event (E2).
-    pub(crate) disposed: Cell<bool>,
-    /// Where the event is in `close` (AA-R4).
-    pub(crate) close: Cell<CloseState>,
-    /// Whether the event contributes to the alive count (E4).
-    pub(crate) counted: Cell<bool>,
-    /// Deferred callbacks queued for this event (E5).
-    pub(crate) scheduled: Cell<u32>,
-    /// The kind's state.
-    pub(crate) state: RefCell<State>,
-}
-
-/// Where an event is in `close` (AA-R4); never goes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CloseState {
-    /// `close` was not called.
-    Open,
-    /// `close` was called; `on_closed` is scheduled.
-    Closing,
-    /// `on_closed` ran (or the event was disposed before it could).
-    Closed,
-}
+/// One event; `*mut AaEvent` handed to the host points to its `header`.
+/// The kit's generic event (`reactor_sdk::event::Ev`: header, magic,
+/// callback, trigger half, `referenced`, `disposed`, `closing`, `counted`,
+/// `scheduled`), with this reactor's kind state and trigger flag; its
+/// `is_live` and `deliverable` are E4 and E2.
+pub(crate) type Event = reactor_sdk::event::Ev<Reactor, State, TriggerFlag>;
 
 /// The kind-specific state of an event.
 #[derive(Debug)]
@@ -236,16 +196,14 @@ pub(crate) struct Request {
     pub(crate) peek: bool,
 }
 
-impl Event {
-    /// Whether the event should count in `alive()` (E4).
-    pub(crate) fn is_live(&self) -> bool {
-        if self.disposed.get() || !self.referenced.get() || self.header.flags & AA_EVF_HIDDEN != 0 {
-            return false;
-        }
-        if self.close.get() == CloseState::Closing || self.scheduled.get() > 0 {
-            return true;
-        }
-        match &*self.state.borrow() {
+impl reactor_sdk::event::Kind for State {
+    /// Marks memory made by this reactor as an event, to catch a foreign
+    /// or stale pointer early.
+    const MAGIC: u32 = 0x6d69_6f45;
+
+    #[inline]
+    fn is_active(&self) -> bool {
+        match self {
             State::Timer(t) => t.armed,
             State::Poll(p) => p.armed && p.interest != 0,
             State::Io(io) => io.phase != IoPhase::Done,
@@ -257,8 +215,11 @@ impl Event {
         }
     }
 
-    /// Whether the event may still produce a callback (not disposed).
-    pub(crate) fn deliverable(&self) -> bool {
-        !self.disposed.get()
+    #[inline]
+    fn armed_generation(&self) -> Option<u64> {
+        match self {
+            State::Timer(t) if t.armed => Some(t.generation),
+            _ => None,
+        }
     }
 }

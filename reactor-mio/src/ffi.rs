@@ -24,13 +24,12 @@ use async_abi::sdk::dns::Hints;
 use async_abi::sdk::request;
 use async_abi::*;
 use reactor_sdk::core::Core;
-use reactor_sdk::timer::Timed;
 
 pub(crate) use reactor_sdk::{ClosedCallback, HostCallback};
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::event::{Event, Request, State, EVENT_MAGIC};
+use crate::event::{Event, Request};
 use crate::ops::Submitted;
 use crate::reactor::Reactor;
 use crate::sys::{HostAddr, HostBuf};
@@ -51,58 +50,6 @@ const CAPS: u64 = AA_CAP_TIMER
     | AA_CAP_FS_WATCH
     | AA_CAP_DNS
     | AA_CAP_IO_DGRAM;
-
-// SAFETY: `Event` is `#[repr(C)]` with its `AaEvent` header first, never
-// changed after creation (event invariant E1); `fire` keeps F4.
-unsafe impl reactor_sdk::Event for Event {
-    type Reactor = Reactor;
-
-    #[inline]
-    fn is_ours(&self) -> bool {
-        self.magic == EVENT_MAGIC
-    }
-
-    #[inline]
-    fn reactor(&self) -> Option<Rc<Reactor>> {
-        self.reactor.upgrade()
-    }
-
-    #[inline]
-    fn callback(&self) -> &HostCallback {
-        &self.callback
-    }
-
-    #[inline]
-    fn deliverable(&self) -> bool {
-        !self.disposed.get()
-    }
-
-    #[inline]
-    fn scheduled(&self) -> &std::cell::Cell<u32> {
-        &self.scheduled
-    }
-
-    unsafe fn fire(ev: *const Event) -> AaStatus {
-        // SAFETY: F2 and F4: the host keeps the trigger undisposed while any
-        // thread may fire it; `magic` and `trigger` are immutable after
-        // creation, and only those fields are referenced.
-        let (magic, trigger) = unsafe { (*addr_of!((*ev).magic), &*addr_of!((*ev).trigger)) };
-        match (magic == EVENT_MAGIC, trigger) {
-            (true, Some(flag)) => flag.fire(),
-            _ => AA_E_INVALID,
-        }
-    }
-}
-
-impl Timed for Event {
-    #[inline]
-    fn armed_generation(&self) -> Option<u64> {
-        match &*self.state.borrow() {
-            State::Timer(t) if t.armed => Some(t.generation),
-            _ => None,
-        }
-    }
-}
 
 impl reactor_sdk::Reactor for Reactor {
     type Event = Event;

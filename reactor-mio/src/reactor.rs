@@ -63,7 +63,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_abi::{AaEvent, AA_POLL_ERROR, AA_POLL_HUP};
+use async_abi::{AA_POLL_ERROR, AA_POLL_HUP};
 use async_abi::{AA_POLL_READABLE, AA_POLL_WRITABLE};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -75,7 +75,7 @@ use reactor_sdk::core::Core;
 use crate::config::Config;
 use crate::dns::Resolver;
 use crate::error::{Error, Result};
-use crate::event::{CloseState, Event, State};
+use crate::event::{Event, State};
 use crate::ffi::HostCallback;
 use crate::fs_watch::Inotify;
 use crate::registry::{Key, Registry};
@@ -210,24 +210,7 @@ impl Reactor {
         state: State,
     ) -> Rc<Event> {
         self.core.event_made();
-        let fresh = Event {
-            header: AaEvent {
-                struct_size: mem::size_of::<AaEvent>() as u32,
-                kind,
-                flags,
-                _reserved: 0,
-            },
-            magic: crate::event::EVENT_MAGIC,
-            reactor: self.this.clone(),
-            callback,
-            trigger,
-            referenced: Cell::new(true),
-            disposed: Cell::new(false),
-            close: Cell::new(CloseState::Open),
-            counted: Cell::new(false),
-            scheduled: Cell::new(0),
-            state: RefCell::new(state),
-        };
+        let fresh = Event::new(self.this.clone(), kind, flags, callback, trigger, state);
         if kind == async_abi::AA_EVENT_IO {
             if let Some(mut ev) = self.spare_requests.borrow_mut().pop() {
                 if let Some(slot) = Rc::get_mut(&mut ev) {
@@ -495,8 +478,7 @@ impl Reactor {
 
     /// Delivers the deferred batch taken at the start of the iteration (R2).
     fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        let closed = |ev: &Event| ev.close.set(CloseState::Closed);
-        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), closed)
+        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), |_| {})
     }
 
     /// Delivers fired triggers: O(fired), not O(triggers).
@@ -523,7 +505,7 @@ impl Reactor {
 
     /// `AA_E_INVALID` for a closing or closed event, naming `what`.
     pub(crate) fn check_open(&self, ev: &Event, what: &str) -> Result<()> {
-        if ev.close.get() != CloseState::Open {
+        if ev.closing.get() {
             return Err(Error::new(
                 async_abi::AA_E_CLOSED,
                 format!("{what}: event is closed or closing"),

@@ -139,6 +139,13 @@ impl TriggerFlag {
     }
 }
 
+impl reactor_sdk::event::Trigger for TriggerFlag {
+    #[inline]
+    fn fire(this: &Arc<TriggerFlag>) -> AaStatus {
+        TriggerFlag::fire(this)
+    }
+}
+
 impl crate::reactor::Reactor {
     /// `trigger_new`: an open trigger, registered in the table of open
     /// triggers so a fired flag finds its event.

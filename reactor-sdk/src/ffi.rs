@@ -925,11 +925,24 @@ unsafe extern "C" fn dispose<R: Reactor>(ev: *mut AaEvent) {
 /// `aa_reactor_entry_v1` (for a `cdylib`).
 ///
 /// ```ignore
+/// // A reactor implementing `reactor_sdk::Reactor` itself:
 /// reactor_sdk::export_reactor!(crate::reactor::Reactor);
+/// // A backend of the readiness driver (`reactor_sdk::readiness::Backend`),
+/// // exported as `Readiness<Epoll>`:
+/// reactor_sdk::export_reactor!(backend crate::Epoll);
 /// ```
 #[macro_export]
 macro_rules! export_reactor {
-    ($reactor:ty) => {
+    (backend $backend:ty) => {
+        impl $crate::readiness::Exported for $backend {
+            #[inline]
+            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
+                &AA_REACTOR_VTABLE
+            }
+        }
+        $crate::export_reactor!(@statics $crate::readiness::Readiness<$backend>);
+    };
+    (@statics $reactor:ty) => {
         pub(crate) static AA_REACTOR_VTABLE: $crate::__abi::AaReactorVTable =
             $crate::ffi::vtable::<$reactor>();
         static AA_REACTOR_DESC: $crate::__abi::AaPluginDesc = $crate::ffi::desc::<$reactor>(
@@ -940,13 +953,6 @@ macro_rules! export_reactor {
                 Err(_) => panic!("the package version contains a NUL byte"),
             },
         );
-
-        impl $crate::ffi::Exported for $reactor {
-            #[inline]
-            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
-                &AA_REACTOR_VTABLE
-            }
-        }
 
         /// The plugin descriptor, for static linking (a statically linked
         /// reactor goes through the same negotiation as a loaded one).
@@ -960,5 +966,14 @@ macro_rules! export_reactor {
         pub extern "C" fn aa_reactor_entry_v1() -> *const $crate::__abi::AaPluginDesc {
             &AA_REACTOR_DESC
         }
+    };
+    ($reactor:ty) => {
+        impl $crate::ffi::Exported for $reactor {
+            #[inline]
+            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
+                &AA_REACTOR_VTABLE
+            }
+        }
+        $crate::export_reactor!(@statics $reactor);
     };
 }

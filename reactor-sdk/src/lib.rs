@@ -2,6 +2,12 @@
 //! runtime's C ABI needs and should not write again, so that a reactor is
 //! its backend-specific code plus one trait implementation:
 //!
+//! - [`readiness`]: [`readiness::Readiness`], a whole readiness reactor
+//!   over a small [`readiness::Backend`] (the OS poller and a waker): a
+//!   reactor on epoll, kqueue or poll(2) is just its backend;
+//! - [`event`]: [`event::Ev`], one generic event type (header, liveness,
+//!   your kind state and trigger half) with the [`Event`] and
+//!   [`timer::Timed`] impls written once;
 //! - [`traits`]: the [`Reactor`] and [`Event`] traits a reactor implements;
 //! - [`ffi`]: [`export_reactor!`], which makes the plugin descriptor, the
 //!   `aa.reactor.v1` vtable and one `extern "C"` shim per slot, generic over
@@ -33,13 +39,15 @@
 //! reader, the signal table and `getaddrinfo`), which stays in the ABI
 //! crate for every plugin, schedulers included. See `README.md` for what a
 //! reactor author implements, in order, and `reactor-example/` for a whole
-//! reactor on it.
+//! reactor on it (an epoll backend of [`readiness`]).
 //!
 //! ```
 //! // A reactor type gets its plugin glue from one macro call:
 //! //     reactor_sdk::export_reactor!(crate::reactor::Reactor);
 //! // which needs `impl reactor_sdk::Reactor for Reactor` and
-//! // `unsafe impl reactor_sdk::Event for Event`.
+//! // `unsafe impl reactor_sdk::Event for Event` (given for `event::Ev`);
+//! // a backend of the readiness driver:
+//! //     reactor_sdk::export_reactor!(backend crate::Epoll);
 //! let vtable_size = std::mem::size_of::<async_abi::AaReactorVTable>();
 //! assert!(vtable_size > 0);
 //! ```
@@ -52,6 +60,8 @@ pub mod core;
 pub mod deferred;
 pub mod dns;
 pub mod error;
+#[allow(unsafe_code)] // `unsafe impl Event` and `fire`'s raw field pointers (F4)
+pub mod event;
 #[allow(unsafe_code)] // the C ABI: raw pointers from the host (module `# Safety`)
 pub mod ffi;
 #[allow(unsafe_code)] // three inotify system calls and a read (module `# Safety`)
@@ -59,6 +69,7 @@ pub mod inotify;
 pub mod options;
 #[allow(unsafe_code)] // pidfd_open and waitid (module `# Safety`)
 pub mod process;
+pub mod readiness;
 pub mod signal;
 #[allow(unsafe_code)] // the request system calls (module `# Safety`)
 pub mod sys;

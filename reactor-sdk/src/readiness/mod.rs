@@ -1,25 +1,38 @@
-//! The loop: one `mio::Poll` (epoll, edge-triggered), the kit's timer heap,
-//! signal watches and resolver, the open triggers, the deferred callbacks,
-//! and what each iteration does.
+//! A generic readiness reactor, [`Readiness<B>`]: every kind of the ABI but
+//! inline completion and file requests, over a small [`Backend`] (the OS
+//! poller: register, modify and deregister a descriptor under a token, wait,
+//! and a cross-thread waker). A reactor author writes only the backend and
+//! exports it with `crate::export_reactor!(backend MyBackend)`.
+//!
+//! Timers run on the kit's heap, triggers on [`crate::event::Fire`], signals
+//! on the kit's halves (the handler writes a socket the backend watches),
+//! lookups on the kit's pool, process watches on pidfds, filesystem watches
+//! on the kit's inotify descriptor; socket, pipe and datagram requests
+//! (read, write, accept, connect, close, recvfrom, sendto) run as readiness
+//! plus the kit's non-blocking system calls (`fds`, invariants D1-D4).
 //!
 //! # Invariants
 //!
 //! - **R1** Callbacks run only inside `run_once`, never while a `RefCell`
 //!   is borrowed: each step copies what it needs, lets go, then calls.
 //! - **R2** A callback deferred during iteration N runs in iteration N+1 or
-//!   later: `run_once` takes the deferred queue at its start.
+//!   later: `run_once` takes the deferred queue at its start
+//!   (`crate::deferred`, Q2).
 //! - **R3** `alive` counts the events whose `counted` is set (E3; the
 //!   kit's `Core`, C1), and `destroy` refuses while an event is not
 //!   disposed (C2).
 //! - **R4** Each iteration bounds its work: timers armed during it and
-//!   requests submitted during it wait for the next one.
+//!   requests submitted during it wait for the next one; a descriptor's
+//!   queue is tried at most as many times as it had requests when its
+//!   readiness arrived.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
-use std::ffi::CString;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{CStr, CString};
+use std::fmt::Debug;
 use std::io::{self, Read};
 use std::mem;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;
@@ -28,70 +41,199 @@ use std::time::Duration;
 
 use async_abi::sdk::dns::Hints;
 use async_abi::*;
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
-use reactor_sdk::core::Core;
-use reactor_sdk::dns::Resolver;
-use reactor_sdk::error::check_flags;
-use reactor_sdk::signal::Signals;
-use reactor_sdk::timer::{fire_due, next_deadline, TimerHeap};
-use reactor_sdk::{ClosedCallback, Error, HostCallback, Result};
 
-use crate::event::{Event, Fire, Kind, EVENT_MAGIC};
-use crate::io::Fds;
-use crate::watch::{pidfd_of, INOTIFY};
+use crate::core::Core;
+use crate::dns::Resolver;
+use crate::error::check_flags;
+use crate::event::{Ev, Fire, Kind as KindState, Wake};
+use crate::inotify::Inotify;
+use crate::signal::Signals;
+use crate::timer::{fire_due, next_deadline, TimerHeap};
+use crate::{ClosedCallback, Error, HostCallback, Result};
 
-/// The waker's token; descriptors use their number, which is never this.
-const WAKER: Token = Token(usize::MAX);
-/// The signal socket's token.
-const SIGNALS: Token = Token(usize::MAX - 1);
+use fds::{Fds, Req};
+use watch::pidfd_of;
+
+#[allow(unsafe_code)] // the trait implementation's raw pointers (F1-F5)
+mod ffi;
+mod fds;
+mod watch;
+
+pub use ffi::Exported;
+
+/// A token the driver never uses: for the backend's own registration (its
+/// waker), whose wake-ups [`Backend::wait`] reports under it.
+pub const BACKEND_TOKEN: u64 = u64::MAX;
+/// The token of a descriptor is its number, of a pidfd its number with bit
+/// 40 set (watch.rs); these are the driver's own.
+const SIGNALS: u64 = u64::MAX - 1;
+/// The inotify descriptor's token.
+const INOTIFY: u64 = u64::MAX - 2;
+
+/// An OS readiness poller: what a reactor author writes (epoll, kqueue,
+/// poll(2)...). Every method is called on the loop thread.
+///
+/// The driver registers a descriptor for `AA_POLL_READABLE |
+/// AA_POLL_WRITABLE` (its own descriptors for `AA_POLL_READABLE`) under a
+/// `u64` token. Readiness is **edge-triggered**: [`Backend::wait`] reports
+/// a token when its readiness changed since the last report, and
+/// [`Backend::modify`] makes the next wait report the current readiness
+/// again (epoll's `EPOLL_CTL_MOD` with `EPOLLET`).
+pub trait Backend: Debug + Sized + 'static {
+    /// The plugin's name, `reactor-<name>`; options are `<name>.<key>`
+    /// (this driver reads none).
+    const NAME: &'static CStr;
+    /// The plugin's vendor string.
+    const VENDOR: &'static CStr;
+    /// The backend's cross-thread waker.
+    type Waker: Wake;
+
+    /// Makes the poller and its waker (whose wake-ups end a wait and are
+    /// reported under [`BACKEND_TOKEN`]).
+    fn new() -> io::Result<(Self, Self::Waker)>;
+    /// Starts watching `fd` for `interest` (`AA_POLL_*` bits) under `token`.
+    fn register(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()>;
+    /// Replaces `fd`'s registration; the next wait reports its current
+    /// readiness.
+    fn modify(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()>;
+    /// Stops watching `fd`.
+    fn deregister(&self, fd: RawFd) -> io::Result<()>;
+    /// Waits at most `timeout` (`None`: until something is ready or the
+    /// waker is called; the driver rounds timeouts up to whole
+    /// milliseconds) and appends `(token, AA_POLL_* bits)` to `ready` for
+    /// every registration that became ready, and `(BACKEND_TOKEN, _)` if
+    /// the waker was called (the host may have work queued: the driver
+    /// must not mistake that wait for one the nearest timer cut short and
+    /// wait again). A hang-up is
+    /// `AA_POLL_HUP | AA_POLL_READABLE`, an error `AA_POLL_ERROR |
+    /// AA_POLL_WRITABLE`. An `Interrupted` error counts as an empty wait.
+    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> io::Result<()>;
+}
+
+/// The events of `Readiness<B>`.
+pub type Event<B> = Ev<Readiness<B>, State>;
 
 /// A callback owed to the host, delivered by a later `run_once` (R2).
-pub(crate) type Deferred = reactor_sdk::deferred::Deferred<Event>;
+type Deferred<B> = crate::deferred::Deferred<Event<B>>;
+
+/// The kind state of a readiness event (opaque).
+#[derive(Debug)]
+pub struct State(Kind);
+
+/// The kind's state.
+#[derive(Debug)]
+enum Kind {
+    Timer {
+        armed: bool,
+        repeat: u64,
+        /// Bumped whenever the pending deadline is replaced or dropped.
+        generation: u64,
+    },
+    Poll {
+        fd: RawFd,
+        interest: u32,
+        armed: bool,
+        /// The reactor closed the descriptor (`AA_IO_CLOSE`): the poll is
+        /// dead.
+        dead: bool,
+    },
+    Io {
+        /// The request; its pointers are the host's, lent until the
+        /// callback (AA-R5), and used only while `pending` (D4).
+        req: Req,
+        pending: bool,
+        /// `connect` answered `EINPROGRESS`: wait for writability.
+        connecting: bool,
+    },
+    Trigger {
+        open: bool,
+    },
+    Signal {
+        signum: i32,
+        active: bool,
+    },
+    Dns {
+        id: u64,
+        active: bool,
+    },
+    /// Active while it holds the child's pidfd (watch.rs, W1).
+    Process {
+        pidfd: Option<OwnedFd>,
+    },
+    FsWatch {
+        wd: i32,
+        active: bool,
+    },
+}
+
+impl KindState for State {
+    const MAGIC: u32 = 0x7244_7952;
+
+    fn is_active(&self) -> bool {
+        match &self.0 {
+            Kind::Timer { armed, .. } => *armed,
+            Kind::Poll {
+                armed, interest, ..
+            } => *armed && *interest != 0,
+            Kind::Io { pending, .. } => *pending,
+            Kind::Trigger { open } => *open,
+            Kind::Signal { active, .. } | Kind::Dns { active, .. } => *active,
+            Kind::FsWatch { active, .. } => *active,
+            Kind::Process { pidfd } => pidfd.is_some(),
+        }
+    }
+
+    fn armed_generation(&self) -> Option<u64> {
+        match &self.0 {
+            Kind::Timer {
+                armed: true,
+                generation,
+                ..
+            } => Some(*generation),
+            _ => None,
+        }
+    }
+}
 
 /// The loop's signal state: the kit's, and the socket its handler writes.
 #[derive(Debug)]
-struct SignalState {
-    kit: Signals<Event>,
+struct SignalState<B: Backend> {
+    kit: Signals<Event<B>>,
     rx: UnixStream,
     _tx: UnixStream,
 }
 
-/// One event loop.
+/// A readiness reactor over backend `B` (see the module doc).
 #[derive(Debug)]
-pub(crate) struct Reactor {
+pub struct Readiness<B: Backend> {
     /// `wake`, triggers and resolver threads reach this from any thread.
-    pub(crate) waker: Arc<mio::Waker>,
-    this: Weak<Reactor>,
+    waker: Arc<B::Waker>,
+    this: Weak<Readiness<B>>,
     /// The kit's loop bookkeeping: thread, clock, alive count, live events,
     /// `run_once` re-entry, last error.
-    pub(crate) core: Core,
-    pub(crate) poll: RefCell<Poll>,
-    events: RefCell<Events>,
-    pub(crate) fds: RefCell<Fds>,
-    timers: RefCell<TimerHeap<Event>>,
-    triggers: RefCell<Vec<Rc<Event>>>,
-    deferred: RefCell<VecDeque<Deferred>>,
-    signals: RefCell<Option<SignalState>>,
-    resolver: RefCell<Option<Resolver<Rc<Event>>>>,
+    core: Core,
+    backend: RefCell<B>,
+    fds: RefCell<Fds<B>>,
+    timers: RefCell<TimerHeap<Event<B>>>,
+    triggers: RefCell<Vec<Rc<Event<B>>>>,
+    deferred: RefCell<VecDeque<Deferred<B>>>,
+    signals: RefCell<Option<SignalState<B>>>,
+    resolver: RefCell<Option<Resolver<Rc<Event<B>>>>>,
     /// Active process watches by pidfd (watch.rs).
-    pub(crate) processes: RefCell<std::collections::HashMap<std::os::fd::RawFd, Rc<Event>>>,
+    processes: RefCell<HashMap<RawFd, Rc<Event<B>>>>,
     /// The kit's inotify instance, from the first `fs_watch_new`.
-    pub(crate) inotify: RefCell<Option<reactor_sdk::inotify::Inotify<Event>>>,
+    inotify: RefCell<Option<Inotify<Event<B>>>>,
 }
 
-impl Reactor {
+impl<B: Backend> Readiness<B> {
     /// A reactor bound to the calling thread.
-    pub(crate) fn new() -> Result<Rc<Reactor>> {
-        let poll = Poll::new().map_err(|e| Error::os("create: epoll_create1", &e))?;
-        let waker = mio::Waker::new(poll.registry(), WAKER)
-            .map_err(|e| Error::os("create: eventfd waker", &e))?;
-        Ok(Rc::new_cyclic(|this| Reactor {
+    fn new() -> Result<Rc<Readiness<B>>> {
+        let (backend, waker) = B::new().map_err(|e| Error::os("create: the backend", &e))?;
+        Ok(Rc::new_cyclic(|this| Readiness {
             waker: Arc::new(waker),
             this: this.clone(),
             core: Core::new(),
-            poll: RefCell::new(poll),
-            events: RefCell::new(Events::with_capacity(256)),
+            backend: RefCell::new(backend),
             fds: RefCell::new(Fds::default()),
             timers: RefCell::new(TimerHeap::default()),
             triggers: RefCell::new(Vec::new()),
@@ -103,57 +245,45 @@ impl Reactor {
         }))
     }
 
-    pub(crate) fn refresh_clock(&self) -> u64 {
+    fn refresh_clock(&self) -> u64 {
         self.core.refresh_clock()
     }
 
     /// Reconciles the event's `counted` flag with its state (R3).
-    pub(crate) fn touch(&self, ev: &Event) {
+    fn touch(&self, ev: &Event<B>) {
         self.core.touch(&ev.counted, ev.is_live());
     }
 
     /// Makes an event of this reactor.
-    pub(crate) fn new_event(
+    fn new_event(
         &self,
         kind: u32,
         flags: u32,
         callback: HostCallback,
         state: Kind,
-    ) -> Rc<Event> {
+    ) -> Rc<Event<B>> {
         self.core.event_made();
         let trigger = (kind == AA_EVENT_TRIGGER).then(|| {
-            Arc::new(Fire {
-                fired: false.into(),
-                closed: false.into(),
-                waker: Arc::clone(&self.waker),
-            })
+            let waker: Arc<dyn Wake> = self.waker.clone();
+            Arc::new(Fire::new(waker))
         });
-        Rc::new(Event {
-            header: AaEvent {
-                struct_size: mem::size_of::<AaEvent>() as u32,
-                kind,
-                flags,
-                _reserved: 0,
-            },
-            magic: EVENT_MAGIC,
-            reactor: self.this.clone(),
+        let state = State(state);
+        Rc::new(Ev::new(
+            self.this.clone(),
+            kind,
+            flags,
             callback,
             trigger,
-            referenced: Cell::new(true),
-            disposed: Cell::new(false),
-            closing: Cell::new(false),
-            counted: Cell::new(false),
-            scheduled: Cell::new(0),
-            state: RefCell::new(state),
-        })
+            state,
+        ))
     }
 
     /// Queues a callback for a later `run_once` (R2).
-    pub(crate) fn defer(&self, item: Deferred) {
-        reactor_sdk::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
+    fn defer(&self, item: Deferred<B>) {
+        crate::deferred::schedule(&self.deferred, item, |ev| self.touch(ev));
     }
 
-    pub(crate) fn destroy(&self) -> Result<()> {
+    fn destroy(&self) -> Result<()> {
         self.core.check_destroy()?;
         self.deferred.borrow_mut().clear();
         self.triggers.borrow_mut().clear();
@@ -167,7 +297,7 @@ impl Reactor {
         self.processes.borrow_mut().clear();
         if let Some(inotify) = self.inotify.borrow_mut().take() {
             let fd = inotify.fd().as_raw_fd();
-            let _ = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+            let _ = self.backend.borrow().deregister(fd);
         }
         Ok(())
     }
@@ -176,7 +306,7 @@ impl Reactor {
     // One iteration
     // -----------------------------------------------------------------
 
-    pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
+    fn run_once(&self, timeout_ns: i64) -> Result<i32> {
         let _running = self.core.enter(timeout_ns)?;
         self.iterate(timeout_ns)
     }
@@ -196,7 +326,8 @@ impl Reactor {
             let fired = self.run_timers(self.refresh_clock(), horizon);
             count += fired;
             // A wait the nearest timer cut short, with nothing to do, waits
-            // again (epoll's unit is a millisecond: it may wake early).
+            // again (a millisecond wait may wake early); a wake-up is
+            // reported (`BACKEND_TOKEN`), so it always ends the loop.
             if !ready.is_empty() || fired > 0 || !timer_bound || timeout == Some(Duration::ZERO) {
                 break;
             }
@@ -204,7 +335,7 @@ impl Reactor {
         count += self.start_fresh(fresh);
         for &(token, bits) in &ready {
             count += match token {
-                WAKER => 0,
+                BACKEND_TOKEN => 0,
                 SIGNALS => {
                     self.drain_signal_socket();
                     0
@@ -212,7 +343,7 @@ impl Reactor {
                 INOTIFY => self.inotify_ready(),
                 token => match pidfd_of(token) {
                     Some(fd) => self.process_ready(fd),
-                    None => self.fd_ready(token.0 as i32, bits),
+                    None => self.fd_ready(token as RawFd, bits),
                 },
             };
         }
@@ -239,56 +370,38 @@ impl Reactor {
             (None, Some(t)) => (Some(t), true),
             (r, _) => (r, false),
         };
-        // Rounded up to epoll's millisecond: never a busy 0 ms wait.
+        // Rounded up to a millisecond: never a busy 0 ms wait.
         let timeout = ns.map(|ns| Duration::from_millis(ns.div_ceil(1_000_000)));
         (timeout, timer_bound)
     }
 
-    /// Waits and copies what epoll reported, so no borrow outlives it.
-    fn wait(&self, timeout: Option<Duration>, ready: &mut Vec<(Token, u32)>) -> Result<()> {
+    /// Waits and copies what the backend reported, so no borrow outlives
+    /// it (R1); an interrupted wait reports nothing.
+    fn wait(&self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> Result<()> {
         ready.clear();
-        let mut poll = self.poll.borrow_mut();
-        let mut events = self.events.borrow_mut();
-        match poll.poll(&mut events, timeout) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
-            Err(e) => return Err(Error::os("run_once: epoll_wait", &e)),
+        match self.backend.borrow_mut().wait(timeout, ready) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(Error::os("run_once: wait", &e)),
         }
-        for event in events.iter() {
-            let mut bits = 0;
-            if event.is_readable() {
-                bits |= AA_POLL_READABLE;
-            }
-            if event.is_writable() || event.is_write_closed() {
-                bits |= AA_POLL_WRITABLE;
-            }
-            if event.is_error() {
-                bits |= AA_POLL_ERROR;
-            }
-            if event.is_read_closed() {
-                bits |= AA_POLL_HUP | AA_POLL_READABLE;
-            }
-            ready.push((event.token(), bits));
-        }
-        Ok(())
     }
 
     /// Delivers the deferred batch taken at the iteration's start (R2).
-    fn deliver(&self, batch: VecDeque<Deferred>) -> i32 {
-        reactor_sdk::deferred::deliver(batch, |ev| self.touch(ev), |_| {})
+    fn deliver(&self, batch: VecDeque<Deferred<B>>) -> i32 {
+        crate::deferred::deliver(batch, |ev| self.touch(ev), |_| {})
     }
 
     // -----------------------------------------------------------------
     // Timers (the kit's heap)
     // -----------------------------------------------------------------
 
-    pub(crate) fn timer_new(
+    fn timer_new(
         &self,
         first_ns: u64,
         repeat_ns: u64,
         flags: u32,
         cb: HostCallback,
-    ) -> Result<Rc<Event>> {
+    ) -> Result<Rc<Event<B>>> {
         check_flags("timer_new", flags, AA_EVF_HIDDEN)?;
         let deadline = self.refresh_clock().saturating_add(first_ns);
         let state = Kind::Timer {
@@ -302,10 +415,10 @@ impl Reactor {
         Ok(ev)
     }
 
-    pub(crate) fn timer_rearm(&self, ev: &Rc<Event>, first_ns: u64, repeat_ns: u64) -> Result<()> {
-        check_open(ev, "timer_rearm")?;
+    fn timer_rearm(&self, ev: &Rc<Event<B>>, first_ns: u64, repeat_ns: u64) -> Result<()> {
+        ev.check_open("timer_rearm")?;
         let deadline = self.refresh_clock().saturating_add(first_ns);
-        let (was_armed, generation) = match &mut *ev.state.borrow_mut() {
+        let (was_armed, generation) = match &mut ev.state.borrow_mut().0 {
             Kind::Timer {
                 armed,
                 repeat,
@@ -328,8 +441,8 @@ impl Reactor {
     }
 
     /// Drops a timer's pending deadline; whether it had one.
-    fn timer_disarm(&self, ev: &Event) -> bool {
-        let was_armed = match &mut *ev.state.borrow_mut() {
+    fn timer_disarm(&self, ev: &Event<B>) -> bool {
+        let was_armed = match &mut ev.state.borrow_mut().0 {
             Kind::Timer {
                 armed, generation, ..
             } if *armed => {
@@ -348,7 +461,7 @@ impl Reactor {
     /// Fires the timers due at `now` armed before `horizon` (R4); a
     /// periodic one re-arms from its deadline, skipping missed periods.
     fn run_timers(&self, now: u64, horizon: u64) -> i32 {
-        let advance = |ev: &Event, deadline: u64| match &mut *ev.state.borrow_mut() {
+        let advance = |ev: &Event<B>, deadline: u64| match &mut ev.state.borrow_mut().0 {
             Kind::Timer {
                 repeat, generation, ..
             } if *repeat > 0 => {
@@ -368,7 +481,7 @@ impl Reactor {
     // Triggers
     // -----------------------------------------------------------------
 
-    pub(crate) fn trigger_new(&self, flags: u32, cb: HostCallback) -> Result<Rc<Event>> {
+    fn trigger_new(&self, flags: u32, cb: HostCallback) -> Result<Rc<Event<B>>> {
         check_flags("trigger_new", flags, AA_EVF_HIDDEN)?;
         let ev = self.new_event(AA_EVENT_TRIGGER, flags, cb, Kind::Trigger { open: true });
         self.triggers.borrow_mut().push(Rc::clone(&ev));
@@ -376,8 +489,8 @@ impl Reactor {
         Ok(ev)
     }
 
-    /// Calls back each open trigger that was fired: O(open triggers), which
-    /// an example can afford.
+    /// Calls back each open trigger that was fired: O(open triggers), fine
+    /// for the handful a program keeps open.
     fn run_triggers(&self) -> i32 {
         let triggers = self.triggers.borrow().clone();
         let mut count = 0;
@@ -387,7 +500,7 @@ impl Reactor {
             if !fire.fired.swap(false, Ordering::AcqRel) {
                 continue;
             }
-            let open = matches!(&*ev.state.borrow(), Kind::Trigger { open: true });
+            let open = matches!(&ev.state.borrow().0, Kind::Trigger { open: true });
             if open && ev.deliverable() {
                 ev.callback.notify(&*ev, 0, 0);
                 count += 1;
@@ -396,8 +509,8 @@ impl Reactor {
         count
     }
 
-    fn end_trigger(&self, ev: &Rc<Event>) -> bool {
-        let was_open = match &mut *ev.state.borrow_mut() {
+    fn end_trigger(&self, ev: &Rc<Event<B>>) -> bool {
+        let was_open = match &mut ev.state.borrow_mut().0 {
             Kind::Trigger { open } => mem::replace(open, false),
             _ => false,
         };
@@ -412,14 +525,9 @@ impl Reactor {
     // Signals (the kit's halves)
     // -----------------------------------------------------------------
 
-    pub(crate) fn signal_new(
-        &self,
-        signum: i32,
-        flags: u32,
-        cb: HostCallback,
-    ) -> Result<Rc<Event>> {
+    fn signal_new(&self, signum: i32, flags: u32, cb: HostCallback) -> Result<Rc<Event<B>>> {
         check_flags("signal_new", flags, AA_EVF_HIDDEN)?;
-        reactor_sdk::signal::check(signum)?;
+        crate::signal::check(signum)?;
         if self.signals.borrow().is_none() {
             *self.signals.borrow_mut() = Some(self.open_signals()?);
         }
@@ -440,17 +548,16 @@ impl Reactor {
 
     /// The handler writes a non-blocking socket the loop watches: no
     /// system call of our own beyond std's.
-    fn open_signals(&self) -> Result<SignalState> {
+    fn open_signals(&self) -> Result<SignalState<B>> {
         let (rx, tx) = UnixStream::pair().map_err(|e| Error::os("signal_new: socketpair", &e))?;
         for s in [&rx, &tx] {
             s.set_nonblocking(true)
                 .map_err(|e| Error::os("signal_new: socketpair", &e))?;
         }
         let kit = Signals::claim(tx.as_raw_fd())?;
-        self.poll
+        self.backend
             .borrow()
-            .registry()
-            .register(&mut SourceFd(&rx.as_raw_fd()), SIGNALS, Interest::READABLE)
+            .register(rx.as_raw_fd(), SIGNALS, AA_POLL_READABLE)
             .map_err(|e| Error::os("signal_new: register the signal socket", &e))?;
         Ok(SignalState { kit, rx, _tx: tx })
     }
@@ -462,8 +569,8 @@ impl Reactor {
         }
     }
 
-    fn signal_stop(&self, ev: &Rc<Event>) -> bool {
-        let signum = match &mut *ev.state.borrow_mut() {
+    fn signal_stop(&self, ev: &Rc<Event<B>>) -> bool {
+        let signum = match &mut ev.state.borrow_mut().0 {
             Kind::Signal { signum, active } if *active => {
                 *active = false;
                 *signum
@@ -482,8 +589,8 @@ impl Reactor {
             Some(signals) => signals.kit.take_batch(),
             None => return 0,
         };
-        reactor_sdk::signal::deliver(batch, |ev| {
-            matches!(&*ev.state.borrow(), Kind::Signal { active: true, .. })
+        crate::signal::deliver(batch, |ev| {
+            matches!(&ev.state.borrow().0, Kind::Signal { active: true, .. })
         })
     }
 
@@ -491,13 +598,13 @@ impl Reactor {
     // Name resolution (the kit's pool)
     // -----------------------------------------------------------------
 
-    pub(crate) fn dns_resolve(
+    fn dns_resolve(
         &self,
         node: Option<CString>,
         service: Option<CString>,
         hints: Hints,
         cb: HostCallback,
-    ) -> Result<Rc<Event>> {
+    ) -> Result<Rc<Event<B>>> {
         let id = {
             let mut resolver = self.resolver.borrow_mut();
             let resolver = resolver.get_or_insert_with(|| {
@@ -516,8 +623,8 @@ impl Reactor {
         Ok(ev)
     }
 
-    fn dns_stop(&self, ev: &Rc<Event>) -> bool {
-        let id = match &mut *ev.state.borrow_mut() {
+    fn dns_stop(&self, ev: &Rc<Event<B>>) -> bool {
+        let id = match &mut ev.state.borrow_mut().0 {
             Kind::Dns { id, active } if *active => {
                 *active = false;
                 *id
@@ -531,8 +638,8 @@ impl Reactor {
     }
 
     fn run_dns(&self) -> i32 {
-        reactor_sdk::dns::deliver(&self.resolver, |ev| {
-            if let Kind::Dns { active, .. } = &mut *ev.state.borrow_mut() {
+        crate::dns::deliver(&self.resolver, |ev| {
+            if let Kind::Dns { active, .. } = &mut ev.state.borrow_mut().0 {
                 *active = false;
             }
             self.touch(ev);
@@ -543,17 +650,17 @@ impl Reactor {
     // Cancel, close, dispose, set_ref
     // -----------------------------------------------------------------
 
-    pub(crate) fn cancel(&self, ev: &Rc<Event>, reason: AaStatus) -> Result<()> {
+    fn cancel(&self, ev: &Rc<Event<B>>, reason: AaStatus) -> Result<()> {
         if reason >= 0 {
             return Err(Error::invalid(format!(
                 "cancel: reason {reason} is not a negative status"
             )));
         }
-        check_open(ev, "cancel")?;
+        ev.check_open("cancel")?;
         let mut value = 0;
         let pending = match ev.header.kind {
             AA_EVENT_TIMER => self.timer_disarm(ev),
-            AA_EVENT_POLL => match &mut *ev.state.borrow_mut() {
+            AA_EVENT_POLL => match &mut ev.state.borrow_mut().0 {
                 Kind::Poll {
                     armed, interest, ..
                 } if *armed && *interest != 0 => {
@@ -574,7 +681,7 @@ impl Reactor {
             }
             AA_EVENT_TRIGGER => self.end_trigger(ev),
             AA_EVENT_SIGNAL => {
-                if let Kind::Signal { signum, .. } = &*ev.state.borrow() {
+                if let Kind::Signal { signum, .. } = &ev.state.borrow().0 {
                     value = i64::from(*signum);
                 }
                 self.signal_stop(ev)
@@ -595,8 +702,8 @@ impl Reactor {
         Ok(())
     }
 
-    pub(crate) fn close(&self, ev: &Rc<Event>, on_closed: Option<ClosedCallback>) -> Result<()> {
-        check_open(ev, "close")?;
+    fn close(&self, ev: &Rc<Event<B>>, on_closed: Option<ClosedCallback>) -> Result<()> {
+        ev.check_open("close")?;
         ev.closing.set(true);
         if ev.header.kind == AA_EVENT_IO && self.withdraw_request(ev) {
             self.defer(Deferred::Notify {
@@ -614,7 +721,7 @@ impl Reactor {
         Ok(())
     }
 
-    pub(crate) fn dispose(&self, ev: Rc<Event>) {
+    fn dispose(&self, ev: Rc<Event<B>>) {
         ev.disposed.set(true);
         self.core.event_disposed();
         if ev.header.kind == AA_EVENT_IO {
@@ -626,7 +733,7 @@ impl Reactor {
     }
 
     /// Stops whatever the event watches, with no callback.
-    fn stop(&self, ev: &Rc<Event>) {
+    fn stop(&self, ev: &Rc<Event<B>>) {
         match ev.header.kind {
             AA_EVENT_TIMER => {
                 self.timer_disarm(ev);
@@ -652,19 +759,8 @@ impl Reactor {
         self.touch(ev);
     }
 
-    pub(crate) fn set_ref(&self, ev: &Event, referenced: bool) {
+    fn set_ref(&self, ev: &Event<B>, referenced: bool) {
         ev.referenced.set(referenced);
         self.touch(ev);
     }
-}
-
-/// `AA_E_CLOSED` for an event that is closing or closed.
-pub(crate) fn check_open(ev: &Event, what: &str) -> Result<()> {
-    if ev.closing.get() {
-        return Err(Error::new(
-            AA_E_CLOSED,
-            format!("{what}: event is closed or closing"),
-        ));
-    }
-    Ok(())
 }

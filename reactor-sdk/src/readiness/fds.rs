@@ -4,7 +4,7 @@
 //!
 //! # Invariants
 //!
-//! - **D1** A descriptor has an entry, and an epoll registration (both
+//! - **D1** A descriptor has an entry, and an backend registration (both
 //!   directions, edge-triggered, token = its number), exactly while a
 //!   request waits on it or a poll watches it: one nobody waits on is not
 //!   registered, so a number closed and reused behind the reactor's back
@@ -26,37 +26,55 @@ use std::rc::Rc;
 
 use async_abi::sdk::request::Opcode;
 use async_abi::*;
-use mio::unix::SourceFd;
-use mio::{Interest, Token};
-use reactor_sdk::error::check_flags;
-use reactor_sdk::sys::{self, HostAddr, HostBuf};
-use reactor_sdk::{Error, HostCallback, Result, Submitted};
 
-use crate::event::{Event, Kind};
-use crate::reactor::{check_open, Deferred, Reactor};
+use super::{Backend, Deferred, Event, Kind, Readiness};
+use crate::error::check_flags;
+use crate::sys::{self, HostAddr, HostBuf};
+use crate::{Error, HostCallback, Result, Submitted};
+
+/// Both directions: a descriptor's registration (D1).
+const BOTH: u32 = AA_POLL_READABLE | AA_POLL_WRITABLE;
 
 /// Every descriptor something waits on, and the requests to try first.
-#[derive(Debug, Default)]
-pub(crate) struct Fds {
-    map: HashMap<RawFd, Entry>,
-    fresh: Vec<Rc<Event>>,
+#[derive(Debug)]
+pub(super) struct Fds<B: Backend> {
+    map: HashMap<RawFd, Entry<B>>,
+    fresh: Vec<Rc<Event<B>>>,
+}
+
+impl<B: Backend> Default for Fds<B> {
+    fn default() -> Fds<B> {
+        Fds {
+            map: HashMap::new(),
+            fresh: Vec::new(),
+        }
+    }
 }
 
 /// One descriptor's waiters (D1, D2).
-#[derive(Debug, Default)]
-struct Entry {
-    readers: VecDeque<Rc<Event>>,
-    writers: VecDeque<Rc<Event>>,
-    polls: Vec<Rc<Event>>,
+#[derive(Debug)]
+struct Entry<B: Backend> {
+    readers: VecDeque<Rc<Event<B>>>,
+    writers: VecDeque<Rc<Event<B>>>,
+    polls: Vec<Rc<Event<B>>>,
     socket: bool,
 }
 
-impl Entry {
+impl<B: Backend> Entry<B> {
+    fn new(socket: bool) -> Entry<B> {
+        Entry {
+            readers: VecDeque::new(),
+            writers: VecDeque::new(),
+            polls: Vec::new(),
+            socket,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.readers.is_empty() && self.writers.is_empty() && self.polls.is_empty()
     }
 
-    fn queue(&mut self, reads: bool) -> &mut VecDeque<Rc<Event>> {
+    fn queue(&mut self, reads: bool) -> &mut VecDeque<Rc<Event<B>>> {
         if reads {
             &mut self.readers
         } else {
@@ -65,14 +83,14 @@ impl Entry {
     }
 }
 
-impl Fds {
+impl<B: Backend> Fds<B> {
     /// The requests submitted since the last call (D3).
-    pub(crate) fn take_fresh(&mut self) -> Vec<Rc<Event>> {
+    pub(super) fn take_fresh(&mut self) -> Vec<Rc<Event<B>>> {
         std::mem::take(&mut self.fresh)
     }
 
     /// Drops everything (`destroy`, with no event alive).
-    pub(crate) fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.map.clear();
         self.fresh.clear();
     }
@@ -81,18 +99,18 @@ impl Fds {
 /// A request, converted from `AaIoOp` by `ffi.rs`, which wrapped the
 /// host's buffer and address (D4).
 #[derive(Debug)]
-pub(crate) struct Req {
-    pub(crate) opcode: Opcode,
-    pub(crate) fd: RawFd,
-    pub(crate) buf: HostBuf,
+pub(super) struct Req {
+    pub(super) opcode: Opcode,
+    pub(super) fd: RawFd,
+    pub(super) buf: HostBuf,
     /// File offset, -1 for the current position or a stream.
-    pub(crate) offset: i64,
+    pub(super) offset: i64,
     /// Accept, recvfrom: where the peer's address goes.
-    pub(crate) peer: Option<HostAddr>,
+    pub(super) peer: Option<HostAddr>,
     /// Connect, sendto: the reactor's copy of the address.
-    pub(crate) target: Option<AaSockAddr>,
+    pub(super) target: Option<AaSockAddr>,
     /// `AA_IO_PEEK`.
-    pub(crate) peek: bool,
+    pub(super) peek: bool,
 }
 
 /// What one try of a request gave.
@@ -167,7 +185,7 @@ fn connect(req: &Req, connecting: &mut bool) -> Attempt {
     }
 }
 
-impl Reactor {
+impl<B: Backend> Readiness<B> {
     /// The entry of `fd`, made and registered if it has none (D1).
     fn entry(&self, fd: RawFd, what: &str) -> Result<()> {
         if self.fds.borrow().map.contains_key(&fd) {
@@ -175,52 +193,39 @@ impl Reactor {
         }
         let socket =
             sys::is_socket(fd).map_err(|e| Error::os(format_args!("{what}: fd {fd}"), &e))?;
-        self.poll
+        self.backend
             .borrow()
-            .registry()
-            .register(
-                &mut SourceFd(&fd),
-                Token(fd as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            .register(fd, fd as u64, BOTH)
             .map_err(|e| Error::os(format_args!("{what}: register fd {fd}"), &e))?;
-        let entry = Entry {
-            socket,
-            ..Entry::default()
-        };
-        self.fds.borrow_mut().map.insert(fd, entry);
+        self.fds.borrow_mut().map.insert(fd, Entry::new(socket));
         Ok(())
     }
 
     /// Drops `fd`'s entry and registration once nothing waits on it (D1).
     fn release(&self, fd: RawFd) {
         let mut fds = self.fds.borrow_mut();
-        if fds.map.get(&fd).is_some_and(Entry::is_empty) {
+        if fds.map.get(&fd).is_some_and(Entry::<B>::is_empty) {
             fds.map.remove(&fd);
-            let _ = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+            let _ = self.backend.borrow().deregister(fd);
         }
     }
 
-    /// Re-registers `fd`: epoll then reports its current readiness again.
+    /// Re-registers `fd`: the backend then reports its current readiness again.
     fn recheck(&self, fd: RawFd) {
-        let _ = self.poll.borrow().registry().reregister(
-            &mut SourceFd(&fd),
-            Token(fd as usize),
-            Interest::READABLE | Interest::WRITABLE,
-        );
+        let _ = self.backend.borrow().modify(fd, fd as u64, BOTH);
     }
 
     // -----------------------------------------------------------------
     // Polls
     // -----------------------------------------------------------------
 
-    pub(crate) fn poll_new(
+    pub(super) fn poll_new(
         &self,
         fd: RawFd,
         interest: u32,
         flags: u32,
         cb: HostCallback,
-    ) -> Result<Rc<Event>> {
+    ) -> Result<Rc<Event<B>>> {
         check_flags("poll_new", flags, AA_EVF_HIDDEN | AA_EVF_OWNS_FD)?;
         check_interest("poll_new", interest)?;
         self.entry(fd, "poll_new")?;
@@ -239,10 +244,10 @@ impl Reactor {
         Ok(ev)
     }
 
-    pub(crate) fn poll_set_interest(&self, ev: &Rc<Event>, interest: u32) -> Result<()> {
-        check_open(ev, "poll_set_interest")?;
+    pub(super) fn poll_set_interest(&self, ev: &Rc<Event<B>>, interest: u32) -> Result<()> {
+        ev.check_open("poll_set_interest")?;
         check_interest("poll_set_interest", interest)?;
-        let fd = match &mut *ev.state.borrow_mut() {
+        let fd = match &mut ev.state.borrow_mut().0 {
             Kind::Poll { dead: true, fd, .. } => {
                 return Err(Error::new(
                     AA_E_CLOSED,
@@ -268,8 +273,8 @@ impl Reactor {
 
     /// Takes a poll off its descriptor (close, dispose); one that owns its
     /// descriptor closes it (`AA_EVF_OWNS_FD`).
-    pub(crate) fn release_poll(&self, ev: &Rc<Event>) {
-        let (fd, dead) = match &mut *ev.state.borrow_mut() {
+    pub(super) fn release_poll(&self, ev: &Rc<Event<B>>) {
+        let (fd, dead) = match &mut ev.state.borrow_mut().0 {
             Kind::Poll {
                 fd, armed, dead, ..
             } => {
@@ -296,7 +301,7 @@ impl Reactor {
     // -----------------------------------------------------------------
 
     /// `io_submit` of a request whose pointers `ffi.rs` vouched for.
-    pub(crate) fn io_submit(&self, req: Req, cb: HostCallback) -> Result<Submitted<Event>> {
+    pub(super) fn io_submit(&self, req: Req, cb: HostCallback) -> Result<Submitted<Event<B>>> {
         let fd = req.fd;
         if req.opcode == Opcode::Close {
             let result = self.forget_and_close(fd)?;
@@ -330,10 +335,10 @@ impl Reactor {
 
     /// Tries each new request in submission order, if it is the front of
     /// its queue (D2, D3).
-    pub(crate) fn start_fresh(&self, fresh: Vec<Rc<Event>>) -> i32 {
+    pub(super) fn start_fresh(&self, fresh: Vec<Rc<Event<B>>>) -> i32 {
         let mut count = 0;
         for ev in fresh {
-            let (fd, queue_reads) = match &*ev.state.borrow() {
+            let (fd, queue_reads) = match &ev.state.borrow().0 {
                 Kind::Io {
                     req, pending: true, ..
                 } => (req.fd, reads(req.opcode)),
@@ -352,8 +357,8 @@ impl Reactor {
         count
     }
 
-    /// epoll reported `fd`: tries its queues, then tells its polls.
-    pub(crate) fn fd_ready(&self, fd: RawFd, bits: u32) -> i32 {
+    /// The backend reported `fd`: tries its queues, then tells its polls.
+    pub(super) fn fd_ready(&self, fd: RawFd, bits: u32) -> i32 {
         let mut count = 0;
         let (readers, writers) = match self.fds.borrow().map.get(&fd) {
             Some(entry) => (entry.readers.len(), entry.writers.len()),
@@ -370,7 +375,7 @@ impl Reactor {
             None => return count,
         };
         for ev in polls {
-            let ready = match &*ev.state.borrow() {
+            let ready = match &ev.state.borrow().0 {
                 Kind::Poll {
                     armed: true,
                     interest,
@@ -387,7 +392,8 @@ impl Reactor {
     }
 
     /// Tries at most `limit` requests from the front of one queue, calling
-    /// each one back as it completes, until one would block (R5, D2).
+    /// each one back as it completes, with no borrow held (R1), until one
+    /// would block (R4, D2).
     fn drain(&self, fd: RawFd, queue_reads: bool, limit: usize) -> i32 {
         let mut count = 0;
         for _ in 0..limit {
@@ -402,7 +408,7 @@ impl Reactor {
                     None => break,
                 }
             };
-            let outcome = match &mut *ev.state.borrow_mut() {
+            let outcome = match &mut ev.state.borrow_mut().0 {
                 Kind::Io {
                     req,
                     pending: true,
@@ -423,8 +429,8 @@ impl Reactor {
     }
 
     /// Takes a completed request off its queue (D4).
-    fn finish_request(&self, ev: &Rc<Event>, fd: RawFd, queue_reads: bool) {
-        if let Kind::Io { pending, .. } = &mut *ev.state.borrow_mut() {
+    fn finish_request(&self, ev: &Rc<Event<B>>, fd: RawFd, queue_reads: bool) {
+        if let Kind::Io { pending, .. } = &mut ev.state.borrow_mut().0 {
             *pending = false;
         }
         if let Some(entry) = self.fds.borrow_mut().map.get_mut(&fd) {
@@ -436,8 +442,8 @@ impl Reactor {
 
     /// Takes a pending request out of its queue (cancel, close, dispose);
     /// whether it was pending. An `AA_IO_CLOSE` already ran.
-    pub(crate) fn withdraw_request(&self, ev: &Rc<Event>) -> bool {
-        let (fd, queue_reads) = match &*ev.state.borrow() {
+    pub(super) fn withdraw_request(&self, ev: &Rc<Event<B>>) -> bool {
+        let (fd, queue_reads) = match &ev.state.borrow().0 {
             Kind::Io {
                 req, pending: true, ..
             } => (req.fd, reads(req.opcode)),
@@ -454,9 +460,9 @@ impl Reactor {
         let entry = self.fds.borrow_mut().map.remove(&fd);
         let known = entry.is_some();
         if let Some(entry) = entry {
-            let _ = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+            let _ = self.backend.borrow().deregister(fd);
             for ev in entry.readers.into_iter().chain(entry.writers) {
-                if let Kind::Io { pending, .. } = &mut *ev.state.borrow_mut() {
+                if let Kind::Io { pending, .. } = &mut ev.state.borrow_mut().0 {
                     *pending = false;
                 }
                 self.defer(Deferred::Notify {
@@ -467,7 +473,7 @@ impl Reactor {
                 self.touch(&ev);
             }
             for ev in entry.polls {
-                if let Kind::Poll { armed, dead, .. } = &mut *ev.state.borrow_mut() {
+                if let Kind::Poll { armed, dead, .. } = &mut ev.state.borrow_mut().0 {
                     *armed = false;
                     *dead = true;
                 }

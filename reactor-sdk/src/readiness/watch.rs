@@ -1,6 +1,6 @@
 //! Process and filesystem watches, on the kit's pidfds
-//! (`reactor_sdk::process`) and inotify instance (`reactor_sdk::inotify`,
-//! invariants FW1-FW3), each descriptor registered with epoll.
+//! (`crate::process`) and inotify instance (`crate::inotify`,
+//! invariants FW1-FW3), each descriptor registered with the backend.
 //!
 //! # Invariants
 //!
@@ -16,41 +16,39 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use async_abi::*;
-use mio::unix::SourceFd;
-use mio::{Interest, Token};
-use reactor_sdk::error::check_flags;
-use reactor_sdk::inotify::{Change, Inotify};
-use reactor_sdk::{Error, HostCallback, Result};
 
-use crate::event::{Event, Kind};
-use crate::reactor::Reactor;
+use super::{Backend, Event, Kind, Readiness, INOTIFY};
+use crate::error::check_flags;
+use crate::inotify::{Change, Inotify};
+use crate::{Error, HostCallback, Result};
 
 /// Tokens of pidfds: apart from descriptors' (their numbers) and the
-/// reactor's own.
-const PROCESS_BASE: usize = 1 << 40;
-/// The inotify descriptor's token.
-pub(crate) const INOTIFY: Token = Token(usize::MAX - 2);
+/// driver's own.
+const PROCESS_BASE: u64 = 1 << 40;
 
 /// The token of the pidfd `fd` (W1).
-pub(crate) fn process_token(fd: RawFd) -> Token {
-    Token(PROCESS_BASE | fd as usize)
+fn process_token(fd: RawFd) -> u64 {
+    PROCESS_BASE | fd as u64
 }
 
 /// Whether `token` names a pidfd, and which.
-pub(crate) fn pidfd_of(token: Token) -> Option<RawFd> {
-    (token.0 & PROCESS_BASE != 0 && token.0 < usize::MAX - 16)
-        .then_some((token.0 & !PROCESS_BASE) as RawFd)
+pub(super) fn pidfd_of(token: u64) -> Option<RawFd> {
+    (token & PROCESS_BASE != 0 && token < u64::MAX - 16).then_some((token & !PROCESS_BASE) as RawFd)
 }
 
-impl Reactor {
-    pub(crate) fn process_new(&self, pid: i32, flags: u32, cb: HostCallback) -> Result<Rc<Event>> {
+impl<B: Backend> Readiness<B> {
+    pub(super) fn process_new(
+        &self,
+        pid: i32,
+        flags: u32,
+        cb: HostCallback,
+    ) -> Result<Rc<Event<B>>> {
         check_flags("process_new", flags, AA_EVF_HIDDEN)?;
-        let pidfd = reactor_sdk::process::open_child(pid)?;
+        let pidfd = crate::process::open_child(pid)?;
         let fd = pidfd.as_raw_fd();
-        self.poll
+        self.backend
             .borrow()
-            .registry()
-            .register(&mut SourceFd(&fd), process_token(fd), Interest::READABLE)
+            .register(fd, process_token(fd), AA_POLL_READABLE)
             .map_err(|e| Error::os("process_new: register the pidfd", &e))?;
         let state = Kind::Process { pidfd: Some(pidfd) };
         let ev = self.new_event(AA_EVENT_PROCESS, flags, cb, state);
@@ -60,14 +58,14 @@ impl Reactor {
     }
 
     /// Ends a process watch (W1); whether it was active.
-    pub(crate) fn process_stop(&self, ev: &Event) -> bool {
-        let pidfd = match &mut *ev.state.borrow_mut() {
+    pub(super) fn process_stop(&self, ev: &Event<B>) -> bool {
+        let pidfd = match &mut ev.state.borrow_mut().0 {
             Kind::Process { pidfd } => pidfd.take(),
             _ => None,
         };
         let Some(pidfd) = pidfd else { return false };
         let fd = pidfd.as_raw_fd();
-        let _ = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+        let _ = self.backend.borrow().deregister(fd);
         self.processes.borrow_mut().remove(&fd);
         drop(pidfd);
         self.touch(ev);
@@ -75,25 +73,24 @@ impl Reactor {
     }
 
     /// A pidfd was readable: reaps the child and calls back (W2).
-    pub(crate) fn process_ready(&self, fd: RawFd) -> i32 {
+    pub(super) fn process_ready(&self, fd: RawFd) -> i32 {
         let Some(ev) = self.processes.borrow().get(&fd).cloned() else {
             return 0;
         };
-        let reaped = match &*ev.state.borrow() {
-            Kind::Process { pidfd: Some(pidfd) } => reactor_sdk::process::wait_exit(pidfd, true),
+        let reaped = match &ev.state.borrow().0 {
+            Kind::Process { pidfd: Some(pidfd) } => crate::process::wait_exit(pidfd, true),
             _ => return 0,
         };
         let outcome = match reaped {
             Ok(None) => {
-                let _ = self.poll.borrow().registry().reregister(
-                    &mut SourceFd(&fd),
-                    process_token(fd),
-                    Interest::READABLE,
-                );
+                let _ = self
+                    .backend
+                    .borrow()
+                    .modify(fd, process_token(fd), AA_POLL_READABLE);
                 return 0;
             }
             Ok(Some(exit)) => Ok(exit),
-            Err(e) => Err(reactor_sdk::error::neg_errno(&e)),
+            Err(e) => Err(crate::error::neg_errno(&e)),
         };
         self.process_stop(&ev);
         if !ev.deliverable() {
@@ -106,20 +103,19 @@ impl Reactor {
         1
     }
 
-    pub(crate) fn fs_watch_new(
+    pub(super) fn fs_watch_new(
         &self,
         path: &CStr,
         flags: u32,
         cb: HostCallback,
-    ) -> Result<Rc<Event>> {
+    ) -> Result<Rc<Event<B>>> {
         check_flags("fs_watch_new", flags, AA_EVF_HIDDEN)?;
         if self.inotify.borrow().is_none() {
             let inotify = Inotify::open()?;
             let fd = inotify.fd().as_raw_fd();
-            self.poll
+            self.backend
                 .borrow()
-                .registry()
-                .register(&mut SourceFd(&fd), INOTIFY, Interest::READABLE)
+                .register(fd, INOTIFY, AA_POLL_READABLE)
                 .map_err(|e| Error::os("fs_watch_new: register the inotify descriptor", &e))?;
             *self.inotify.borrow_mut() = Some(inotify);
         }
@@ -143,8 +139,8 @@ impl Reactor {
     }
 
     /// Stops a filesystem watch (FW1); whether it was active.
-    pub(crate) fn fs_watch_stop(&self, ev: &Rc<Event>) -> bool {
-        let wd = match &mut *ev.state.borrow_mut() {
+    pub(super) fn fs_watch_stop(&self, ev: &Rc<Event<B>>) -> bool {
+        let wd = match &mut ev.state.borrow_mut().0 {
             Kind::FsWatch { wd, active } if *active => {
                 *active = false;
                 *wd
@@ -160,15 +156,15 @@ impl Reactor {
 
     /// The inotify descriptor was readable: reads every record, then calls
     /// each watch back (FW2, FW3) with no borrow held.
-    pub(crate) fn inotify_ready(&self) -> i32 {
+    pub(super) fn inotify_ready(&self) -> i32 {
         let mut changes = Vec::new();
         match self.inotify.borrow().as_ref() {
             Some(inotify) => inotify.read_ready(&mut changes),
             None => return 0,
         }
         let route = |c: &Change| self.inotify.borrow_mut().as_mut().map(|i| i.route(c));
-        let mark = |ev: &Rc<Event>, ends: bool| {
-            let active = match &mut *ev.state.borrow_mut() {
+        let mark = |ev: &Rc<Event<B>>, ends: bool| {
+            let active = match &mut ev.state.borrow_mut().0 {
                 Kind::FsWatch { active, .. } if *active => {
                     *active = !ends;
                     true
@@ -178,6 +174,6 @@ impl Reactor {
             self.touch(ev);
             active
         };
-        reactor_sdk::inotify::deliver(changes, route, mark)
+        crate::inotify::deliver(changes, route, mark)
     }
 }
