@@ -181,10 +181,12 @@ macro_rules! __conformance_case_list {
             }
             trigger {
                 fire_from_another_thread_wakes_a_blocking_run_once ["R-TRIG-1"],
+                fire_wakes_run_once_while_a_far_timer_is_armed ["R-TRIG-1"],
                 fires_before_the_loop_runs_coalesce_into_one_callback ["R-TRIG-2"],
                 fire_inside_the_callback_runs_it_again_in_a_later_iteration ["R-EV-4", "R-TRIG-2"],
                 hidden_trigger_does_not_count_in_alive ["R-LOOP-7"],
                 wake_from_another_thread_interrupts_run_once ["R-LOOP-8"],
+                wake_ends_run_once_while_a_far_timer_is_armed ["R-LOOP-8"],
                 cancel_of_a_trigger_delivers_the_reason_once ["R-EV-1", "R-TRIG-3"],
                 close_of_a_trigger_gives_on_closed_and_no_more_callbacks ["R-EV-2", "R-TRIG-3"],
             }

@@ -57,6 +57,44 @@ pub fn fire_from_another_thread_wakes_a_blocking_run_once(reactor: &Reactor) {
     lp.finish();
 }
 
+/// Checks R-TRIG-1 with a far timer armed: the fire must end the wait
+/// that the timer bounds, not be taken for the timer cutting it short (a
+/// loop that re-waits until the timer's deadline would take 60 s here).
+pub fn fire_wakes_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_TRIGGER,
+        "fire_wakes_run_once_while_a_far_timer_is_armed",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let far = lp.timer("far", 60_000_000_000, 0, 0);
+    let t = lp.trigger("t", 0);
+    let fire = lp.fire_handle(t);
+    let tid = fds::gettid();
+    let start = Instant::now();
+    let thread = std::thread::spawn(move || {
+        until_blocked(tid);
+        fire.fire()
+    });
+    let mut runs = 0;
+    while lp.log().is_empty() {
+        runs += 1;
+        assert!(runs <= 3, "run_once(-1) kept returning without the trigger");
+        lp.run_once(-1);
+    }
+    assert_eq!(thread.join().expect("firing thread"), AA_OK);
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "the fire took {:?} to end the wait",
+        start.elapsed()
+    );
+    assert_eq!(lp.log(), vec![Rec::Trigger("t", 0)]);
+    lp.dispose(far);
+    lp.finish();
+}
+
 /// Checks that several fires before the loop notices give one callback, and
 /// a fire after it gives another.
 pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) {
@@ -158,6 +196,30 @@ pub fn wake_from_another_thread_interrupts_run_once(reactor: &Reactor) {
     assert_eq!(thread.join().expect("waking thread"), AA_OK);
     assert!(start.elapsed() < Duration::from_secs(8));
     assert_eq!(lp.log(), vec![]);
+    lp.finish();
+}
+
+/// Checks R-LOOP-8 with a far timer armed: `wake` ends a `run_once(-1)`
+/// that the timer bounds, with no callback.
+pub fn wake_ends_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let far = lp.timer("far", 60_000_000_000, 0, 0);
+    let wake = lp.wake_handle();
+    let tid = fds::gettid();
+    let start = Instant::now();
+    let thread = std::thread::spawn(move || {
+        until_blocked(tid);
+        wake.wake()
+    });
+    assert_eq!(lp.run_once(-1), 0);
+    assert_eq!(thread.join().expect("waking thread"), AA_OK);
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "the wake took {:?} to end the wait",
+        start.elapsed()
+    );
+    assert_eq!(lp.log(), vec![]);
+    lp.dispose(far);
     lp.finish();
 }
 
