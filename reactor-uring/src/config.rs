@@ -3,6 +3,9 @@
 //! | key | value | default |
 //! |---|---|---|
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
+//! | `uring.single_issuer` | `on`/`off`: `IORING_SETUP_SINGLE_ISSUER` (only the loop thread submits; dropped on a kernel that refuses it) | on |
+//! | `uring.defer_taskrun` | `on`/`off`: `IORING_SETUP_DEFER_TASKRUN` (completions posted only when the loop enters the ring; needs `single_issuer`; dropped on a kernel that refuses it) | on |
+//! | `uring.multishot_accept` | `on`/`off`: one multishot `ACCEPT` per listener; connections accepted ahead wait in the reactor for the next `AA_IO_ACCEPT` | on |
 //!
 //! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"),
 //! applied by the kit (`reactor_sdk::options`), the same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
@@ -21,7 +24,12 @@ const PREFIX: &str = "uring";
 
 /// Every key this reactor reads, for the message refusing an unknown one.
 /// `from_options` matches the same names (a unit test checks both agree).
-const KNOWN: &[&str] = &["uring.sq_entries"];
+const KNOWN: &[&str] = &[
+    "uring.sq_entries",
+    "uring.single_issuer",
+    "uring.defer_taskrun",
+    "uring.multishot_accept",
+];
 
 /// The largest submission queue the kernel accepts (`IORING_MAX_ENTRIES`).
 const MAX_SQ_ENTRIES: u32 = 32768;
@@ -42,6 +50,12 @@ pub(crate) struct Config {
     /// lacked their opcodes. No option sets it: the crate's own tests do, to
     /// check the refusal a host falls back on.
     pub(crate) without: u64,
+    /// `uring.single_issuer`.
+    pub(crate) single_issuer: bool,
+    /// `uring.defer_taskrun` (only with `single_issuer`).
+    pub(crate) defer_taskrun: bool,
+    /// `uring.multishot_accept`.
+    pub(crate) multishot_accept: bool,
 }
 
 impl Default for Config {
@@ -50,6 +64,9 @@ impl Default for Config {
             sq_entries: 256,
             old_kernel: false,
             without: 0,
+            single_issuer: true,
+            defer_taskrun: true,
+            multishot_accept: true,
         }
     }
 }
@@ -73,9 +90,32 @@ impl Config {
                     };
                 Ok(true)
             }
+            "single_issuer" => switch(key, value).map(|on| {
+                config.single_issuer = on;
+                true
+            }),
+            "defer_taskrun" => switch(key, value).map(|on| {
+                config.defer_taskrun = on;
+                true
+            }),
+            "multishot_accept" => switch(key, value).map(|on| {
+                config.multishot_accept = on;
+                true
+            }),
             _ => Ok(false),
         })?;
         Ok(config)
+    }
+}
+
+/// An `on`/`off` option's value.
+fn switch(key: &str, value: &str) -> Result<bool> {
+    match value.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "invalid value {value:?} for reactor option \"{key}\": expected on or off"
+        ))),
     }
 }
 
@@ -108,12 +148,12 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.foo\" (known: uring.sq_entries)"
+            "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
         let err = parse(&[("uring.", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.\" (known: uring.sq_entries)"
+            "unknown reactor option \"uring.\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
     }
 
@@ -123,13 +163,13 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
         // The usual mistake: the option's name without its prefix.
         let err = parse(&[("sq_entries", "1024")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
     }
 
@@ -139,7 +179,7 @@ mod tests {
         let err = parse(&[(".sq_entries", "8")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
     }
 
@@ -148,15 +188,42 @@ mod tests {
         let err = parse(&[("a\nb", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
         );
     }
 
     #[test]
     fn every_known_key_is_read() {
         for key in KNOWN {
-            assert!(parse(&[(*key, "1")]).is_ok(), "{key} is listed but refused");
+            let value = if *key == "uring.sq_entries" {
+                "1"
+            } else {
+                "on"
+            };
+            assert!(
+                parse(&[(*key, value)]).is_ok(),
+                "{key} is listed but refused"
+            );
         }
+    }
+
+    #[test]
+    fn switches_read_on_and_off_and_refuse_anything_else() {
+        let config = parse(&[
+            ("uring.single_issuer", "off"),
+            ("uring.defer_taskrun", "off"),
+            ("uring.multishot_accept", "off"),
+        ])
+        .unwrap();
+        assert!(!config.single_issuer && !config.defer_taskrun && !config.multishot_accept);
+        let config = parse(&[("uring.defer_taskrun", " on ")]).unwrap();
+        assert!(config.defer_taskrun);
+        let err = parse(&[("uring.multishot_accept", "yes")]).unwrap_err();
+        assert_eq!(err.status, async_abi::AA_E_INVALID);
+        assert_eq!(
+            err.message,
+            "invalid value \"yes\" for reactor option \"uring.multishot_accept\": expected on or off"
+        );
     }
 
     #[test]

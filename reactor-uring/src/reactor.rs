@@ -109,6 +109,12 @@ pub(crate) struct Reactor {
     pub(crate) multishot_poll: Cell<bool>,
     /// Reads and writes may not wait inside the kernel (`Config::old_kernel`).
     pub(crate) nowait: bool,
+    /// Accepts on sockets park on one multishot accept per listener
+    /// (`uring.multishot_accept`, where the kernel has it; ops/accept.rs).
+    pub(crate) multishot_accept: bool,
+    /// Listeners with parked accepts and connections waiting for them, for
+    /// the next iteration (ops/accept.rs).
+    pub(crate) accept_matches: RefCell<Vec<std::os::fd::RawFd>>,
     pub(crate) ops: RefCell<OpTable>,
     pub(crate) registry: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerHeap>,
@@ -137,6 +143,10 @@ impl Reactor {
             features,
             multishot_poll: Cell::new(!config.old_kernel),
             nowait: config.old_kernel,
+            multishot_accept: config.multishot_accept
+                && features.accept_multi
+                && !config.old_kernel,
+            accept_matches: RefCell::new(Vec::new()),
             ops: RefCell::new(OpTable::default()),
             registry: RefCell::new(Registry::default()),
             timers: RefCell::new(TimerHeap::default()),
@@ -150,9 +160,12 @@ impl Reactor {
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
         async_abi::plugin_debug!(
-            "reactor-uring: ring of {:?}, cancel by descriptor: {}",
+            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}",
             reactor.ring.borrow(),
-            features.cancel_fd
+            features.cancel_fd,
+            features.setup.single_issuer,
+            features.setup.defer_taskrun,
+            reactor.multishot_accept
         );
         Ok(reactor)
     }
@@ -260,10 +273,11 @@ impl Reactor {
         self.timers.borrow_mut().clear();
         self.close_signals();
         self.close_resolver();
-        let own: Vec<OpKey> = [self.wake_op.take(), self.take_inotify_op()]
+        let mut own: Vec<OpKey> = [self.wake_op.take(), self.take_inotify_op()]
             .into_iter()
             .flatten()
             .collect();
+        own.extend(self.release_listeners());
         self.drain_own_ops(&own);
         self.close_inotify();
         Ok(())
@@ -299,6 +313,7 @@ impl Reactor {
             cqes.clear();
             self.ring.borrow_mut().reap(&mut cqes);
             for cqe in &cqes {
+                self.close_if_accepted(cqe);
                 if let Some(at) = left
                     .iter()
                     .position(|k| k.user_data() == cqe.user_data && !cqe.more())
@@ -315,6 +330,21 @@ impl Reactor {
         }
     }
 
+    /// A connection a multishot accept reported while `destroy` drains it:
+    /// nobody will take it (G5).
+    fn close_if_accepted(&self, cqe: &Cqe) {
+        let Some(key) = crate::ops::OpKey::from_user_data(cqe.user_data) else {
+            return;
+        };
+        let accept = matches!(
+            self.ops.borrow().get(key).map(|op| &op.kind),
+            Some(crate::ops::OpKind::AcceptMulti)
+        );
+        if accept && cqe.result >= 0 {
+            crate::ops::sys::close_orphan(cqe.result);
+        }
+    }
+
     /// One loop iteration (see `async_abi::reactor`): returns the number of
     /// callbacks run.
     pub(crate) fn run_once(&self, timeout_ns: i64) -> Result<i32> {
@@ -328,8 +358,11 @@ impl Reactor {
         let deferred = mem::take(&mut *self.deferred.borrow_mut());
         let horizon = self.timers.borrow().horizon();
 
-        // 1-2: clock, due timers.
+        // 1-2: clock, due timers; parked accepts with connections waiting.
         let mut count = self.run_timers(self.refresh_clock(), horizon);
+        if self.has_accept_matches() {
+            count += self.run_accept_matches();
+        }
 
         // 3: one io_uring_enter that submits everything and waits, cut short
         // by the nearest timer (R7); never blocking with work (R5).

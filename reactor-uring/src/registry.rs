@@ -30,6 +30,13 @@
 //!   for it — which the kernel alone does not promise: it wakes two
 //!   `RECV`s waiting on one socket newest first.
 //!
+//! - **G5** A listener's accept queue holds either parked requests or
+//!   connections accepted ahead, never both once the loop matched them
+//!   (each `run_once` hands the oldest connection to the oldest request),
+//!   and every connection in `ready` is a descriptor the reactor owns until
+//!   a request takes it: closing the listener through the reactor, or
+//!   destroying the reactor, closes them (nothing leaks).
+//!
 //! # Access
 //!
 //! Loop thread only, through the reactor's `RefCell`; the borrow is never
@@ -56,6 +63,18 @@ pub(crate) enum Lane {
     Write = 1,
 }
 
+/// A listener's multishot accept (ops/accept.rs): the accept requests
+/// parked on it, the connections it accepted ahead of them, and its op.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptQueue {
+    /// Parked `AA_IO_ACCEPT` requests, oldest first (G5).
+    pub(crate) waiters: VecDeque<OpKey>,
+    /// Connections accepted before a request asked, oldest first (G5).
+    pub(crate) ready: VecDeque<RawFd>,
+    /// The armed multishot `ACCEPT`, if any.
+    pub(crate) multishot: Option<OpKey>,
+}
+
 /// What the reactor knows about one descriptor.
 #[derive(Debug)]
 pub(crate) struct FdEntry {
@@ -71,6 +90,8 @@ pub(crate) struct FdEntry {
     closing: bool,
     /// The held close, while ops remain (G3).
     closer: Option<OpKey>,
+    /// A listener's multishot accept state, from its first parked accept.
+    pub(crate) accept: Option<Box<AcceptQueue>>,
 }
 
 /// The descriptor table (see the module doc).
@@ -96,6 +117,7 @@ impl Registry {
                     lanes: Default::default(),
                     closing: false,
                     closer: None,
+                    accept: None,
                 },
             );
         }
@@ -138,6 +160,12 @@ impl Registry {
             return (None, None);
         };
         entry.ops.remove(&key);
+        if let Some(queue) = &mut entry.accept {
+            if queue.multishot == Some(key) {
+                queue.multishot = None;
+            }
+            queue.waiters.retain(|k| *k != key);
+        }
         let mut next = None;
         for lane in &mut entry.lanes {
             if lane.front() == Some(&key) {
@@ -187,6 +215,36 @@ impl Registry {
         if let Some(entry) = self.by_fd.get_mut(&fd) {
             entry.socket = false;
         }
+    }
+
+    /// The accept queue of `fd`, made on first use; `None` if the reactor
+    /// does not know `fd` or it is closing (G3).
+    pub(crate) fn accept_queue(&mut self, fd: RawFd) -> Option<&mut AcceptQueue> {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) if !entry.closing => {
+                Some(entry.accept.get_or_insert_with(Default::default))
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes the connections accepted ahead on `fd` (it is being closed, or
+    /// the reactor destroyed): the caller closes them (G5).
+    pub(crate) fn take_ready(&mut self, fd: RawFd) -> Vec<RawFd> {
+        match self.by_fd.get_mut(&fd).and_then(|e| e.accept.as_mut()) {
+            Some(queue) => queue.ready.drain(..).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Every descriptor with connections accepted ahead or a multishot
+    /// accept armed (for `destroy`).
+    pub(crate) fn listeners(&self) -> Vec<RawFd> {
+        self.by_fd
+            .iter()
+            .filter(|(_, e)| e.accept.is_some())
+            .map(|(fd, _)| *fd)
+            .collect()
     }
 
     /// Forgets `fd` after the reactor closed it (G1).

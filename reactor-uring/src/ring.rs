@@ -34,6 +34,15 @@
 //!   the kernel, which hands them over at the next `io_uring_enter` that
 //!   asks for events (every [`Ring::enter`] that waits, or that finds the
 //!   `IORING_SQ_CQ_OVERFLOW` flag set).
+//! - **K5** Deferred task running (`IORING_SETUP_DEFER_TASKRUN`, when the
+//!   probe kept it) posts completions only inside an `io_uring_enter` that
+//!   asks for events. The ring is then made with
+//!   `IORING_SETUP_TASKRUN_FLAG`, so the kernel raises `IORING_SQ_TASKRUN`
+//!   while such work waits, and a non-blocking [`Ring::enter`] enters (with
+//!   `GETEVENTS`) whenever the flag is up: `run_once(0)` reaps what
+//!   finished, as without the flag. Only the loop thread enters the ring
+//!   (every shim checks the thread), as `IORING_SETUP_SINGLE_ISSUER` and
+//!   deferred task running require.
 //!
 //! # Access
 //!
@@ -183,6 +192,8 @@ impl Ring {
             Wait::Poll => {
                 let mut sq = self.uring.submission();
                 sq.sync();
+                // K5: `taskrun` is deferred work the kernel posts only
+                // when asked (`submit` then adds GETEVENTS).
                 let needed = !sq.is_empty() || sq.cq_overflow() || sq.taskrun();
                 drop(sq);
                 if !needed {

@@ -319,8 +319,13 @@ impl Reactor {
             self.close_fd(fd, Rc::clone(&ev), OpKind::Request(req))
         } else {
             let buf = owned_buf(&req);
-            let hold = req.lane().map_or(Hold::No, Hold::Lane);
-            self.start_op(
+            let parked = self.parks_accept(&req);
+            let hold = if parked {
+                Hold::Parked
+            } else {
+                req.lane().map_or(Hold::No, Hold::Lane)
+            };
+            let key = self.start_op(
                 NewOp {
                     owner: Some(Rc::clone(&ev)),
                     kind: OpKind::Request(req),
@@ -332,7 +337,11 @@ impl Reactor {
                     OpKind::Request(req) => entry(req, buf),
                     _ => unreachable!("a request op"),
                 },
-            )
+            );
+            if parked {
+                self.park_accept(fd, key);
+            }
+            key
         };
         if let State::Io(io) = &mut *ev.state.borrow_mut() {
             io.op = Some(key);
