@@ -5,7 +5,8 @@
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
 //! | `uring.single_issuer` | `on`/`off`: `IORING_SETUP_SINGLE_ISSUER` (only the loop thread submits; dropped on a kernel that refuses it) | on |
 //! | `uring.defer_taskrun` | `on`/`off`: `IORING_SETUP_DEFER_TASKRUN` (completions posted only when the loop enters the ring; needs `single_issuer`; dropped on a kernel that refuses it) | on |
-//! | `uring.multishot_accept` | `on`/`off`: one multishot `ACCEPT` per listener; connections accepted ahead wait in the reactor for the next `AA_IO_ACCEPT` | on |
+//! | `uring.multishot_recv` | `on`/`off`: one multishot `RECV` per stream socket from a provided-buffer ring; received bytes wait in the reactor (at most 64 KiB per socket) for the next `AA_IO_READ` | off |
+//! | `uring.multishot_accept` | `on`/`off`: one multishot `ACCEPT` per listener; connections accepted ahead wait in the reactor for the next `AA_IO_ACCEPT` | off |
 //!
 //! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"),
 //! applied by the kit (`reactor_sdk::options`), the same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
@@ -29,6 +30,7 @@ const KNOWN: &[&str] = &[
     "uring.single_issuer",
     "uring.defer_taskrun",
     "uring.multishot_accept",
+    "uring.multishot_recv",
 ];
 
 /// The largest submission queue the kernel accepts (`IORING_MAX_ENTRIES`).
@@ -56,6 +58,8 @@ pub(crate) struct Config {
     pub(crate) defer_taskrun: bool,
     /// `uring.multishot_accept`.
     pub(crate) multishot_accept: bool,
+    /// `uring.multishot_recv`.
+    pub(crate) multishot_recv: bool,
 }
 
 impl Default for Config {
@@ -66,7 +70,8 @@ impl Default for Config {
             without: 0,
             single_issuer: true,
             defer_taskrun: true,
-            multishot_accept: true,
+            multishot_accept: false,
+            multishot_recv: false,
         }
     }
 }
@@ -100,6 +105,10 @@ impl Config {
             }),
             "multishot_accept" => switch(key, value).map(|on| {
                 config.multishot_accept = on;
+                true
+            }),
+            "multishot_recv" => switch(key, value).map(|on| {
+                config.multishot_recv = on;
                 true
             }),
             _ => Ok(false),
@@ -148,12 +157,12 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
         let err = parse(&[("uring.", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \"uring.\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -163,13 +172,13 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
         // The usual mistake: the option's name without its prefix.
         let err = parse(&[("sq_entries", "1024")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -179,7 +188,7 @@ mod tests {
         let err = parse(&[(".sq_entries", "8")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -188,7 +197,7 @@ mod tests {
         let err = parse(&[("a\nb", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept)"
+            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 

@@ -66,6 +66,9 @@ pub(crate) struct Features {
     /// Multishot `ACCEPT` (5.19; `IORING_OP_SOCKET`, of the same release,
     /// stands for it in the opcode probe).
     pub(crate) accept_multi: bool,
+    /// Multishot `RECV` with provided-buffer rings (6.0;
+    /// `IORING_OP_SEND_ZC`, of the same release, stands for it).
+    pub(crate) recv_multi: bool,
 }
 
 /// The optional setup flags of the ring: asked for by the configuration,
@@ -201,6 +204,7 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
             lacking,
             setup,
             accept_multi: probe.is_supported(opcode::Socket::CODE),
+            recv_multi: probe.is_supported(opcode::SendZc::CODE),
         },
     ))
 }

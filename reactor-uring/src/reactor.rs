@@ -103,6 +103,16 @@ pub(crate) struct Reactor {
     /// events, `run_once` re-entry, last error).
     pub(crate) core: Core,
     pub(crate) ring: RefCell<Ring>,
+    /// The provided-buffer ring of the multishot receives, from the first
+    /// one (ops/recv.rs). Declared after `ring`: freed after it.
+    pub(crate) bufs: RefCell<Option<crate::ops::recv::BufRing>>,
+    /// Reads on stream sockets park on one multishot receive per socket
+    /// (`uring.multishot_recv`, where the kernel has it; cleared if the
+    /// kernel refuses it; ops/recv.rs).
+    pub(crate) multishot_recv: Cell<bool>,
+    /// Sockets with parked reads and bytes (or an end) waiting for them,
+    /// for the next iteration (ops/recv.rs).
+    pub(crate) recv_matches: RefCell<Vec<std::os::fd::RawFd>>,
     pub(crate) features: Features,
     /// `IORING_POLL_ADD_MULTI` works (cleared the first time the kernel
     /// refuses it).
@@ -140,6 +150,11 @@ impl Reactor {
             this: this.clone(),
             core: Core::new(),
             ring: RefCell::new(ring),
+            bufs: RefCell::new(None),
+            multishot_recv: Cell::new(
+                config.multishot_recv && features.recv_multi && !config.old_kernel,
+            ),
+            recv_matches: RefCell::new(Vec::new()),
             features,
             multishot_poll: Cell::new(!config.old_kernel),
             nowait: config.old_kernel,
@@ -160,12 +175,13 @@ impl Reactor {
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
         async_abi::plugin_debug!(
-            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}",
+            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}, multishot receive: {}",
             reactor.ring.borrow(),
             features.cancel_fd,
             features.setup.single_issuer,
             features.setup.defer_taskrun,
-            reactor.multishot_accept
+            reactor.multishot_accept,
+            reactor.multishot_recv.get()
         );
         Ok(reactor)
     }
@@ -278,7 +294,9 @@ impl Reactor {
             .flatten()
             .collect();
         own.extend(self.release_listeners());
-        self.drain_own_ops(&own);
+        own.extend(self.armed_receives());
+        let drained = self.drain_own_ops(&own);
+        self.release_bufs(!drained);
         self.close_inotify();
         Ok(())
     }
@@ -289,7 +307,7 @@ impl Reactor {
     /// write them. Completions are reaped here, not dispatched, so every
     /// such read is drained in the same call. If the kernel does not
     /// answer, an op is leaked rather than freed.
-    fn drain_own_ops(&self, keys: &[OpKey]) {
+    fn drain_own_ops(&self, keys: &[OpKey]) -> bool {
         let mut left: Vec<OpKey> = keys
             .iter()
             .copied()
@@ -301,7 +319,7 @@ impl Reactor {
         let mut cqes = Vec::new();
         for _ in 0..64 {
             if left.is_empty() {
-                return;
+                return true;
             }
             let entered = self
                 .ring
@@ -328,6 +346,7 @@ impl Reactor {
                 mem::forget(op);
             }
         }
+        false
     }
 
     /// A connection a multishot accept reported while `destroy` drains it:
@@ -362,6 +381,9 @@ impl Reactor {
         let mut count = self.run_timers(self.refresh_clock(), horizon);
         if self.has_accept_matches() {
             count += self.run_accept_matches();
+        }
+        if self.has_recv_matches() {
+            count += self.run_recv_matches();
         }
 
         // 3: one io_uring_enter that submits everything and waits, cut short

@@ -37,6 +37,14 @@
 //!   a request takes it: closing the listener through the reactor, or
 //!   destroying the reactor, closes them (nothing leaks).
 //!
+//! - **G6** A stream socket's receive queue delivers, in order, the bytes
+//!   its multishot receive reported, then its end (end of stream, or the
+//!   error); a read takes bytes only when it completes, so a cancelled
+//!   read loses nothing. Reaching `RECV_LIMIT` unread bytes cancels the
+//!   multishot receive (what the kernel reported before the cancel, at
+//!   most one buffer ring's worth, is still queued), and a read that finds
+//!   the queue below the limit arms one again.
+//!
 //! # Access
 //!
 //! Loop thread only, through the reactor's `RefCell`; the borrow is never
@@ -75,11 +83,50 @@ pub(crate) struct AcceptQueue {
     pub(crate) multishot: Option<OpKey>,
 }
 
+/// A stream socket's multishot receive (ops/recv.rs): the reads parked on
+/// it, the bytes it received ahead of them, and how the stream ended.
+#[derive(Debug, Default)]
+pub(crate) struct RecvQueue {
+    /// Parked `AA_IO_READ` requests, oldest first (G6).
+    pub(crate) waiters: VecDeque<OpKey>,
+    /// Bytes received and not yet read: `data[start..]` (G6).
+    pub(crate) data: Vec<u8>,
+    /// Where the unread bytes of `data` begin.
+    pub(crate) start: usize,
+    /// End of stream (0) or the error that ended the receive (`-errno`),
+    /// delivered after the data (G6).
+    pub(crate) end: Option<i32>,
+    /// The armed multishot `RECV`, if any.
+    pub(crate) multishot: Option<OpKey>,
+}
+
+impl RecvQueue {
+    /// The unread bytes.
+    pub(crate) fn unread(&self) -> &[u8] {
+        &self.data[self.start..]
+    }
+
+    /// Marks `n` unread bytes read.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.data.len() {
+            self.data.clear();
+            self.start = 0;
+        } else if self.start > self.data.len() / 2 && self.start > 4096 {
+            self.data.drain(..self.start);
+            self.start = 0;
+        }
+    }
+}
+
 /// What the reactor knows about one descriptor.
 #[derive(Debug)]
 pub(crate) struct FdEntry {
     /// Whether it is a socket: requests use `RECV`/`SEND`.
     pub(crate) socket: bool,
+    /// Whether it is a stream socket (`SOCK_STREAM`): reads may park on a
+    /// multishot receive.
+    pub(crate) stream: bool,
     /// Identifies this entry among every entry the number ever had (G1).
     pub(crate) epoch: u64,
     /// Live ops on it (G2).
@@ -92,6 +139,9 @@ pub(crate) struct FdEntry {
     closer: Option<OpKey>,
     /// A listener's multishot accept state, from its first parked accept.
     pub(crate) accept: Option<Box<AcceptQueue>>,
+    /// A stream socket's multishot receive state, from its first parked
+    /// read.
+    pub(crate) recv: Option<Box<RecvQueue>>,
 }
 
 /// The descriptor table (see the module doc).
@@ -107,17 +157,20 @@ impl Registry {
     pub(crate) fn open(&mut self, fd: RawFd) -> io::Result<&mut FdEntry> {
         if !self.by_fd.contains_key(&fd) {
             let socket = sys::is_socket(fd)?;
+            let stream = socket && sys::is_stream(fd);
             self.epochs += 1;
             self.by_fd.insert(
                 fd,
                 FdEntry {
                     socket,
+                    stream,
                     epoch: self.epochs,
                     ops: HashSet::new(),
                     lanes: Default::default(),
                     closing: false,
                     closer: None,
                     accept: None,
+                    recv: None,
                 },
             );
         }
@@ -161,6 +214,12 @@ impl Registry {
         };
         entry.ops.remove(&key);
         if let Some(queue) = &mut entry.accept {
+            if queue.multishot == Some(key) {
+                queue.multishot = None;
+            }
+            queue.waiters.retain(|k| *k != key);
+        }
+        if let Some(queue) = &mut entry.recv {
             if queue.multishot == Some(key) {
                 queue.multishot = None;
             }
@@ -225,6 +284,36 @@ impl Registry {
                 Some(entry.accept.get_or_insert_with(Default::default))
             }
             _ => None,
+        }
+    }
+
+    /// The receive queue of `fd`, made on first use; `None` if the reactor
+    /// does not know `fd` or it is closing (G3).
+    pub(crate) fn recv_queue(&mut self, fd: RawFd) -> Option<&mut RecvQueue> {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) if !entry.closing => Some(entry.recv.get_or_insert_with(Default::default)),
+            _ => None,
+        }
+    }
+
+    /// Every multishot receive still armed (for `destroy`).
+    pub(crate) fn armed_receives(&self) -> Vec<OpKey> {
+        self.by_fd
+            .values()
+            .filter_map(|e| e.recv.as_ref().and_then(|q| q.multishot))
+            .collect()
+    }
+
+    /// Appends `key` to `fd`'s read lane (a parked read handed back to
+    /// the kernel, G4). Returns whether it is the lane's head.
+    pub(crate) fn enlane_read(&mut self, fd: RawFd, key: OpKey) -> bool {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) => {
+                let lane = &mut entry.lanes[Lane::Read as usize];
+                lane.push_back(key);
+                lane.len() == 1
+            }
+            None => true,
         }
     }
 

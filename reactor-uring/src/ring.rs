@@ -233,6 +233,37 @@ impl Ring {
         new
     }
 
+    /// Registers a provided-buffer ring of `entries` entries at `addr` as
+    /// buffer group `bgid` (Linux 5.19).
+    ///
+    /// # Safety
+    ///
+    /// `addr` must be page-aligned memory of `entries` `io_uring_buf`
+    /// entries that stays valid until [`Ring::unregister_buf_ring`] or the
+    /// ring's drop, and every buffer an entry names must stay valid while
+    /// the kernel may write it (until the completion that reports it, or
+    /// the unregistration).
+    pub(crate) unsafe fn register_buf_ring(
+        &self,
+        addr: u64,
+        entries: u16,
+        bgid: u16,
+    ) -> io::Result<()> {
+        // SAFETY: the caller's promise, as `register_buf_ring_with_flags`
+        // asks.
+        unsafe {
+            self.uring
+                .submitter()
+                .register_buf_ring_with_flags(addr, entries, bgid, 0)
+        }
+    }
+
+    /// Unregisters buffer group `bgid`: the kernel no longer takes buffers
+    /// from it.
+    pub(crate) fn unregister_buf_ring(&self, bgid: u16) -> io::Result<()> {
+        self.uring.submitter().unregister_buf_ring(bgid)
+    }
+
     /// The capacity of the completion queue.
     pub(crate) fn cq_capacity(&self) -> usize {
         self.uring.params().cq_entries() as usize

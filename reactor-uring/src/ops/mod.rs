@@ -31,8 +31,9 @@
 //!   in its descriptor's lane (registry invariant G4), or, for a descriptor
 //!   close, for every other op on the descriptor to retire (G3), so no
 //!   request can reach a closed or reused descriptor number; or it is an
-//!   accept parked on its listener's multishot accept (G5, accept.rs),
-//!   which completes it without an entry of its own.
+//!   accept parked on its listener's multishot accept (G5, accept.rs) or a
+//!   read parked on its socket's multishot receive (G6, recv.rs), which
+//!   completes it without an entry of its own.
 //! - **O5** Only a [`Life::Staged`] op's entry is handed over by the next
 //!   `io_uring_enter` (its life then becomes `Submitted`); a staged entry
 //!   whose op was cancelled, or retired, is withdrawn unsubmitted (ring
@@ -68,6 +69,7 @@ pub(crate) mod inotify;
 pub(crate) mod io;
 pub(crate) mod pidfd;
 pub(crate) mod poll;
+pub(crate) mod recv;
 pub(crate) mod sys;
 
 pub(crate) use crate::registry::Lane;
@@ -138,6 +140,8 @@ pub(crate) enum OpKind {
     InotifyRead,
     /// A listener's multishot accept (no owner; ops/accept.rs).
     AcceptMulti,
+    /// A stream socket's multishot receive (no owner; ops/recv.rs).
+    RecvMulti,
 }
 
 /// The memory an op lends the kernel, boxed so it never moves (O1).
@@ -491,6 +495,7 @@ impl Reactor {
                 OpKind::ProcessWait => 5,
                 OpKind::InotifyRead => 6,
                 OpKind::AcceptMulti => 7,
+                OpKind::RecvMulti => 8,
             },
             // Nothing else can complete: only submitted ops reach the
             // kernel (O5), and they stay until their final completion (O1).
@@ -504,6 +509,7 @@ impl Reactor {
             4 => self.complete_owned_close(key, cqe),
             5 => self.complete_process_wait(key, cqe),
             7 => self.complete_accept_multi(key, cqe),
+            8 => self.complete_recv_multi(key, cqe),
             _ => self.complete_inotify_read(key, cqe),
         }
     }

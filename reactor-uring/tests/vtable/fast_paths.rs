@@ -1,6 +1,6 @@
 //! io_uring's fast paths, each behind its option: deferred task running
-//! (`uring.defer_taskrun`) and the multishot accept
-//! (`uring.multishot_accept`).
+//! (`uring.defer_taskrun`), the multishot accept (`uring.multishot_accept`)
+//! and the multishot receive (`uring.multishot_recv`).
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -12,6 +12,11 @@ use async_abi::*;
 use crate::support::*;
 
 const LIMIT: Duration = Duration::from_secs(5);
+
+/// The multishot accept on.
+const ACCEPT: &[(&str, &str)] = &[("uring.multishot_accept", "on")];
+/// The multishot receive on.
+const RECV: &[(&str, &str)] = &[("uring.multishot_recv", "on")];
 
 fn ios(log: &[Rec]) -> usize {
     log.iter().filter(|r| matches!(r, Rec::Io(..))).count()
@@ -157,7 +162,7 @@ fn accepts_ahead_are_taken_by_later_accepts_with(options: &[(&str, &str)]) {
 
 #[test]
 fn connections_accepted_ahead_are_taken_by_later_accepts() {
-    accepts_ahead_are_taken_by_later_accepts_with(&[]);
+    accepts_ahead_are_taken_by_later_accepts_with(ACCEPT);
 }
 
 #[test]
@@ -167,7 +172,7 @@ fn one_shot_accepts_serve_many_connections_with_the_option_off() {
 
 #[test]
 fn closing_a_listener_closes_the_connections_accepted_ahead() {
-    let mut lp = crate::uring_loop!();
+    let mut lp = crate::uring_loop!(ACCEPT);
     let (lfd, port) = listener();
     let mut peer = AaSockAddr::EMPTY;
     let mut acc = AaIoOp::new(AA_IO_ACCEPT, i64::from(lfd));
@@ -210,7 +215,7 @@ fn closing_a_listener_closes_the_connections_accepted_ahead() {
 
 #[test]
 fn destroy_closes_the_connections_accepted_ahead() {
-    let mut lp = crate::uring_loop!();
+    let mut lp = crate::uring_loop!(ACCEPT);
     let (lfd, port) = listener();
     let mut acc = AaIoOp::new(AA_IO_ACCEPT, i64::from(lfd));
     let aev = lp.submit("accept", &mut acc);
@@ -231,7 +236,7 @@ fn destroy_closes_the_connections_accepted_ahead() {
 
 #[test]
 fn the_connections_accepted_ahead_are_bounded_and_none_is_lost() {
-    let mut lp = crate::uring_loop!();
+    let mut lp = crate::uring_loop!(ACCEPT);
     let (lfd, port) = listener();
     let n = 80; // above the bound of 64, below the listen backlog of 128
     let mut peers = vec![AaSockAddr::EMPTY; n];
@@ -274,7 +279,7 @@ fn the_connections_accepted_ahead_are_bounded_and_none_is_lost() {
 
 #[test]
 fn accept_on_a_socket_that_is_not_listening_reports_the_error() {
-    let mut lp = crate::uring_loop!();
+    let mut lp = crate::uring_loop!(ACCEPT);
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut acc = AaIoOp::new(AA_IO_ACCEPT, i64::from(sock.as_raw_fd()));
     let aev = lp.submit("accept", &mut acc);
@@ -286,4 +291,225 @@ fn accept_on_a_socket_that_is_not_listening_reports_the_error() {
     );
     lp.dispose(aev);
     lp.finish();
+}
+
+/// A read request with the `AA_IO_PEEK` flag.
+fn peek_op(fd: RawFd, buf: &mut [u8]) -> AaIoOp {
+    let mut op = read_op(fd, buf);
+    op.op_flags = AA_IO_PEEK;
+    op
+}
+
+#[test]
+fn bytes_received_before_a_read_wait_for_it() {
+    let mut lp = crate::uring_loop!(RECV);
+    let (a, b) = socketpair();
+    // The first read arms the socket's multishot receive.
+    let mut first = [0u8; 4];
+    let mut r1 = read_op(b, &mut first);
+    let e1 = lp.submit("first", &mut r1);
+    send_now(a, b"0123456789");
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("first", 4)]);
+    assert_eq!(&first, b"0123");
+    // The rest was received before anyone asked: a peek sees it without
+    // taking it, then reads take it in order, each from the next run_once.
+    let mut peeked = [0u8; 16];
+    let mut p = peek_op(b, &mut peeked);
+    let pe = lp.submit("peek", &mut p);
+    let mut second = [0u8; 3];
+    let mut r2 = read_op(b, &mut second);
+    let e2 = lp.submit("second", &mut r2);
+    let mut third = [0u8; 16];
+    let mut r3 = read_op(b, &mut third);
+    let e3 = lp.submit("third", &mut r3);
+    assert_eq!(lp.take_log(), [], "nothing completes inside io_submit");
+    lp.run_until(LIMIT, |log| ios(log) == 3);
+    assert_eq!(
+        lp.take_log(),
+        [
+            Rec::Io("peek", 6),
+            Rec::Io("second", 3),
+            Rec::Io("third", 3)
+        ]
+    );
+    assert_eq!(&peeked[..6], b"456789");
+    assert_eq!(&second, b"456");
+    assert_eq!(&third[..3], b"789");
+    for ev in [e1, pe, e2, e3] {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn a_cancelled_read_loses_no_bytes() {
+    let mut lp = crate::uring_loop!(RECV);
+    let (a, b) = socketpair();
+    let mut buf = [0u8; 8];
+    let mut r1 = read_op(b, &mut buf);
+    let e1 = lp.submit("first", &mut r1);
+    lp.run_once(0);
+    assert_eq!(lp.cancel(e1, AA_E_CANCELLED), AA_OK);
+    // The bytes arrive while the cancel is on its way: the multishot
+    // receive keeps them for the next read.
+    send_now(a, b"kept");
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("first", i64::from(AA_E_CANCELLED))]);
+    assert_eq!(buf, [0u8; 8], "the cancelled read's buffer is untouched");
+    settle(&lp);
+    let mut next = [0u8; 8];
+    let mut r2 = read_op(b, &mut next);
+    let e2 = lp.submit("next", &mut r2);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("next", 4)]);
+    assert_eq!(&next[..4], b"kept");
+    lp.dispose(e1);
+    lp.dispose(e2);
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn end_of_stream_and_errors_come_after_the_buffered_bytes() {
+    let mut lp = crate::uring_loop!(RECV);
+    let (a, b) = socketpair();
+    let mut first = [0u8; 2];
+    let mut r1 = read_op(b, &mut first);
+    let e1 = lp.submit("first", &mut r1);
+    send_now(a, b"abcdef");
+    close_fd(a);
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    settle(&lp);
+    let mut rest = [0u8; 16];
+    let mut r2 = read_op(b, &mut rest);
+    let e2 = lp.submit("rest", &mut r2);
+    let mut end = [0u8; 16];
+    let mut r3 = read_op(b, &mut end);
+    let e3 = lp.submit("end", &mut r3);
+    let mut again = [0u8; 16];
+    let mut r4 = read_op(b, &mut again);
+    let e4 = lp.submit("again", &mut r4);
+    lp.run_until(LIMIT, |log| ios(log) == 4);
+    assert_eq!(
+        lp.take_log(),
+        [
+            Rec::Io("first", 2),
+            Rec::Io("rest", 4),
+            Rec::Io("end", 0),
+            Rec::Io("again", 0)
+        ]
+    );
+    assert_eq!(&rest[..4], b"cdef");
+    for ev in [e1, e2, e3, e4] {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(b);
+}
+
+#[test]
+fn buffered_bytes_are_bounded_and_none_is_lost_or_reordered() {
+    let mut lp = crate::uring_loop!(RECV);
+    let (a, b) = socketpair();
+    // Room in the socket buffers for the whole stream, so the sender never
+    // blocks: what the reactor does not take waits in the kernel.
+    let total = 192 * 1024;
+    for fd in [a, b] {
+        let size: libc::c_int = 1 << 20;
+        // SAFETY: a valid int option on the test's own socket.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                if fd == a {
+                    libc::SO_SNDBUF
+                } else {
+                    libc::SO_RCVBUF
+                },
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    let data: Vec<u8> = (0..total).map(|i| (i % 251) as u8).collect();
+    let mut small = [0u8; 1];
+    let mut r = read_op(b, &mut small);
+    let e = lp.submit("first", &mut r);
+    lp.run_once(0);
+    for chunk in data.chunks(16 * 1024) {
+        send_now(a, chunk);
+    }
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    settle(&lp);
+    lp.take_log();
+    lp.dispose(e);
+    // The reactor stopped taking bytes past its bound (64 KiB, plus the
+    // reports the kernel posted before the cancel took effect): the rest is
+    // still in the kernel's socket buffer (FIONREAD counts it).
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    assert_eq!(unsafe { libc::ioctl(b, libc::FIONREAD, &mut queued) }, 0);
+    assert!(
+        queued > 0,
+        "the reactor took the whole stream ({total} bytes) without a read"
+    );
+    let mut got = vec![small[0]];
+    let mut buf = vec![0u8; 8192];
+    while got.len() < total {
+        let mut r = read_op(b, &mut buf);
+        let e = lp.submit("read", &mut r);
+        lp.run_until(LIMIT, |log| ios(log) == 1);
+        let n = match lp.take_log().as_slice() {
+            [Rec::Io("read", n)] if *n > 0 => *n as usize,
+            other => panic!("unexpected {other:?}"),
+        };
+        got.extend_from_slice(&buf[..n]);
+        lp.dispose(e);
+    }
+    assert!(got == data, "bytes lost or reordered");
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
+}
+
+#[test]
+fn closing_a_socket_ends_its_parked_reads_and_frees_its_bytes() {
+    let mut lp = crate::uring_loop!(RECV);
+    let (a, b) = socketpair();
+    let mut first = [0u8; 1];
+    let mut r1 = read_op(b, &mut first);
+    let e1 = lp.submit("first", &mut r1);
+    send_now(a, b"xyz");
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    settle(&lp);
+    let mut close = AaIoOp::new(AA_IO_CLOSE, i64::from(b));
+    let mut late = [0u8; 4];
+    let mut r2 = read_op(b, &mut late);
+    let e2 = lp.submit("late", &mut r2);
+    let c = lp.submit("close", &mut close);
+    lp.run_until(LIMIT, |log| ios(log) == 3);
+    let mut log = lp.take_log();
+    log.sort_by_key(|r| format!("{r:?}"));
+    // The parked read either took the queued bytes (matched first) or ended
+    // with the close; either way the close comes through and b is closed.
+    assert!(
+        log == [Rec::Io("close", 0), Rec::Io("first", 1), Rec::Io("late", 2)]
+            || log
+                == [
+                    Rec::Io("close", 0),
+                    Rec::Io("first", 1),
+                    Rec::Io("late", -i64::from(libc::ECANCELED))
+                ],
+        "{log:?}"
+    );
+    assert!(peer_sees_eof(a));
+    for ev in [e1, e2, c] {
+        lp.dispose(ev);
+    }
+    lp.finish();
+    close_fd(a);
 }
