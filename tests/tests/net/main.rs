@@ -11,3 +11,4 @@ mod udp;
 mod async_fd;
 mod dns;
 mod unix;
+mod uring_fast_paths;
