@@ -170,6 +170,7 @@ const UNAVAILABLE: &str = "io_uring unavailable: ";
 pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)> {
     let (uring, setup) = build(config)?;
     let mut ring = Ring::new(uring);
+    ring.set_defer_taskrun(setup.defer_taskrun);
     let params = ring.params();
     if !params.is_feature_nodrop() {
         return Err(lacks("IORING_FEAT_NODROP (linux 5.5)"));

@@ -40,7 +40,10 @@
 //!   `IORING_SETUP_TASKRUN_FLAG`, so the kernel raises `IORING_SQ_TASKRUN`
 //!   while such work waits, and a non-blocking [`Ring::enter`] enters (with
 //!   `GETEVENTS`) whenever the flag is up: `run_once(0)` reaps what
-//!   finished, as without the flag. Only the loop thread enters the ring
+//!   finished, as without the flag; and every non-blocking enter asks for
+//!   events too, so what a submission causes at once (a cancel ending a
+//!   request) is posted in that same call, in the order it would be
+//!   without the flag. Only the loop thread enters the ring
 //!   (every shim checks the thread), as `IORING_SETUP_SINGLE_ISSUER` and
 //!   deferred task running require.
 //!
@@ -104,6 +107,9 @@ pub(crate) struct Ring {
     uring: IoUring,
     staged: VecDeque<squeue::Entry>,
     dropped: u32,
+    /// The ring defers task running (K5): a non-blocking enter asks for
+    /// events too.
+    defer_taskrun: bool,
 }
 
 impl std::fmt::Debug for Ring {
@@ -123,7 +129,14 @@ impl Ring {
             uring,
             staged: VecDeque::new(),
             dropped: 0,
+            defer_taskrun: false,
         }
+    }
+
+    /// Records that the ring was made with `IORING_SETUP_DEFER_TASKRUN`
+    /// (K5).
+    pub(crate) fn set_defer_taskrun(&mut self, on: bool) {
+        self.defer_taskrun = on;
     }
 
     /// The kernel's parameters of this ring.
@@ -199,7 +212,24 @@ impl Ring {
                 if !needed {
                     return Ok(());
                 }
-                self.uring.submit()
+                if self.defer_taskrun {
+                    // K5: the work this very submission causes (a cancel
+                    // that ends a request, a request that completes at
+                    // once) is posted in the same call, as without the
+                    // flag, so completions keep their order.
+                    let len = self.uring.submission().len() as u32;
+                    // SAFETY: no argument pointer; `len` is the number of
+                    // entries in the submission queue, all handed over
+                    // under K1.
+                    unsafe {
+                        self.uring.submitter().enter::<libc::sigset_t>(
+                            len, 0, 1, // IORING_ENTER_GETEVENTS
+                            None,
+                        )
+                    }
+                } else {
+                    self.uring.submit()
+                }
             }
             Wait::Forever => self.uring.submit_and_wait(1),
             Wait::For(timeout) => {
