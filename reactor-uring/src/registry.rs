@@ -3,7 +3,8 @@
 //!
 //! # What this module owns
 //!
-//! [`Registry`]: a map from descriptor number to [`FdEntry`]: whether the
+//! [`Registry`]: a table indexed by descriptor number (a vector: no
+//! hashing on the path of every request) of [`FdEntry`]: whether the
 //! descriptor is a socket (detected once, with `fstat`), the keys of the
 //! live ops on it (requests and watches), its two request lanes, and the
 //! held close waiting for the ops, if the descriptor is being closed
@@ -55,7 +56,7 @@
 //! Entries hold only keys and numbers: dropping the registry frees nothing
 //! else and closes no descriptor (AA-R6).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -130,7 +131,7 @@ pub(crate) struct FdEntry {
     /// Identifies this entry among every entry the number ever had (G1).
     pub(crate) epoch: u64,
     /// Live ops on it (G2).
-    ops: HashSet<OpKey>,
+    ops: Vec<OpKey>,
     /// Stream requests in submission order, by [`Lane`] (G4).
     lanes: [VecDeque<OpKey>; 2],
     /// Being closed through the reactor: no new op is accepted (G3).
@@ -144,10 +145,62 @@ pub(crate) struct FdEntry {
     pub(crate) recv: Option<Box<RecvQueue>>,
 }
 
+/// Entries by descriptor number: a vector indexed by the number (the
+/// kernel hands out the lowest free one, so it stays dense), with no
+/// hashing on the path of every request.
+#[derive(Debug, Default)]
+struct FdTable {
+    slots: Vec<Option<Box<FdEntry>>>,
+}
+
+impl FdTable {
+    fn slot(fd: RawFd) -> Option<usize> {
+        usize::try_from(fd).ok()
+    }
+
+    fn get(&self, fd: &RawFd) -> Option<&FdEntry> {
+        self.slots.get(Self::slot(*fd)?)?.as_deref()
+    }
+
+    fn get_mut(&mut self, fd: &RawFd) -> Option<&mut FdEntry> {
+        self.slots.get_mut(Self::slot(*fd)?)?.as_deref_mut()
+    }
+
+    fn contains_key(&self, fd: &RawFd) -> bool {
+        self.get(fd).is_some()
+    }
+
+    /// Stores `entry` for `fd`, which is not negative (`Registry::open`).
+    fn insert(&mut self, fd: RawFd, entry: FdEntry) {
+        let Some(i) = Self::slot(fd) else { return };
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(Box::new(entry));
+    }
+
+    fn remove(&mut self, fd: &RawFd) {
+        if let Some(slot) = Self::slot(*fd).and_then(|i| self.slots.get_mut(i)) {
+            *slot = None;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (RawFd, &FdEntry)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i as RawFd, e.as_deref()?)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &FdEntry> {
+        self.slots.iter().filter_map(|e| e.as_deref())
+    }
+}
+
 /// The descriptor table (see the module doc).
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    by_fd: HashMap<RawFd, FdEntry>,
+    by_fd: FdTable,
     epochs: u64,
 }
 
@@ -155,6 +208,9 @@ impl Registry {
     /// The entry of `fd`, made (after `fstat`) if needed. `EBADF` for a
     /// descriptor that is not open, or that is being closed (G3).
     pub(crate) fn open(&mut self, fd: RawFd) -> io::Result<&mut FdEntry> {
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         if !self.by_fd.contains_key(&fd) {
             let socket = sys::is_socket(fd)?;
             let stream = socket && sys::is_stream(fd);
@@ -165,7 +221,7 @@ impl Registry {
                     socket,
                     stream,
                     epoch: self.epochs,
-                    ops: HashSet::new(),
+                    ops: Vec::new(),
                     lanes: Default::default(),
                     closing: false,
                     closer: None,
@@ -194,7 +250,7 @@ impl Registry {
         let Some(entry) = self.by_fd.get_mut(&fd) else {
             return true;
         };
-        entry.ops.insert(key);
+        entry.ops.push(key);
         match lane {
             Some(lane) => {
                 let lane = &mut entry.lanes[lane as usize];
@@ -212,7 +268,9 @@ impl Registry {
         let Some(entry) = self.by_fd.get_mut(&fd) else {
             return (None, None);
         };
-        entry.ops.remove(&key);
+        if let Some(at) = entry.ops.iter().position(|k| *k == key) {
+            entry.ops.swap_remove(at);
+        }
         if let Some(queue) = &mut entry.accept {
             if queue.multishot == Some(key) {
                 queue.multishot = None;
@@ -332,7 +390,7 @@ impl Registry {
         self.by_fd
             .iter()
             .filter(|(_, e)| e.accept.is_some())
-            .map(|(fd, _)| *fd)
+            .map(|(fd, _)| fd)
             .collect()
     }
 
