@@ -308,7 +308,7 @@ impl Registry {
         match self.by_fd.get_mut(&fd) {
             Some(entry) => {
                 entry.closing = true;
-                entry.ops.iter().copied().collect()
+                entry.ops.to_vec()
             }
             None => Vec::new(),
         }
