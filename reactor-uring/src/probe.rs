@@ -215,11 +215,11 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
 /// not know): `DEFER_TASKRUN` (6.1) first, then `SINGLE_ISSUER` (6.0). A
 /// refusal of the plain ring is the caller's error.
 fn build(config: &Config) -> Result<(IoUring, Setup)> {
-    let mut setup = Setup {
+    let wanted = Setup {
         single_issuer: config.single_issuer,
         defer_taskrun: config.single_issuer && config.defer_taskrun,
     };
-    loop {
+    negotiate(wanted, |setup| {
         let mut builder = IoUring::builder();
         builder.dontfork();
         if setup.single_issuer {
@@ -231,8 +231,23 @@ fn build(config: &Config) -> Result<(IoUring, Setup)> {
             // it (ring invariant K5).
             builder.setup_defer_taskrun().setup_taskrun_flag();
         }
-        match builder.build(config.sq_entries) {
-            Ok(uring) => return Ok((uring, setup)),
+        builder.build(config.sq_entries)
+    })
+    .map_err(|e| setup_refused(&e, disabled_sysctl()))
+}
+
+/// Calls `make` with `wanted`, then, while it fails with `EINVAL` (a kernel
+/// that does not know a flag), without deferred task running, then without
+/// a single issuer; any other failure, or `EINVAL` for the plain ring, is
+/// returned.
+fn negotiate<T>(
+    wanted: Setup,
+    mut make: impl FnMut(Setup) -> io::Result<T>,
+) -> io::Result<(T, Setup)> {
+    let mut setup = wanted;
+    loop {
+        match make(setup) {
+            Ok(made) => return Ok((made, setup)),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && setup.defer_taskrun => {
                 async_abi::plugin_debug!(
                     "reactor-uring: the kernel refused IORING_SETUP_DEFER_TASKRUN (linux 6.1): {e}; without it"
@@ -245,7 +260,7 @@ fn build(config: &Config) -> Result<(IoUring, Setup)> {
                 );
                 setup.single_issuer = false;
             }
-            Err(e) => return Err(setup_refused(&e, disabled_sysctl())),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -312,6 +327,54 @@ mod tests {
         let (caps, lacking) = optional_caps(all, AA_CAP_IO_FILE, |_| true);
         assert_eq!(caps, all & !AA_CAP_IO_FILE);
         assert_eq!(lacking[1], Some("IORING_OP_OPENAT (linux 5.6)"));
+    }
+
+    #[test]
+    fn setup_flags_the_kernel_refuses_are_dropped_one_at_a_time() {
+        let both = Setup {
+            single_issuer: true,
+            defer_taskrun: true,
+        };
+        let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+        // A 6.0 kernel: no deferred task running.
+        let mut tried = Vec::new();
+        let made = negotiate(both, |s| {
+            tried.push(s);
+            if s.defer_taskrun {
+                Err(einval())
+            } else {
+                Ok(())
+            }
+        });
+        let kept = Setup {
+            single_issuer: true,
+            defer_taskrun: false,
+        };
+        assert_eq!(made.unwrap().1, kept);
+        assert_eq!(tried, [both, kept]);
+        // A 5.x kernel: neither.
+        let made = negotiate(both, |s| {
+            if s.defer_taskrun || s.single_issuer {
+                Err(einval())
+            } else {
+                Ok(())
+            }
+        });
+        let none = Setup {
+            single_issuer: false,
+            defer_taskrun: false,
+        };
+        assert_eq!(made.unwrap().1, none);
+        // EINVAL for the plain ring, and any other error, are the caller's.
+        let err = negotiate(none, |_| Err::<(), _>(einval())).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+        let mut calls = 0;
+        let err = negotiate(both, |_| {
+            calls += 1;
+            Err::<(), _>(io::Error::from_raw_os_error(libc::EPERM))
+        })
+        .unwrap_err();
+        assert_eq!((err.raw_os_error(), calls), (Some(libc::EPERM), 1));
     }
 
     #[test]
