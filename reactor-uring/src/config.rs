@@ -3,6 +3,10 @@
 //! | key | value | default |
 //! |---|---|---|
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
+//! | `uring.single_issuer` | `on`/`off`: `IORING_SETUP_SINGLE_ISSUER` (only the loop thread submits; dropped on a kernel that refuses it) | off |
+//! | `uring.defer_taskrun` | `on`/`off`: `IORING_SETUP_DEFER_TASKRUN` (completions posted only when the loop enters the ring; needs `single_issuer`; dropped on a kernel that refuses it) | off |
+//! | `uring.multishot_recv` | `on`/`off`: one multishot `RECV` per stream socket from a provided-buffer ring; received bytes wait in the reactor (at most 64 KiB per socket) for the next `AA_IO_READ` | off |
+//! | `uring.multishot_accept` | `on`/`off`: one multishot `ACCEPT` per listener; connections accepted ahead wait in the reactor for the next `AA_IO_ACCEPT` | off |
 //!
 //! The key rules are the ABI's (docs/abi/reactor-guide.md, "Options"),
 //! applied by the kit (`reactor_sdk::options`), the same in reactor-mio: a key is `uring.<option>`; an unknown `uring.` key
@@ -13,6 +17,14 @@
 //! then mio. An unprefixed key is refused rather than ignored because no
 //! reactor would ever read it: accepting it silently hid mistakes such as
 //! `sq_entries=1024`.
+//!
+//! The four fast paths are off by default: none paid on the echo benchmark
+//! (server CPU per request within 1% with the setup flags, worse with the
+//! multishot receive; the multishot accept is not on its path), and the two
+//! multishot ones hold descriptors in the kernel and data or connections in
+//! the reactor between requests, which a host that also reads a socket
+//! directly (readiness reads, `peek`, `into_std`) would not see. See
+//! reactor-uring/README.md, "Fast paths".
 
 use crate::error::{Error, Result};
 
@@ -21,7 +33,13 @@ const PREFIX: &str = "uring";
 
 /// Every key this reactor reads, for the message refusing an unknown one.
 /// `from_options` matches the same names (a unit test checks both agree).
-const KNOWN: &[&str] = &["uring.sq_entries"];
+const KNOWN: &[&str] = &[
+    "uring.sq_entries",
+    "uring.single_issuer",
+    "uring.defer_taskrun",
+    "uring.multishot_accept",
+    "uring.multishot_recv",
+];
 
 /// The largest submission queue the kernel accepts (`IORING_MAX_ENTRIES`).
 const MAX_SQ_ENTRIES: u32 = 32768;
@@ -42,6 +60,14 @@ pub(crate) struct Config {
     /// lacked their opcodes. No option sets it: the crate's own tests do, to
     /// check the refusal a host falls back on.
     pub(crate) without: u64,
+    /// `uring.single_issuer`.
+    pub(crate) single_issuer: bool,
+    /// `uring.defer_taskrun` (only with `single_issuer`).
+    pub(crate) defer_taskrun: bool,
+    /// `uring.multishot_accept`.
+    pub(crate) multishot_accept: bool,
+    /// `uring.multishot_recv`.
+    pub(crate) multishot_recv: bool,
 }
 
 impl Default for Config {
@@ -50,6 +76,10 @@ impl Default for Config {
             sq_entries: 256,
             old_kernel: false,
             without: 0,
+            single_issuer: false,
+            defer_taskrun: false,
+            multishot_accept: false,
+            multishot_recv: false,
         }
     }
 }
@@ -73,9 +103,36 @@ impl Config {
                     };
                 Ok(true)
             }
+            "single_issuer" => switch(key, value).map(|on| {
+                config.single_issuer = on;
+                true
+            }),
+            "defer_taskrun" => switch(key, value).map(|on| {
+                config.defer_taskrun = on;
+                true
+            }),
+            "multishot_accept" => switch(key, value).map(|on| {
+                config.multishot_accept = on;
+                true
+            }),
+            "multishot_recv" => switch(key, value).map(|on| {
+                config.multishot_recv = on;
+                true
+            }),
             _ => Ok(false),
         })?;
         Ok(config)
+    }
+}
+
+/// An `on`/`off` option's value.
+fn switch(key: &str, value: &str) -> Result<bool> {
+    match value.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "invalid value {value:?} for reactor option \"{key}\": expected on or off"
+        ))),
     }
 }
 
@@ -108,12 +165,12 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.foo\" (known: uring.sq_entries)"
+            "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
         let err = parse(&[("uring.", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"uring.\" (known: uring.sq_entries)"
+            "unknown reactor option \"uring.\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -123,13 +180,13 @@ mod tests {
         assert_eq!(err.status, async_abi::AA_E_INVALID);
         assert_eq!(
             err.message,
-            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
         // The usual mistake: the option's name without its prefix.
         let err = parse(&[("sq_entries", "1024")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -139,7 +196,7 @@ mod tests {
         let err = parse(&[(".sq_entries", "8")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \".sq_entries\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
@@ -148,15 +205,42 @@ mod tests {
         let err = parse(&[("a\nb", "1")]).unwrap_err();
         assert_eq!(
             err.message,
-            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries)"
+            "unknown reactor option \"a\\nb\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
         );
     }
 
     #[test]
     fn every_known_key_is_read() {
         for key in KNOWN {
-            assert!(parse(&[(*key, "1")]).is_ok(), "{key} is listed but refused");
+            let value = if *key == "uring.sq_entries" {
+                "1"
+            } else {
+                "on"
+            };
+            assert!(
+                parse(&[(*key, value)]).is_ok(),
+                "{key} is listed but refused"
+            );
         }
+    }
+
+    #[test]
+    fn switches_read_on_and_off_and_refuse_anything_else() {
+        let config = parse(&[
+            ("uring.single_issuer", "off"),
+            ("uring.defer_taskrun", "off"),
+            ("uring.multishot_accept", "off"),
+        ])
+        .unwrap();
+        assert!(!config.single_issuer && !config.defer_taskrun && !config.multishot_accept);
+        let config = parse(&[("uring.defer_taskrun", " on ")]).unwrap();
+        assert!(config.defer_taskrun);
+        let err = parse(&[("uring.multishot_accept", "yes")]).unwrap_err();
+        assert_eq!(err.status, async_abi::AA_E_INVALID);
+        assert_eq!(
+            err.message,
+            "invalid value \"yes\" for reactor option \"uring.multishot_accept\": expected on or off"
+        );
     }
 
     #[test]

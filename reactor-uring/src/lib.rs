@@ -40,7 +40,8 @@
 //! - `probe`: what `create` checks of the kernel;
 //! - `ops/`: ring operations and their typed lifecycle (`mod`), requests
 //!   (`io`), watches (`poll`), eventfd reads (`eventfd`), async cancels
-//!   (`cancel`), pidfd waits (`pidfd`), the inotify read (`inotify`), and
+//!   (`cancel`), pidfd waits (`pidfd`), the inotify read (`inotify`), the
+//!   multishot accept (`accept`) and receive (`recv`) fast paths, and
 //!   the few plain system calls (`sys`; the process-wide signal handler
 //!   with its table of reactor ports and `getaddrinfo` come from
 //!   `async_abi::sdk::{signal, dns}`, shared with reactor-mio);

@@ -22,6 +22,12 @@
 //! (5.19; else one cancel per op) and multishot `POLL_ADD` (5.13; else
 //! one-shot polls re-armed, detected at the first watch).
 //!
+//! Setup flags asked for by the options (`uring.single_issuer`,
+//! `uring.defer_taskrun`), dropped with a debug line when the kernel
+//! refuses them with `EINVAL`: `IORING_SETUP_DEFER_TASKRUN` with
+//! `IORING_SETUP_TASKRUN_FLAG` (6.1), then `IORING_SETUP_SINGLE_ISSUER`
+//! (6.0). The reactor's debug line at `create` says which the ring has.
+//!
 //! Optional (ABI 1.1): each capability below is in the instance's
 //! capabilities (`instance_caps`) only if the kernel has every opcode it
 //! needs; without one, `io_submit` answers `AA_E_UNSUPPORTED` naming it, and
@@ -55,6 +61,27 @@ pub(crate) struct Features {
     /// The first opcode the kernel lacks, for each optional capability it
     /// cleared: `io_submit`'s refusal names it.
     lacking: [Option<&'static str>; 3],
+    /// The setup flags the ring was made with.
+    pub(crate) setup: Setup,
+    /// Multishot `ACCEPT` (5.19; `IORING_OP_SOCKET`, of the same release,
+    /// stands for it in the opcode probe).
+    pub(crate) accept_multi: bool,
+    /// Multishot `RECV` with provided-buffer rings (6.0;
+    /// `IORING_OP_SEND_ZC`, of the same release, stands for it).
+    pub(crate) recv_multi: bool,
+}
+
+/// The optional setup flags of the ring: asked for by the configuration,
+/// kept if the kernel accepted them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Setup {
+    /// `IORING_SETUP_SINGLE_ISSUER` (6.0): only the loop thread submits,
+    /// which every shim already checks.
+    pub(crate) single_issuer: bool,
+    /// `IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG` (6.1):
+    /// completions are posted only when the loop enters the ring asking for
+    /// events.
+    pub(crate) defer_taskrun: bool,
 }
 
 impl Features {
@@ -141,11 +168,9 @@ const UNAVAILABLE: &str = "io_uring unavailable: ";
 /// Makes the ring and checks the kernel (see the module doc). `probe_fd` is
 /// a descriptor with nothing in flight, for the cancel-by-descriptor probe.
 pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)> {
-    let uring = IoUring::builder()
-        .dontfork()
-        .build(config.sq_entries)
-        .map_err(|e| setup_refused(&e, disabled_sysctl()))?;
+    let (uring, setup) = build(config)?;
     let mut ring = Ring::new(uring);
+    ring.set_defer_taskrun(setup.defer_taskrun);
     let params = ring.params();
     if !params.is_feature_nodrop() {
         return Err(lacks("IORING_FEAT_NODROP (linux 5.5)"));
@@ -178,8 +203,66 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
             cancel_fd,
             caps,
             lacking,
+            setup,
+            accept_multi: probe.is_supported(opcode::Socket::CODE),
+            recv_multi: probe.is_supported(opcode::SendZc::CODE),
         },
     ))
+}
+
+/// Makes the ring with the setup flags `config` asks for, dropping them one
+/// step at a time while the kernel refuses them with `EINVAL` (flags it does
+/// not know): `DEFER_TASKRUN` (6.1) first, then `SINGLE_ISSUER` (6.0). A
+/// refusal of the plain ring is the caller's error.
+fn build(config: &Config) -> Result<(IoUring, Setup)> {
+    let wanted = Setup {
+        single_issuer: config.single_issuer,
+        defer_taskrun: config.single_issuer && config.defer_taskrun,
+    };
+    negotiate(wanted, |setup| {
+        let mut builder = IoUring::builder();
+        builder.dontfork();
+        if setup.single_issuer {
+            builder.setup_single_issuer();
+        }
+        if setup.defer_taskrun {
+            // The flag tells a non-blocking enter that deferred work is
+            // waiting (`IORING_SQ_TASKRUN`), so `run_once(0)` still reaps
+            // it (ring invariant K5).
+            builder.setup_defer_taskrun().setup_taskrun_flag();
+        }
+        builder.build(config.sq_entries)
+    })
+    .map_err(|e| setup_refused(&e, disabled_sysctl()))
+}
+
+/// Calls `make` with `wanted`, then, while it fails with `EINVAL` (a kernel
+/// that does not know a flag), without deferred task running, then without
+/// a single issuer; any other failure, or `EINVAL` for the plain ring, is
+/// returned.
+fn negotiate<T>(
+    wanted: Setup,
+    mut make: impl FnMut(Setup) -> io::Result<T>,
+) -> io::Result<(T, Setup)> {
+    let mut setup = wanted;
+    loop {
+        match make(setup) {
+            Ok(made) => return Ok((made, setup)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && setup.defer_taskrun => {
+                async_abi::plugin_debug!(
+                    "reactor-uring: the kernel refused IORING_SETUP_DEFER_TASKRUN (linux 6.1): {e}; without it"
+                );
+                setup.defer_taskrun = false;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && setup.single_issuer => {
+                async_abi::plugin_debug!(
+                    "reactor-uring: the kernel refused IORING_SETUP_SINGLE_ISSUER (linux 6.0): {e}; without it"
+                );
+                setup.single_issuer = false;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A kernel without `what`.
@@ -244,6 +327,54 @@ mod tests {
         let (caps, lacking) = optional_caps(all, AA_CAP_IO_FILE, |_| true);
         assert_eq!(caps, all & !AA_CAP_IO_FILE);
         assert_eq!(lacking[1], Some("IORING_OP_OPENAT (linux 5.6)"));
+    }
+
+    #[test]
+    fn setup_flags_the_kernel_refuses_are_dropped_one_at_a_time() {
+        let both = Setup {
+            single_issuer: true,
+            defer_taskrun: true,
+        };
+        let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+        // A 6.0 kernel: no deferred task running.
+        let mut tried = Vec::new();
+        let made = negotiate(both, |s| {
+            tried.push(s);
+            if s.defer_taskrun {
+                Err(einval())
+            } else {
+                Ok(())
+            }
+        });
+        let kept = Setup {
+            single_issuer: true,
+            defer_taskrun: false,
+        };
+        assert_eq!(made.unwrap().1, kept);
+        assert_eq!(tried, [both, kept]);
+        // A 5.x kernel: neither.
+        let made = negotiate(both, |s| {
+            if s.defer_taskrun || s.single_issuer {
+                Err(einval())
+            } else {
+                Ok(())
+            }
+        });
+        let none = Setup {
+            single_issuer: false,
+            defer_taskrun: false,
+        };
+        assert_eq!(made.unwrap().1, none);
+        // EINVAL for the plain ring, and any other error, are the caller's.
+        let err = negotiate(none, |_| Err::<(), _>(einval())).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+        let mut calls = 0;
+        let err = negotiate(both, |_| {
+            calls += 1;
+            Err::<(), _>(io::Error::from_raw_os_error(libc::EPERM))
+        })
+        .unwrap_err();
+        assert_eq!((err.raw_os_error(), calls), (Some(libc::EPERM), 1));
     }
 
     #[test]

@@ -103,12 +103,28 @@ pub(crate) struct Reactor {
     /// events, `run_once` re-entry, last error).
     pub(crate) core: Core,
     pub(crate) ring: RefCell<Ring>,
+    /// The provided-buffer ring of the multishot receives, from the first
+    /// one (ops/recv.rs). Declared after `ring`: freed after it.
+    pub(crate) bufs: RefCell<Option<crate::ops::recv::BufRing>>,
+    /// Reads on stream sockets park on one multishot receive per socket
+    /// (`uring.multishot_recv`, where the kernel has it; cleared if the
+    /// kernel refuses it; ops/recv.rs).
+    pub(crate) multishot_recv: Cell<bool>,
+    /// Sockets with parked reads and bytes (or an end) waiting for them,
+    /// for the next iteration (ops/recv.rs).
+    pub(crate) recv_matches: RefCell<Vec<std::os::fd::RawFd>>,
     pub(crate) features: Features,
     /// `IORING_POLL_ADD_MULTI` works (cleared the first time the kernel
     /// refuses it).
     pub(crate) multishot_poll: Cell<bool>,
     /// Reads and writes may not wait inside the kernel (`Config::old_kernel`).
     pub(crate) nowait: bool,
+    /// Accepts on sockets park on one multishot accept per listener
+    /// (`uring.multishot_accept`, where the kernel has it; ops/accept.rs).
+    pub(crate) multishot_accept: bool,
+    /// Listeners with parked accepts and connections waiting for them, for
+    /// the next iteration (ops/accept.rs).
+    pub(crate) accept_matches: RefCell<Vec<std::os::fd::RawFd>>,
     pub(crate) ops: RefCell<OpTable>,
     pub(crate) registry: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerHeap>,
@@ -134,9 +150,18 @@ impl Reactor {
             this: this.clone(),
             core: Core::new(),
             ring: RefCell::new(ring),
+            bufs: RefCell::new(None),
+            multishot_recv: Cell::new(
+                config.multishot_recv && features.recv_multi && !config.old_kernel,
+            ),
+            recv_matches: RefCell::new(Vec::new()),
             features,
             multishot_poll: Cell::new(!config.old_kernel),
             nowait: config.old_kernel,
+            multishot_accept: config.multishot_accept
+                && features.accept_multi
+                && !config.old_kernel,
+            accept_matches: RefCell::new(Vec::new()),
             ops: RefCell::new(OpTable::default()),
             registry: RefCell::new(Registry::default()),
             timers: RefCell::new(TimerHeap::default()),
@@ -150,9 +175,13 @@ impl Reactor {
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
         async_abi::plugin_debug!(
-            "reactor-uring: ring of {:?}, cancel by descriptor: {}",
+            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}, multishot receive: {}",
             reactor.ring.borrow(),
-            features.cancel_fd
+            features.cancel_fd,
+            features.setup.single_issuer,
+            features.setup.defer_taskrun,
+            reactor.multishot_accept,
+            reactor.multishot_recv.get()
         );
         Ok(reactor)
     }
@@ -260,11 +289,14 @@ impl Reactor {
         self.timers.borrow_mut().clear();
         self.close_signals();
         self.close_resolver();
-        let own: Vec<OpKey> = [self.wake_op.take(), self.take_inotify_op()]
+        let mut own: Vec<OpKey> = [self.wake_op.take(), self.take_inotify_op()]
             .into_iter()
             .flatten()
             .collect();
-        self.drain_own_ops(&own);
+        own.extend(self.release_listeners());
+        own.extend(self.armed_receives());
+        let drained = self.drain_own_ops(&own);
+        self.release_bufs(!drained);
         self.close_inotify();
         Ok(())
     }
@@ -275,7 +307,7 @@ impl Reactor {
     /// write them. Completions are reaped here, not dispatched, so every
     /// such read is drained in the same call. If the kernel does not
     /// answer, an op is leaked rather than freed.
-    fn drain_own_ops(&self, keys: &[OpKey]) {
+    fn drain_own_ops(&self, keys: &[OpKey]) -> bool {
         let mut left: Vec<OpKey> = keys
             .iter()
             .copied()
@@ -287,7 +319,7 @@ impl Reactor {
         let mut cqes = Vec::new();
         for _ in 0..64 {
             if left.is_empty() {
-                return;
+                return true;
             }
             let entered = self
                 .ring
@@ -299,6 +331,7 @@ impl Reactor {
             cqes.clear();
             self.ring.borrow_mut().reap(&mut cqes);
             for cqe in &cqes {
+                self.close_if_accepted(cqe);
                 if let Some(at) = left
                     .iter()
                     .position(|k| k.user_data() == cqe.user_data && !cqe.more())
@@ -312,6 +345,22 @@ impl Reactor {
                 async_abi::plugin_error!("destroy: the kernel did not release a reactor read");
                 mem::forget(op);
             }
+        }
+        false
+    }
+
+    /// A connection a multishot accept reported while `destroy` drains it:
+    /// nobody will take it (G5).
+    fn close_if_accepted(&self, cqe: &Cqe) {
+        let Some(key) = crate::ops::OpKey::from_user_data(cqe.user_data) else {
+            return;
+        };
+        let accept = matches!(
+            self.ops.borrow().get(key).map(|op| &op.kind),
+            Some(crate::ops::OpKind::AcceptMulti)
+        );
+        if accept && cqe.result >= 0 {
+            crate::ops::sys::close_orphan(cqe.result);
         }
     }
 
@@ -328,8 +377,14 @@ impl Reactor {
         let deferred = mem::take(&mut *self.deferred.borrow_mut());
         let horizon = self.timers.borrow().horizon();
 
-        // 1-2: clock, due timers.
+        // 1-2: clock, due timers; parked accepts with connections waiting.
         let mut count = self.run_timers(self.refresh_clock(), horizon);
+        if self.has_accept_matches() {
+            count += self.run_accept_matches();
+        }
+        if self.has_recv_matches() {
+            count += self.run_recv_matches();
+        }
 
         // 3: one io_uring_enter that submits everything and waits, cut short
         // by the nearest timer (R7); never blocking with work (R5).

@@ -3,7 +3,8 @@
 //!
 //! # What this module owns
 //!
-//! [`Registry`]: a map from descriptor number to [`FdEntry`]: whether the
+//! [`Registry`]: a table indexed by descriptor number (a vector: no
+//! hashing on the path of every request) of [`FdEntry`]: whether the
 //! descriptor is a socket (detected once, with `fstat`), the keys of the
 //! live ops on it (requests and watches), its two request lanes, and the
 //! held close waiting for the ops, if the descriptor is being closed
@@ -30,6 +31,21 @@
 //!   for it — which the kernel alone does not promise: it wakes two
 //!   `RECV`s waiting on one socket newest first.
 //!
+//! - **G5** A listener's accept queue holds either parked requests or
+//!   connections accepted ahead, never both once the loop matched them
+//!   (each `run_once` hands the oldest connection to the oldest request),
+//!   and every connection in `ready` is a descriptor the reactor owns until
+//!   a request takes it: closing the listener through the reactor, or
+//!   destroying the reactor, closes them (nothing leaks).
+//!
+//! - **G6** A stream socket's receive queue delivers, in order, the bytes
+//!   its multishot receive reported, then its end (end of stream, or the
+//!   error); a read takes bytes only when it completes, so a cancelled
+//!   read loses nothing. Reaching `RECV_LIMIT` unread bytes cancels the
+//!   multishot receive (what the kernel reported before the cancel, at
+//!   most one buffer ring's worth, is still queued), and a read that finds
+//!   the queue below the limit arms one again.
+//!
 //! # Access
 //!
 //! Loop thread only, through the reactor's `RefCell`; the borrow is never
@@ -40,7 +56,7 @@
 //! Entries hold only keys and numbers: dropping the registry frees nothing
 //! else and closes no descriptor (AA-R6).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -56,27 +72,135 @@ pub(crate) enum Lane {
     Write = 1,
 }
 
+/// A listener's multishot accept (ops/accept.rs): the accept requests
+/// parked on it, the connections it accepted ahead of them, and its op.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptQueue {
+    /// Parked `AA_IO_ACCEPT` requests, oldest first (G5).
+    pub(crate) waiters: VecDeque<OpKey>,
+    /// Connections accepted before a request asked, oldest first (G5).
+    pub(crate) ready: VecDeque<RawFd>,
+    /// The armed multishot `ACCEPT`, if any.
+    pub(crate) multishot: Option<OpKey>,
+}
+
+/// A stream socket's multishot receive (ops/recv.rs): the reads parked on
+/// it, the bytes it received ahead of them, and how the stream ended.
+#[derive(Debug, Default)]
+pub(crate) struct RecvQueue {
+    /// Parked `AA_IO_READ` requests, oldest first (G6).
+    pub(crate) waiters: VecDeque<OpKey>,
+    /// Bytes received and not yet read: `data[start..]` (G6).
+    pub(crate) data: Vec<u8>,
+    /// Where the unread bytes of `data` begin.
+    pub(crate) start: usize,
+    /// End of stream (0) or the error that ended the receive (`-errno`),
+    /// delivered after the data (G6).
+    pub(crate) end: Option<i32>,
+    /// The armed multishot `RECV`, if any.
+    pub(crate) multishot: Option<OpKey>,
+}
+
+impl RecvQueue {
+    /// The unread bytes.
+    pub(crate) fn unread(&self) -> &[u8] {
+        &self.data[self.start..]
+    }
+
+    /// Marks `n` unread bytes read.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.data.len() {
+            self.data.clear();
+            self.start = 0;
+        } else if self.start > self.data.len() / 2 && self.start > 4096 {
+            self.data.drain(..self.start);
+            self.start = 0;
+        }
+    }
+}
+
 /// What the reactor knows about one descriptor.
 #[derive(Debug)]
 pub(crate) struct FdEntry {
     /// Whether it is a socket: requests use `RECV`/`SEND`.
     pub(crate) socket: bool,
+    /// Whether it is a stream socket (`SOCK_STREAM`): reads may park on a
+    /// multishot receive.
+    pub(crate) stream: bool,
     /// Identifies this entry among every entry the number ever had (G1).
     pub(crate) epoch: u64,
     /// Live ops on it (G2).
-    ops: HashSet<OpKey>,
+    ops: Vec<OpKey>,
     /// Stream requests in submission order, by [`Lane`] (G4).
     lanes: [VecDeque<OpKey>; 2],
     /// Being closed through the reactor: no new op is accepted (G3).
     closing: bool,
     /// The held close, while ops remain (G3).
     closer: Option<OpKey>,
+    /// A listener's multishot accept state, from its first parked accept.
+    pub(crate) accept: Option<Box<AcceptQueue>>,
+    /// A stream socket's multishot receive state, from its first parked
+    /// read.
+    pub(crate) recv: Option<Box<RecvQueue>>,
+}
+
+/// Entries by descriptor number: a vector indexed by the number (the
+/// kernel hands out the lowest free one, so it stays dense), with no
+/// hashing on the path of every request.
+#[derive(Debug, Default)]
+struct FdTable {
+    slots: Vec<Option<Box<FdEntry>>>,
+}
+
+impl FdTable {
+    fn slot(fd: RawFd) -> Option<usize> {
+        usize::try_from(fd).ok()
+    }
+
+    fn get(&self, fd: &RawFd) -> Option<&FdEntry> {
+        self.slots.get(Self::slot(*fd)?)?.as_deref()
+    }
+
+    fn get_mut(&mut self, fd: &RawFd) -> Option<&mut FdEntry> {
+        self.slots.get_mut(Self::slot(*fd)?)?.as_deref_mut()
+    }
+
+    fn contains_key(&self, fd: &RawFd) -> bool {
+        self.get(fd).is_some()
+    }
+
+    /// Stores `entry` for `fd`, which is not negative (`Registry::open`).
+    fn insert(&mut self, fd: RawFd, entry: FdEntry) {
+        let Some(i) = Self::slot(fd) else { return };
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(Box::new(entry));
+    }
+
+    fn remove(&mut self, fd: &RawFd) {
+        if let Some(slot) = Self::slot(*fd).and_then(|i| self.slots.get_mut(i)) {
+            *slot = None;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (RawFd, &FdEntry)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i as RawFd, e.as_deref()?)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &FdEntry> {
+        self.slots.iter().filter_map(|e| e.as_deref())
+    }
 }
 
 /// The descriptor table (see the module doc).
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    by_fd: HashMap<RawFd, FdEntry>,
+    by_fd: FdTable,
     epochs: u64,
 }
 
@@ -84,18 +208,25 @@ impl Registry {
     /// The entry of `fd`, made (after `fstat`) if needed. `EBADF` for a
     /// descriptor that is not open, or that is being closed (G3).
     pub(crate) fn open(&mut self, fd: RawFd) -> io::Result<&mut FdEntry> {
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         if !self.by_fd.contains_key(&fd) {
             let socket = sys::is_socket(fd)?;
+            let stream = socket && sys::is_stream(fd);
             self.epochs += 1;
             self.by_fd.insert(
                 fd,
                 FdEntry {
                     socket,
+                    stream,
                     epoch: self.epochs,
-                    ops: HashSet::new(),
+                    ops: Vec::new(),
                     lanes: Default::default(),
                     closing: false,
                     closer: None,
+                    accept: None,
+                    recv: None,
                 },
             );
         }
@@ -119,7 +250,7 @@ impl Registry {
         let Some(entry) = self.by_fd.get_mut(&fd) else {
             return true;
         };
-        entry.ops.insert(key);
+        entry.ops.push(key);
         match lane {
             Some(lane) => {
                 let lane = &mut entry.lanes[lane as usize];
@@ -137,7 +268,21 @@ impl Registry {
         let Some(entry) = self.by_fd.get_mut(&fd) else {
             return (None, None);
         };
-        entry.ops.remove(&key);
+        if let Some(at) = entry.ops.iter().position(|k| *k == key) {
+            entry.ops.swap_remove(at);
+        }
+        if let Some(queue) = &mut entry.accept {
+            if queue.multishot == Some(key) {
+                queue.multishot = None;
+            }
+            queue.waiters.retain(|k| *k != key);
+        }
+        if let Some(queue) = &mut entry.recv {
+            if queue.multishot == Some(key) {
+                queue.multishot = None;
+            }
+            queue.waiters.retain(|k| *k != key);
+        }
         let mut next = None;
         for lane in &mut entry.lanes {
             if lane.front() == Some(&key) {
@@ -163,7 +308,7 @@ impl Registry {
         match self.by_fd.get_mut(&fd) {
             Some(entry) => {
                 entry.closing = true;
-                entry.ops.iter().copied().collect()
+                entry.ops.to_vec()
             }
             None => Vec::new(),
         }
@@ -187,6 +332,66 @@ impl Registry {
         if let Some(entry) = self.by_fd.get_mut(&fd) {
             entry.socket = false;
         }
+    }
+
+    /// The accept queue of `fd`, made on first use; `None` if the reactor
+    /// does not know `fd` or it is closing (G3).
+    pub(crate) fn accept_queue(&mut self, fd: RawFd) -> Option<&mut AcceptQueue> {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) if !entry.closing => {
+                Some(entry.accept.get_or_insert_with(Default::default))
+            }
+            _ => None,
+        }
+    }
+
+    /// The receive queue of `fd`, made on first use; `None` if the reactor
+    /// does not know `fd` or it is closing (G3).
+    pub(crate) fn recv_queue(&mut self, fd: RawFd) -> Option<&mut RecvQueue> {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) if !entry.closing => Some(entry.recv.get_or_insert_with(Default::default)),
+            _ => None,
+        }
+    }
+
+    /// Every multishot receive still armed (for `destroy`).
+    pub(crate) fn armed_receives(&self) -> Vec<OpKey> {
+        self.by_fd
+            .values()
+            .filter_map(|e| e.recv.as_ref().and_then(|q| q.multishot))
+            .collect()
+    }
+
+    /// Appends `key` to `fd`'s read lane (a parked read handed back to
+    /// the kernel, G4). Returns whether it is the lane's head.
+    pub(crate) fn enlane_read(&mut self, fd: RawFd, key: OpKey) -> bool {
+        match self.by_fd.get_mut(&fd) {
+            Some(entry) => {
+                let lane = &mut entry.lanes[Lane::Read as usize];
+                lane.push_back(key);
+                lane.len() == 1
+            }
+            None => true,
+        }
+    }
+
+    /// Takes the connections accepted ahead on `fd` (it is being closed, or
+    /// the reactor destroyed): the caller closes them (G5).
+    pub(crate) fn take_ready(&mut self, fd: RawFd) -> Vec<RawFd> {
+        match self.by_fd.get_mut(&fd).and_then(|e| e.accept.as_mut()) {
+            Some(queue) => queue.ready.drain(..).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Every descriptor with connections accepted ahead or a multishot
+    /// accept armed (for `destroy`).
+    pub(crate) fn listeners(&self) -> Vec<RawFd> {
+        self.by_fd
+            .iter()
+            .filter(|(_, e)| e.accept.is_some())
+            .map(|(fd, _)| fd)
+            .collect()
     }
 
     /// Forgets `fd` after the reactor closed it (G1).

@@ -34,6 +34,18 @@
 //!   the kernel, which hands them over at the next `io_uring_enter` that
 //!   asks for events (every [`Ring::enter`] that waits, or that finds the
 //!   `IORING_SQ_CQ_OVERFLOW` flag set).
+//! - **K5** Deferred task running (`IORING_SETUP_DEFER_TASKRUN`, when the
+//!   probe kept it) posts completions only inside an `io_uring_enter` that
+//!   asks for events. The ring is then made with
+//!   `IORING_SETUP_TASKRUN_FLAG`, so the kernel raises `IORING_SQ_TASKRUN`
+//!   while such work waits, and a non-blocking [`Ring::enter`] enters (with
+//!   `GETEVENTS`) whenever the flag is up: `run_once(0)` reaps what
+//!   finished, as without the flag; and every non-blocking enter asks for
+//!   events too, so what a submission causes at once (a cancel ending a
+//!   request) is posted in that same call, in the order it would be
+//!   without the flag. Only the loop thread enters the ring
+//!   (every shim checks the thread), as `IORING_SETUP_SINGLE_ISSUER` and
+//!   deferred task running require.
 //!
 //! # Access
 //!
@@ -95,6 +107,9 @@ pub(crate) struct Ring {
     uring: IoUring,
     staged: VecDeque<squeue::Entry>,
     dropped: u32,
+    /// The ring defers task running (K5): a non-blocking enter asks for
+    /// events too.
+    defer_taskrun: bool,
 }
 
 impl std::fmt::Debug for Ring {
@@ -114,7 +129,14 @@ impl Ring {
             uring,
             staged: VecDeque::new(),
             dropped: 0,
+            defer_taskrun: false,
         }
+    }
+
+    /// Records that the ring was made with `IORING_SETUP_DEFER_TASKRUN`
+    /// (K5).
+    pub(crate) fn set_defer_taskrun(&mut self, on: bool) {
+        self.defer_taskrun = on;
     }
 
     /// The kernel's parameters of this ring.
@@ -183,12 +205,31 @@ impl Ring {
             Wait::Poll => {
                 let mut sq = self.uring.submission();
                 sq.sync();
+                // K5: `taskrun` is deferred work the kernel posts only
+                // when asked (`submit` then adds GETEVENTS).
                 let needed = !sq.is_empty() || sq.cq_overflow() || sq.taskrun();
                 drop(sq);
                 if !needed {
                     return Ok(());
                 }
-                self.uring.submit()
+                if self.defer_taskrun {
+                    // K5: the work this very submission causes (a cancel
+                    // that ends a request, a request that completes at
+                    // once) is posted in the same call, as without the
+                    // flag, so completions keep their order.
+                    let len = self.uring.submission().len() as u32;
+                    // SAFETY: no argument pointer; `len` is the number of
+                    // entries in the submission queue, all handed over
+                    // under K1.
+                    unsafe {
+                        self.uring.submitter().enter::<libc::sigset_t>(
+                            len, 0, 1, // IORING_ENTER_GETEVENTS
+                            None,
+                        )
+                    }
+                } else {
+                    self.uring.submit()
+                }
             }
             Wait::Forever => self.uring.submit_and_wait(1),
             Wait::For(timeout) => {
@@ -220,6 +261,37 @@ impl Ring {
         let new = dropped.wrapping_sub(self.dropped);
         self.dropped = dropped;
         new
+    }
+
+    /// Registers a provided-buffer ring of `entries` entries at `addr` as
+    /// buffer group `bgid` (Linux 5.19).
+    ///
+    /// # Safety
+    ///
+    /// `addr` must be page-aligned memory of `entries` `io_uring_buf`
+    /// entries that stays valid until [`Ring::unregister_buf_ring`] or the
+    /// ring's drop, and every buffer an entry names must stay valid while
+    /// the kernel may write it (until the completion that reports it, or
+    /// the unregistration).
+    pub(crate) unsafe fn register_buf_ring(
+        &self,
+        addr: u64,
+        entries: u16,
+        bgid: u16,
+    ) -> io::Result<()> {
+        // SAFETY: the caller's promise, as `register_buf_ring_with_flags`
+        // asks.
+        unsafe {
+            self.uring
+                .submitter()
+                .register_buf_ring_with_flags(addr, entries, bgid, 0)
+        }
+    }
+
+    /// Unregisters buffer group `bgid`: the kernel no longer takes buffers
+    /// from it.
+    pub(crate) fn unregister_buf_ring(&self, bgid: u16) -> io::Result<()> {
+        self.uring.submitter().unregister_buf_ring(bgid)
     }
 
     /// The capacity of the completion queue.

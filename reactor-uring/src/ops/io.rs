@@ -292,13 +292,15 @@ impl Reactor {
         }
         req.nowait = self.nowait;
         let registered = fd >= 0;
+        let mut stream = false;
         if registered {
-            req.socket = self
+            let entry = self
                 .registry
                 .borrow_mut()
                 .open(fd)
-                .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?
-                .socket;
+                .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))
+                .map(|e| (e.socket, e.stream))?;
+            (req.socket, stream) = entry;
         }
         if req.has(async_abi::AA_IO_PEEK) && !req.socket {
             return Err(Error::invalid(format!(
@@ -319,8 +321,14 @@ impl Reactor {
             self.close_fd(fd, Rc::clone(&ev), OpKind::Request(req))
         } else {
             let buf = owned_buf(&req);
-            let hold = req.lane().map_or(Hold::No, Hold::Lane);
-            self.start_op(
+            let parked_read = self.parks_read(&req, stream);
+            let parked = self.parks_accept(&req) || parked_read;
+            let hold = if parked {
+                Hold::Parked
+            } else {
+                req.lane().map_or(Hold::No, Hold::Lane)
+            };
+            let key = self.start_op(
                 NewOp {
                     owner: Some(Rc::clone(&ev)),
                     kind: OpKind::Request(req),
@@ -332,7 +340,13 @@ impl Reactor {
                     OpKind::Request(req) => entry(req, buf),
                     _ => unreachable!("a request op"),
                 },
-            )
+            );
+            if parked_read {
+                self.park_read(fd, key);
+            } else if parked {
+                self.park_accept(fd, key);
+            }
+            key
         };
         if let State::Io(io) = &mut *ev.state.borrow_mut() {
             io.op = Some(key);

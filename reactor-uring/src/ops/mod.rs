@@ -28,9 +28,12 @@
 //!   read, a retry after `EAGAIN` or `ENOTSOCK`) only from its own final
 //!   completion, and only while its life is [`Life::Submitted`].
 //! - **O4** A [`Life::Held`] op has no entry anywhere: it waits for its turn
-//!   in its descriptor's lane (registry invariant G4) or, for a descriptor
+//!   in its descriptor's lane (registry invariant G4), or, for a descriptor
 //!   close, for every other op on the descriptor to retire (G3), so no
-//!   request can reach a closed or reused descriptor number.
+//!   request can reach a closed or reused descriptor number; or it is an
+//!   accept parked on its listener's multishot accept (G5, accept.rs) or a
+//!   read parked on its socket's multishot receive (G6, recv.rs), which
+//!   completes it without an entry of its own.
 //! - **O5** Only a [`Life::Staged`] op's entry is handed over by the next
 //!   `io_uring_enter` (its life then becomes `Submitted`); a staged entry
 //!   whose op was cancelled, or retired, is withdrawn unsubmitted (ring
@@ -57,6 +60,7 @@
 //! completion, or an op cancelled before the kernel saw it).
 //! `destroy` refuses while an op owned by an event is in the table.
 
+pub(crate) mod accept;
 pub(crate) mod cancel;
 pub(crate) mod dgram;
 pub(crate) mod eventfd;
@@ -65,6 +69,7 @@ pub(crate) mod inotify;
 pub(crate) mod io;
 pub(crate) mod pidfd;
 pub(crate) mod poll;
+pub(crate) mod recv;
 pub(crate) mod sys;
 
 pub(crate) use crate::registry::Lane;
@@ -133,6 +138,10 @@ pub(crate) enum OpKind {
     ProcessWait,
     /// The reactor's inotify read (no owner; ops/inotify.rs).
     InotifyRead,
+    /// A listener's multishot accept (no owner; ops/accept.rs).
+    AcceptMulti,
+    /// A stream socket's multishot receive (no owner; ops/recv.rs).
+    RecvMulti,
 }
 
 /// The memory an op lends the kernel, boxed so it never moves (O1).
@@ -211,6 +220,10 @@ pub(crate) enum Hold {
     Lane(Lane),
     /// When the descriptor has no other op (a descriptor close, G3).
     UntilQuiet,
+    /// Never: an accept parked on its listener's multishot accept, which
+    /// completes it in user space (ops/accept.rs) or hands it back to be
+    /// staged as a plain accept.
+    Parked,
 }
 
 /// One operation (see the module doc).
@@ -376,7 +389,7 @@ impl Reactor {
             (Some(fd), _) => self.registry.borrow_mut().add_op(fd, key, None),
             (None, _) => true,
         };
-        if now && hold != Hold::UntilQuiet {
+        if now && matches!(hold, Hold::No | Hold::Lane(_)) {
             self.repush(key);
         }
         key
@@ -481,6 +494,8 @@ impl Reactor {
                 OpKind::OwnedFdClose => 4,
                 OpKind::ProcessWait => 5,
                 OpKind::InotifyRead => 6,
+                OpKind::AcceptMulti => 7,
+                OpKind::RecvMulti => 8,
             },
             // Nothing else can complete: only submitted ops reach the
             // kernel (O5), and they stay until their final completion (O1).
@@ -493,6 +508,8 @@ impl Reactor {
             3 => self.complete_wake_read(key, cqe),
             4 => self.complete_owned_close(key, cqe),
             5 => self.complete_process_wait(key, cqe),
+            7 => self.complete_accept_multi(key, cqe),
+            8 => self.complete_recv_multi(key, cqe),
             _ => self.complete_inotify_read(key, cqe),
         }
     }
@@ -554,7 +571,11 @@ impl Reactor {
             },
             |_, _| io::close_entry(fd),
         );
-        // G3: from now on the descriptor accepts no op and its lanes stop.
+        // G3: from now on the descriptor accepts no op and its lanes stop;
+        // G5: connections a listener accepted ahead are closed.
+        for conn in self.registry.borrow_mut().take_ready(fd) {
+            sys::close_orphan(conn);
+        }
         let ops_on_fd = self.registry.borrow_mut().start_closing(fd);
         let mut in_kernel = false;
         for op_key in ops_on_fd {

@@ -70,6 +70,22 @@ pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
     Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
 }
 
+/// Whether the socket `fd` is a stream socket (`SO_TYPE`); false if the
+/// kernel cannot say.
+pub(crate) fn is_stream(fd: RawFd) -> bool {
+    let mut ty: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: Y1 for `fd`; Y2: `ty` and `len` are locals of the sizes given.
+    let r = syscall!(getsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TYPE,
+        (&mut ty as *mut libc::c_int).cast(),
+        &mut len
+    ));
+    r.is_ok() && ty == libc::SOCK_STREAM
+}
+
 /// Closes a descriptor that no one else knows: one a disposed accept
 /// produced after its event was gone. `EINTR` counts as closed (Linux
 /// releases the descriptor before it reports the interruption).

@@ -10,7 +10,7 @@ fn unknown_uring_option_is_refused_and_other_prefixes_are_ignored() {
     assert_eq!(status, AA_E_INVALID);
     assert_eq!(
         message,
-        "unknown reactor option \"uring.foo\" (known: uring.sq_entries)"
+        "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
     );
     let lp = crate::uring_loop!(&[("mio.events_capacity", "64"), ("uring.sq_entries", "8")]);
     lp.finish();
@@ -22,7 +22,7 @@ fn unprefixed_option_is_refused_with_how_to_write_it() {
     assert_eq!(status, AA_E_INVALID);
     assert_eq!(
         message,
-        "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries)"
+        "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
     );
 }
 

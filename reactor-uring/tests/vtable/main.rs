@@ -5,6 +5,7 @@
 mod support;
 
 mod create;
+mod fast_paths;
 mod io_cancel;
 mod io_socket;
 mod poll;

@@ -12,3 +12,4 @@ mod udp;
 mod async_fd;
 mod dns;
 mod unix;
+mod uring_fast_paths;
