@@ -56,6 +56,7 @@
 
 #[allow(unsafe_code)] // calls into the host (module `# Safety`)
 pub mod callback;
+#[allow(unsafe_code)] // reads the thread pointer register (`thread_mark`)
 pub mod core;
 pub mod deferred;
 pub mod dns;

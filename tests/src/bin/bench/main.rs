@@ -40,6 +40,7 @@
 //! the timed loop (the first iterations warm the stack pool), and printing.
 //! Each measurement is the median of several repetitions.
 
+mod callgrind;
 mod echo;
 mod echo_multi;
 mod fairness;
@@ -68,6 +69,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "echo",
         "TCP echo over loopback, 100 connections, 64-byte messages (server CPU per request, requests per second)",
+    ),
+    (
+        "instructions",
+        "TCP echo's user-space instructions per request in the server thread, under callgrind (needs valgrind; slow: about two minutes per server)",
     ),
     (
         "echo2",
@@ -126,6 +131,15 @@ const NOTES: &[(&str, &str)] = &[
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
          which share the two cores with the server: the server thread's CPU time per request \
          (schedstat) is the fairer comparison.",
+    ),
+    (
+        "echo instructions",
+        "Counted by callgrind in the server thread, between a 3,000- and a 12,000-request run \
+         (the median of three pairs), so setup and the kernel's work are left out. The first two \
+         rows are the same reactor statically linked and loaded as a plugin: their ratio is \
+         what dynamic loading costs. valgrind does not run io_uring programs (they hang under it), \
+         so the io_uring reactor and monoio have no row; may, measured by hand earlier at 735, \
+         has no echo server in this harness.",
     ),
     (
         "timers",
@@ -200,6 +214,9 @@ fn main() {
     // other measurements leave threads behind.
     if wanted("echo") {
         echo_all(&mut report);
+    }
+    if wanted("instructions") {
+        instructions_all(&mut report);
     }
     if wanted("echo2") {
         echo_multi_all(&mut report);
@@ -435,6 +452,36 @@ fn echo_all(report: &mut Report) {
     for (name, serve, baseline) in servers {
         let r = echo::measure(serve);
         report.add_values(s, name, vec![r.server_ns_per_req, r.rps], baseline);
+    }
+}
+
+fn instructions_all(report: &mut Report) {
+    let s = "echo instructions";
+    if !callgrind::available() {
+        eprintln!("bench: {s}: skipped: valgrind is not installed");
+        return;
+    }
+    report.scenario(s, Unit::Seconds, &["instructions/request"]);
+    let servers = [
+        (
+            "this runtime, mio reactor statically linked (the default)",
+            "embedded",
+            true,
+        ),
+        ("this runtime, mio reactor loaded as a plugin", "mio", false),
+        (
+            "this runtime, io_uring reactor loaded as a plugin",
+            "uring",
+            false,
+        ),
+        ("tokio current_thread", "tokio", false),
+        ("monoio, io_uring driver", "monoio", false),
+    ];
+    for (name, server, baseline) in servers {
+        match callgrind::per_request(server) {
+            Ok(n) => report.add_values(s, name, vec![n], baseline),
+            Err(e) => eprintln!("bench: {s}: {name}: skipped: {e}"),
+        }
     }
 }
 
