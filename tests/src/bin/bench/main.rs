@@ -469,13 +469,7 @@ fn instructions_all(report: &mut Report) {
             true,
         ),
         ("this runtime, mio reactor loaded as a plugin", "mio", false),
-        (
-            "this runtime, io_uring reactor loaded as a plugin",
-            "uring",
-            false,
-        ),
         ("tokio current_thread", "tokio", false),
-        ("monoio, io_uring driver", "monoio", false),
     ];
     for (name, server, baseline) in servers {
         match callgrind::per_request(server) {
