@@ -3,8 +3,8 @@
 //! | key | value | default |
 //! |---|---|---|
 //! | `uring.sq_entries` | submission queue entries, 1..=32768 (the kernel rounds up to a power of two; the completion queue is twice as large) | 256 |
-//! | `uring.single_issuer` | `on`/`off`: `IORING_SETUP_SINGLE_ISSUER` (only the loop thread submits; dropped on a kernel that refuses it) | off |
-//! | `uring.defer_taskrun` | `on`/`off`: `IORING_SETUP_DEFER_TASKRUN` (completions posted only when the loop enters the ring; needs `single_issuer`; dropped on a kernel that refuses it) | off |
+//! | `uring.single_issuer` | `on`/`off`: `IORING_SETUP_SINGLE_ISSUER` (only the loop thread submits; dropped on a kernel that refuses it) | on |
+//! | `uring.defer_taskrun` | `on`/`off`: `IORING_SETUP_DEFER_TASKRUN` (completions posted only when the loop enters the ring; needs `single_issuer`; dropped on a kernel that refuses it) | on |
 //! | `uring.multishot_recv` | `on`/`off`: one multishot `RECV` per stream socket from a provided-buffer ring; received bytes wait in the reactor (at most 64 KiB per socket) for the next `AA_IO_READ` | off |
 //! | `uring.multishot_accept` | `on`/`off`: one multishot `ACCEPT` per listener; connections accepted ahead wait in the reactor for the next `AA_IO_ACCEPT` | off |
 //!
@@ -18,13 +18,14 @@
 //! reactor would ever read it: accepting it silently hid mistakes such as
 //! `sq_entries=1024`.
 //!
-//! The four fast paths are off by default: none paid on the echo benchmark
-//! (server CPU per request within 1% with the setup flags, worse with the
-//! multishot receive; the multishot accept is not on its path), and the two
-//! multishot ones hold descriptors in the kernel and data or connections in
-//! the reactor between requests, which a host that also reads a socket
-//! directly (readiness reads, `peek`, `into_std`) would not see. See
-//! reactor-uring/README.md, "Fast paths".
+//! The two setup flags are on by default: with one loop they are within 2%
+//! of off, but with two loops deferred task running spares the cross-CPU
+//! task work and cuts server CPU per request by about 17% (`bench echo2`).
+//! The two multishot paths are off: the receive costs more on echo, the
+//! accept is not on its path, and both hold descriptors in the kernel and
+//! data or connections in the reactor between requests, which a host that
+//! also reads a socket directly (readiness reads, `peek`, `into_std`)
+//! would not see. See reactor-uring/README.md, "Fast paths".
 
 use crate::error::{Error, Result};
 
@@ -76,8 +77,8 @@ impl Default for Config {
             sq_entries: 256,
             old_kernel: false,
             without: 0,
-            single_issuer: false,
-            defer_taskrun: false,
+            single_issuer: true,
+            defer_taskrun: true,
             multishot_accept: false,
             multishot_recv: false,
         }
