@@ -20,7 +20,7 @@
 //!
 //! The two setup flags are on by default: with one loop they are within 2%
 //! of off, but with two loops deferred task running spares the cross-CPU
-//! task work and cuts server CPU per request by about 17% (`bench echo2`).
+//! task work and cut server CPU per request by 5 to 17% (`bench echo2`).
 //! The two multishot paths are off: the receive costs more on echo, the
 //! accept is not on its path, and both hold descriptors in the kernel and
 //! data or connections in the reactor between requests, which a host that
