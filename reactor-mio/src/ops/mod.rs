@@ -260,7 +260,10 @@ impl Reactor {
         } else {
             &mut entry.writers
         };
-        if let Some(at) = queue.iter().position(|q| Rc::ptr_eq(q, ev)) {
+        // Almost always the head (a completed request): no search, no shift.
+        if queue.front().is_some_and(|q| Rc::ptr_eq(q, ev)) {
+            queue.pop_front();
+        } else if let Some(at) = queue.iter().position(|q| Rc::ptr_eq(q, ev)) {
             queue.remove(at);
         }
     }
