@@ -33,6 +33,13 @@ fn handle(mut conn: TcpStream) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: echo_per_core [ADDR] [LOOPS]\n  an echo server on LOOPS loops (default: one per core), each with its own SO_REUSEPORT listener on ADDR (default 127.0.0.1:8080); Ctrl-C stops it");
+        std::process::exit(0);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::from_default_env())
         .with_writer(std::io::stderr)

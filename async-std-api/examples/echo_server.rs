@@ -52,6 +52,13 @@ fn handle(mut conn: TcpStream) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: echo_server [ADDR]\n  an echo server, a coroutine per connection, on ADDR (default 127.0.0.1:8080); Ctrl-C stops it");
+        std::process::exit(0);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::from_default_env())
         .with_writer(std::io::stderr)

@@ -32,6 +32,13 @@ impl<R: Read> Read for Counting<R> {
 }
 
 fn main() {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: file_copy [FROM TO]\n  copies FROM to TO through the runtime; without arguments, copies a temporary file");
+        std::process::exit(0);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(move || copy(&args)) {
         Ok(Ok(())) => {}

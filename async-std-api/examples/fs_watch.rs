@@ -16,6 +16,13 @@ use async_std_api::fs::{self, WatchEvent};
 use async_std_api::{run, signal, spawn, spawn_try, timeout};
 
 fn main() {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: fs_watch [DIR]\n  prints the changes in DIR until Ctrl-C; without DIR, a demonstration");
+        std::process::exit(0);
+    }
     let arg = std::env::args().nth(1);
     let watched = run(move || -> io::Result<()> {
         match arg {

@@ -16,6 +16,13 @@ use async_std_api::net::lookup_host;
 use async_std_api::spawn;
 
 fn main() -> ExitCode {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: resolve [HOST[:PORT]]...\n  resolves each name without blocking the loop (default: localhost)");
+        std::process::exit(0);
+    }
     let mut names: Vec<String> = std::env::args().skip(1).collect();
     if names.is_empty() {
         names.push("localhost".to_owned());

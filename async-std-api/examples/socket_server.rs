@@ -162,6 +162,13 @@ fn demo_clients(addr: std::net::SocketAddr) {
 }
 
 fn main() -> Result<(), async_std_api::Error> {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: socket_server [ADDR | --demo]\n  the RFC's scoped socket server on ADDR (default 127.0.0.1:8080) until SIGINT/SIGTERM; --demo runs a client against it and exits");
+        std::process::exit(0);
+    }
     let arg = std::env::args().nth(1);
     let demo = arg.as_deref() == Some("--demo");
     let addr = match (&arg, demo) {

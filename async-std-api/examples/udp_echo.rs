@@ -26,6 +26,13 @@ fn serve(socket: &UdpSocket) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: udp_echo [ADDR]\n  serves UDP echo on ADDR until Ctrl-C; without ADDR, a self-test of 5 round trips");
+        std::process::exit(0);
+    }
     let addr = std::env::args().nth(1);
     let result = async_std_api::run(move || {
         let bind = addr.clone().unwrap_or_else(|| "127.0.0.1:0".to_owned());
