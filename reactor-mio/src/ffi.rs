@@ -32,7 +32,6 @@ use crate::error::Result;
 use crate::event::{Event, Request};
 use crate::ops::Submitted;
 use crate::reactor::Reactor;
-use crate::sys::{HostAddr, HostBuf};
 
 reactor_sdk::export_reactor!(Reactor);
 
@@ -140,20 +139,13 @@ impl reactor_sdk::Reactor for Reactor {
         inline: bool,
         cb: HostCallback,
     ) -> Result<Submitted> {
-        let peer = if req.peer.is_null() {
-            None
-        } else {
-            // SAFETY: F5 (AA-R5): the host keeps `addr` valid until the
-            // callback; the SDK checked it non-NULL and aligned.
-            Some(unsafe { HostAddr::new(req.peer) })
-        };
+        // SAFETY: F5, this method's contract, is `lent`'s (an inline
+        // completion ends the loan when this call returns).
+        let (buf, peer) = unsafe { reactor_sdk::sys::lent(&req) };
         let req = Request {
             opcode: req.opcode,
             fd: req.fd,
-            // SAFETY: F5 (AA-R5): the host keeps `buf` valid for `len` bytes
-            // until the callback runs (or the request completes inline
-            // now); the SDK checked a non-empty buffer non-NULL.
-            buf: unsafe { HostBuf::new(req.buf, req.len) },
+            buf,
             offset: req.offset,
             peer,
             target: req.target.map(Box::new),

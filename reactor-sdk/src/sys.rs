@@ -71,6 +71,20 @@ impl HostBuf {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The buffer's address, for a kernel that runs the request later (a
+    /// completion reactor's ring entry): S2 bounds its use as the buffer's.
+    #[inline]
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The length one request hands the kernel: a ring entry moves at most
+    /// `u32::MAX` bytes (a short read or write, as the ABI allows).
+    #[inline]
+    pub fn kernel_len(&self) -> u32 {
+        u32::try_from(self.len).unwrap_or(u32::MAX)
+    }
 }
 
 /// Where a request writes a peer address (`AA_IO_ACCEPT`), host memory
@@ -92,6 +106,13 @@ impl HostAddr {
         HostAddr { ptr }
     }
 
+    /// The slot's address, for a kernel that writes it later (an accept or
+    /// a recvmsg in a ring): S2 bounds its use as the slot's.
+    #[inline]
+    pub fn as_mut_ptr(&self) -> *mut AaSockAddr {
+        self.ptr
+    }
+
     /// Writes `addr` into the host's slot.
     #[inline]
     pub fn write(&self, addr: &AaSockAddr) {
@@ -99,6 +120,25 @@ impl HostAddr {
         // has not run yet (the caller completes the request after this).
         unsafe { self.ptr.write(*addr) }
     }
+}
+
+/// The host memory a checked request lends until its callback (AA-R5):
+/// its data buffer and, for an accept or a recvfrom, its peer-address
+/// slot. Every Rust reactor wraps them the same way; this is the one place.
+///
+/// # Safety
+///
+/// `req` came from `async_abi::sdk::request::read` on an `io_submit` whose
+/// host keeps the request's memory alive and unmoved until the callback
+/// (the shim contract F5): `read` checked a non-empty buffer non-NULL (a
+/// statx's aligned and large enough) and a peer slot NULL or aligned.
+#[inline]
+pub unsafe fn lent(req: &async_abi::sdk::request::Request) -> (HostBuf, Option<HostAddr>) {
+    // SAFETY: the caller's F5 promise covers `buf` for `len` bytes.
+    let buf = unsafe { HostBuf::new(req.buf, req.len) };
+    // SAFETY: as above, for the non-NULL, aligned peer slot.
+    let peer = (!req.peer.is_null()).then(|| unsafe { HostAddr::new(req.peer) });
+    (buf, peer)
 }
 
 /// Retries `f` while it fails with `EINTR`.

@@ -13,7 +13,8 @@
 //!   field pointers, never a reference to the whole loop-thread object;
 //! - `io_submit` turns the request's borrowed pointers (its buffer and
 //!   address, and since ABI 1.1 its paths and the `AaStat` of a statx, F5)
-//!   into [`HostBuf`] and [`HostAddr`], whose promise the ops module keeps
+//!   into the kit's `HostBuf` and `HostAddr` (`reactor_sdk::sys::lent`),
+//!   whose promise the ops module keeps
 //!   inside the window AA-R5 gives (its invariant O1).
 
 use std::ffi::{CStr, CString};
@@ -33,7 +34,7 @@ pub(crate) use reactor_sdk::{ClosedCallback, HostCallback};
 use crate::config::Config;
 use crate::error::Result;
 use crate::event::{Event, State, EVENT_MAGIC};
-use crate::ops::{HostAddr, HostBuf, Request};
+use crate::ops::Request;
 use crate::reactor::Reactor;
 
 reactor_sdk::export_reactor!(Reactor);
@@ -204,21 +205,14 @@ impl reactor_sdk::Reactor for Reactor {
         _inline: bool,
         cb: HostCallback,
     ) -> Result<Submitted<Event>> {
-        let peer = if req.peer.is_null() {
-            None
-        } else {
-            // SAFETY: F5 (AA-R5): the host keeps `addr` valid and unmoved
-            // until the callback; the SDK checked it non-NULL and aligned.
-            Some(unsafe { HostAddr::new(req.peer) })
-        };
+        // SAFETY: F5, this method's contract, is `lent`'s: the host keeps
+        // the buffer and the peer slot unmoved until the callback, which
+        // runs only after the ring's final completion.
+        let (buf, peer) = unsafe { reactor_sdk::sys::lent(&req) };
         let req = Request {
             opcode: req.opcode,
             fd: req.fd,
-            // SAFETY: F5 (AA-R5): the host keeps `buf` valid for `len` bytes
-            // and unmoved until the callback runs; the SDK checked a
-            // non-empty one non-NULL (and, for a statx, aligned and large
-            // enough).
-            buf: unsafe { HostBuf::new(req.buf, req.len) },
+            buf,
             offset: req.offset,
             peer,
             target: req.target.map(Box::new),

@@ -23,7 +23,7 @@ use super::fds::Req;
 use super::{Backend, Event, Readiness};
 use crate::core::Core;
 use crate::event::Wake;
-use crate::sys::{HostAddr, HostBuf};
+
 use crate::{ClosedCallback, HostCallback, Result, Submitted};
 
 /// A backend [`crate::export_reactor!`]`(backend B)` exported: its
@@ -131,20 +131,12 @@ impl<B: Backend> crate::Reactor for Readiness<B> {
         _inline: bool,
         cb: HostCallback,
     ) -> Result<Submitted<Event<B>>> {
-        let peer = if req.peer.is_null() {
-            None
-        } else {
-            // SAFETY: F5 (AA-R5): the host keeps `addr` valid until the
-            // callback; the SDK checked it non-NULL and aligned.
-            Some(unsafe { HostAddr::new(req.peer) })
-        };
+        // SAFETY: F5, this method's contract, is `lent`'s.
+        let (buf, peer) = unsafe { crate::sys::lent(&req) };
         let req = Req {
             opcode: req.opcode,
             fd: req.fd,
-            // SAFETY: F5 (AA-R5): the host keeps `buf` valid for `len` bytes
-            // until the callback runs; the SDK checked a non-empty one
-            // non-NULL.
-            buf: unsafe { HostBuf::new(req.buf, req.len) },
+            buf,
             offset: req.offset,
             peer,
             target: req.target,

@@ -66,14 +66,14 @@ fn write_peer(peer: HostAddr, fd: RawFd) -> bool {
     // this); `storage` is 128 bytes, the length given; `fd` is a descriptor
     // the reactor owns (Y1).
     let r = unsafe {
-        let storage = std::ptr::addr_of_mut!((*peer.ptr).storage);
+        let storage = std::ptr::addr_of_mut!((*peer.as_mut_ptr()).storage);
         libc::getpeername(fd, storage.cast(), &mut len)
     };
     if r != 0 {
         return false;
     }
     // SAFETY: as above.
-    unsafe { (*peer.ptr).len = len };
+    unsafe { (*peer.as_mut_ptr()).len = len };
     true
 }
 

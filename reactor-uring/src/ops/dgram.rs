@@ -50,7 +50,7 @@ impl MsgBuf {
             // valid (empty) header.
             hdr: UnsafeCell::new(unsafe { std::mem::zeroed() }),
             iov: libc::iovec {
-                iov_base: req.buf.ptr.cast(),
+                iov_base: req.buf.as_mut_ptr().cast(),
                 iov_len: req.buf.kernel_len() as usize,
             },
             name: req.target.as_deref().copied().unwrap_or(AaSockAddr::EMPTY),
@@ -82,7 +82,7 @@ impl MsgBuf {
 
 /// The `storage` of a host address (AA-R5).
 fn storage_of(peer: HostAddr) -> *mut libc::c_void {
-    peer.ptr
+    peer.as_mut_ptr()
         .cast::<u8>()
         .wrapping_add(offset_of!(AaSockAddr, storage))
         .cast()
@@ -114,5 +114,5 @@ pub(super) fn finish(peer: HostAddr, msg: &MsgBuf) {
     // SAFETY: AA-R5: the host keeps `peer` valid and unmoved until this
     // request's callback, which has not run yet; it is aligned (checked by
     // the SDK's reader).
-    unsafe { (*peer.ptr).len = len };
+    unsafe { (*peer.as_mut_ptr()).len = len };
 }

@@ -99,7 +99,7 @@ pub(super) fn finish_statx(req: &Request, stat: &StatxBuf) {
     // SAFETY: the SDK's reader checked `buf` aligned for an `AaStat` and at
     // least its size; AA-R5: the host lends it until this request's
     // callback, which has not run yet.
-    unsafe { write_stat(req.buf.ptr, &stat_from_statx(kernel)) };
+    unsafe { write_stat(req.buf.as_mut_ptr(), &stat_from_statx(kernel)) };
 }
 
 #[cfg(test)]

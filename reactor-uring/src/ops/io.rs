@@ -15,8 +15,9 @@
 //!
 //! # Safety
 //!
-//! [`HostBuf`] and [`HostAddr`] carry host pointers; their `unsafe`
-//! constructors (called by `ffi.rs` only) carry the AA-R5 promise, and the
+//! [`HostBuf`] and [`HostAddr`] (the kit's) carry host pointers; they are
+//! made only by `reactor_sdk::sys::lent`, called by `ffi.rs`, whose
+//! `unsafe` contract carries the AA-R5 promise, and the
 //! writes into host memory outside the kernel (an accept's or a recvfrom's
 //! peer address length, a statx's `AaStat`) happen on the request's final
 //! completion, before its callback.
@@ -40,51 +41,9 @@ use crate::ring::Cqe;
 /// reader of `AaIoOp` name opcodes alike.
 pub(crate) use async_abi::sdk::request::Opcode;
 
-/// A host buffer lent to one request until its callback (AA-R5).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HostBuf {
-    pub(super) ptr: *mut u8,
-    pub(super) len: usize,
-}
-
-impl HostBuf {
-    /// Wraps the buffer of a request.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be valid for reads and writes of `len` bytes, and stay so
-    /// and unmoved, until the request's callback has run (AA-R5), or `len`
-    /// must be 0.
-    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostBuf {
-        HostBuf { ptr, len }
-    }
-
-    /// The length the kernel is given: one request moves at most
-    /// `u32::MAX` bytes (a short read or write, as the ABI allows).
-    pub(super) fn kernel_len(&self) -> u32 {
-        u32::try_from(self.len).unwrap_or(u32::MAX)
-    }
-}
-
-/// Where an accept writes the peer address: host memory lent until the
-/// request's callback (AA-R5).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HostAddr {
-    pub(super) ptr: *mut AaSockAddr,
-}
-
-impl HostAddr {
-    /// Wraps the address slot of a request.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be non-NULL, aligned and valid for reads and writes of an
-    /// [`AaSockAddr`], and stay so and unmoved, until the request's callback
-    /// has run (AA-R5).
-    pub(crate) unsafe fn new(ptr: *mut AaSockAddr) -> HostAddr {
-        HostAddr { ptr }
-    }
-}
+/// Host memory lent to one request until its callback (AA-R5): the kit's
+/// wrappers, whose `unsafe` constructors carry that promise.
+pub(crate) use reactor_sdk::sys::{HostAddr, HostBuf};
 
 /// A request, converted from `AaIoOp` by `ffi.rs`.
 #[derive(Debug)]
@@ -200,28 +159,32 @@ fn entry(req: &Request, buf: &OwnedBuf) -> squeue::Entry {
     let rw_flags = if req.nowait { libc::RWF_NOWAIT } else { 0 };
     let msg_flags = req.msg_flags();
     match req.opcode {
-        Opcode::Read if req.socket => opcode::Recv::new(fd, req.buf.ptr, req.buf.kernel_len())
-            .flags(msg_flags)
-            .build(),
-        Opcode::Read => opcode::Read::new(fd, req.buf.ptr, req.buf.kernel_len())
+        Opcode::Read if req.socket => {
+            opcode::Recv::new(fd, req.buf.as_mut_ptr(), req.buf.kernel_len())
+                .flags(msg_flags)
+                .build()
+        }
+        Opcode::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), req.buf.kernel_len())
             .offset(file_offset(req.offset))
             .rw_flags(rw_flags)
             .build(),
         Opcode::Write if req.socket => {
-            opcode::Send::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
+            opcode::Send::new(fd, req.buf.as_mut_ptr().cast_const(), req.buf.kernel_len())
                 .flags(libc::MSG_NOSIGNAL | msg_flags)
                 .build()
         }
-        Opcode::Write => opcode::Write::new(fd, req.buf.ptr.cast_const(), req.buf.kernel_len())
-            .offset(file_offset(req.offset))
-            .rw_flags(rw_flags)
-            .build(),
+        Opcode::Write => {
+            opcode::Write::new(fd, req.buf.as_mut_ptr().cast_const(), req.buf.kernel_len())
+                .offset(file_offset(req.offset))
+                .rw_flags(rw_flags)
+                .build()
+        }
         Opcode::Accept => {
             let (addr, len) = match (req.peer, buf) {
                 (Some(peer), OwnedBuf::AddrLen(len)) => (
                     // The peer address is written straight into the host's
                     // storage (AA-R5); its length into the op's box (O1).
-                    peer.ptr
+                    peer.as_mut_ptr()
                         .cast::<u8>()
                         .wrapping_add(std::mem::offset_of!(AaSockAddr, storage)),
                     &**len as *const libc::socklen_t as *mut libc::socklen_t,
@@ -261,7 +224,7 @@ fn finish(req: &Request, buf: &OwnedBuf, result: i32) -> i64 {
             // SAFETY: AA-R5: the host keeps `peer` valid and unmoved until
             // this request's callback, which has not run yet (it runs after
             // this function returns); `ptr` is aligned (checked by ffi.rs).
-            unsafe { (*peer.ptr).len = **len };
+            unsafe { (*peer.as_mut_ptr()).len = **len };
         }
         (Opcode::RecvFrom, Some(peer), OwnedBuf::Msg(msg)) => dgram::finish(peer, msg),
         (Opcode::Statx, _, OwnedBuf::Statx(stat)) => file::finish_statx(req, stat),

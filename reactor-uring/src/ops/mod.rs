@@ -73,7 +73,7 @@ pub(crate) mod recv;
 pub(crate) mod sys;
 
 pub(crate) use crate::registry::Lane;
-pub(crate) use io::{HostAddr, HostBuf, Request};
+pub(crate) use io::{HostAddr, Request};
 
 use std::cell::Cell;
 use std::os::fd::RawFd;

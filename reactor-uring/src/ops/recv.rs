@@ -205,12 +205,12 @@ fn multishot_entry(fd: RawFd) -> squeue::Entry {
 
 /// Copies `src` into the host buffer of `req` (at most its length).
 fn copy_to_host(req: &Request, src: &[u8]) -> usize {
-    let n = src.len().min(req.buf.len);
+    let n = src.len().min(req.buf.len());
     if n > 0 {
         // SAFETY: AA-R5: the host lent `len` bytes at `ptr` until the
         // request's callback, which runs right after; `n` <= `len`; the
         // reactor's queue never overlaps host memory.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), req.buf.ptr, n) };
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), req.buf.as_mut_ptr(), n) };
     }
     n
 }
@@ -239,7 +239,7 @@ impl Reactor {
             !queue.unread().is_empty() || queue.end.is_some()
         };
         let empty = matches!(self.ops.borrow().get(key).map(|op| &op.kind),
-            Some(OpKind::Request(req)) if req.buf.len == 0);
+            Some(OpKind::Request(req)) if req.buf.is_empty());
         if ready || empty {
             self.recv_matches.borrow_mut().push(fd);
         } else {
@@ -391,7 +391,7 @@ impl Reactor {
                     continue;
                 };
                 let peek = req.has(async_abi::AA_IO_PEEK);
-                if req.buf.len == 0 {
+                if req.buf.is_empty() {
                     Some((waiter, 0))
                 } else if !queue.unread().is_empty() {
                     let n = copy_to_host(req, queue.unread());
