@@ -29,47 +29,33 @@ fn until_blocked(tid: i32) {
 /// Checks that `trigger_fire` from another thread wakes a `run_once(-1)`
 /// blocked in the OS and that the callback runs exactly once.
 pub fn fire_from_another_thread_wakes_a_blocking_run_once(reactor: &Reactor) {
-    if super::skip_without(
+    fire_wakes_a_blocking_run_once(
         reactor,
-        AA_CAP_TRIGGER,
         "fire_from_another_thread_wakes_a_blocking_run_once",
-    ) {
-        return;
-    }
-    let lp = Loop::new(reactor);
-    let t = lp.trigger("t", 0);
-    let fire = lp.fire_handle(t);
-    let tid = fds::gettid();
-    let start = Instant::now();
-    let thread = std::thread::spawn(move || {
-        until_blocked(tid);
-        fire.fire()
-    });
-    let mut runs = 0;
-    while lp.log().is_empty() {
-        runs += 1;
-        assert!(runs <= 3, "run_once(-1) kept returning without the trigger");
-        lp.run_once(-1);
-    }
-    assert_eq!(thread.join().expect("firing thread"), AA_OK);
-    assert!(start.elapsed() < Duration::from_secs(8));
-    assert_eq!(lp.log(), vec![Rec::Trigger("t", 0)]);
-    lp.finish();
+        false,
+    );
 }
 
 /// Checks R-TRIG-1 with a far timer armed: the fire must end the wait
 /// that the timer bounds, not be taken for the timer cutting it short (a
 /// loop that re-waits until the timer's deadline would take 60 s here).
 pub fn fire_wakes_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
-    if super::skip_without(
+    fire_wakes_a_blocking_run_once(
         reactor,
-        AA_CAP_TRIGGER,
         "fire_wakes_run_once_while_a_far_timer_is_armed",
-    ) {
+        true,
+    );
+}
+
+/// A fire from another thread, once the loop thread blocks in
+/// `run_once(-1)` (with a timer due in 60 s armed if `far_timer`), runs the
+/// trigger's callback once and ends the wait promptly.
+fn fire_wakes_a_blocking_run_once(reactor: &Reactor, case: &str, far_timer: bool) {
+    if super::skip_without(reactor, AA_CAP_TRIGGER, case) {
         return;
     }
     let lp = Loop::new(reactor);
-    let far = lp.timer("far", 60_000_000_000, 0, 0);
+    let far = far_timer.then(|| lp.timer("far", 60_000_000_000, 0, 0));
     let t = lp.trigger("t", 0);
     let fire = lp.fire_handle(t);
     let tid = fds::gettid();
@@ -91,7 +77,9 @@ pub fn fire_wakes_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
         start.elapsed()
     );
     assert_eq!(lp.log(), vec![Rec::Trigger("t", 0)]);
-    lp.dispose(far);
+    if let Some(far) = far {
+        lp.dispose(far);
+    }
     lp.finish();
 }
 
@@ -184,26 +172,21 @@ pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
 /// Checks that `wake` from another thread makes a blocked `run_once(-1)`
 /// return with no callback.
 pub fn wake_from_another_thread_interrupts_run_once(reactor: &Reactor) {
-    let lp = Loop::new(reactor);
-    let wake = lp.wake_handle();
-    let tid = fds::gettid();
-    let start = Instant::now();
-    let thread = std::thread::spawn(move || {
-        until_blocked(tid);
-        wake.wake()
-    });
-    assert_eq!(lp.run_once(-1), 0);
-    assert_eq!(thread.join().expect("waking thread"), AA_OK);
-    assert!(start.elapsed() < Duration::from_secs(8));
-    assert_eq!(lp.log(), vec![]);
-    lp.finish();
+    wake_ends_a_blocking_run_once(reactor, false);
 }
 
 /// Checks R-LOOP-8 with a far timer armed: `wake` ends a `run_once(-1)`
 /// that the timer bounds, with no callback.
 pub fn wake_ends_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
+    wake_ends_a_blocking_run_once(reactor, true);
+}
+
+/// A `wake` from another thread, once the loop thread blocks in
+/// `run_once(-1)` (with a timer due in 60 s armed if `far_timer`), ends the
+/// wait promptly and runs nothing.
+fn wake_ends_a_blocking_run_once(reactor: &Reactor, far_timer: bool) {
     let lp = Loop::new(reactor);
-    let far = lp.timer("far", 60_000_000_000, 0, 0);
+    let far = far_timer.then(|| lp.timer("far", 60_000_000_000, 0, 0));
     let wake = lp.wake_handle();
     let tid = fds::gettid();
     let start = Instant::now();
@@ -219,7 +202,9 @@ pub fn wake_ends_run_once_while_a_far_timer_is_armed(reactor: &Reactor) {
         start.elapsed()
     );
     assert_eq!(lp.log(), vec![]);
-    lp.dispose(far);
+    if let Some(far) = far {
+        lp.dispose(far);
+    }
     lp.finish();
 }
 
