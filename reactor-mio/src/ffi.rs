@@ -148,8 +148,8 @@ impl reactor_sdk::Reactor for Reactor {
             buf,
             offset: req.offset,
             peer,
-            target: req.target.map(Box::new),
             peek: req.has(AA_IO_PEEK),
+            target: req.target,
         };
         Reactor::io_submit(self, req, inline, cb)
     }

@@ -131,6 +131,8 @@ pub(crate) struct Reactor {
     next_trigger: Cell<u64>,
     deferred: RefCell<VecDeque<Deferred>>,
     dirty: RefCell<Vec<Key>>,
+    /// What the last wait reported, kept so an iteration allocates nothing.
+    ready: RefCell<Vec<(Token, u32)>>,
     /// Signal watches, from the first `signal_new`.
     pub(crate) signals: RefCell<Option<Signals>>,
     /// Active process watches by their pidfd's token.
@@ -179,6 +181,7 @@ impl Reactor {
             next_trigger: Cell::new(1),
             deferred: RefCell::new(VecDeque::new()),
             dirty: RefCell::new(Vec::new()),
+            ready: RefCell::new(Vec::new()),
             signals: RefCell::new(None),
             processes: RefCell::new(HashMap::new()),
             next_process: Cell::new(1),
@@ -313,7 +316,8 @@ impl Reactor {
 
         // 3: wait, cut short by the nearest timer; never block with work (R5).
         let has_work = count > 0 || !deferred.is_empty() || !dirty.is_empty();
-        let mut ready = Vec::new();
+        // Taken out of its cell while callbacks run (R1), put back after.
+        let mut ready = mem::take(&mut *self.ready.borrow_mut());
         loop {
             let (timeout, timer_bound) = self.wait_timeout(timeout_ns, has_work);
             self.wait(timeout, &mut ready)?;
@@ -328,6 +332,7 @@ impl Reactor {
 
         // 4: complete what the OS reported, and what did not need to wait.
         count += self.complete_ready(&ready);
+        *self.ready.borrow_mut() = ready;
         for key in dirty {
             count += self.drain(key, true);
             count += self.drain(key, false);
@@ -439,17 +444,30 @@ impl Reactor {
                 continue;
             }
             let key = Key(token.0);
-            self.registry.borrow_mut().note_ready(
-                key,
-                bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0,
-                bits & (AA_POLL_WRITABLE | AA_POLL_ERROR) != 0,
-                bits & AA_POLL_HUP != 0,
-            );
-            if bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0 {
+            let readable = bits & (AA_POLL_READABLE | AA_POLL_ERROR) != 0;
+            let writable = bits & (AA_POLL_WRITABLE | AA_POLL_ERROR) != 0;
+            // One look at the entry decides what to drain: an edge usually
+            // reports both directions, while only one has a request waiting.
+            let (readers, writers, polls) = {
+                let mut registry = self.registry.borrow_mut();
+                let Some(entry) = registry.get_mut(key) else {
+                    continue;
+                };
+                entry.note_ready(readable, writable, bits & AA_POLL_HUP != 0);
+                (
+                    readable && !entry.readers.is_empty(),
+                    writable && !entry.writers.is_empty(),
+                    !entry.polls.is_empty(),
+                )
+            };
+            if readers {
                 count += self.drain(key, true);
             }
-            if bits & (AA_POLL_WRITABLE | AA_POLL_ERROR) != 0 {
+            if writers {
                 count += self.drain(key, false);
+            }
+            if !polls {
+                continue;
             }
             count += self.notify_polls(key, bits);
         }

@@ -113,6 +113,69 @@ pub(crate) struct FdEntry {
     pub(crate) polls: Vec<Rc<Event>>,
 }
 
+impl FdEntry {
+    /// Records what an attempt in one direction says about readiness (G6):
+    /// `got` is `None` for `EAGAIN`, else the bytes transferred.
+    pub(crate) fn note_attempt(&mut self, reads: bool, asked: usize, got: Option<i64>) {
+        let drained = match got {
+            // Would block: certainly not ready.
+            None => true,
+            // Short on a stream socket: the kernel had no more to give.
+            Some(n) => self.stream && n > 0 && (n as usize) < asked,
+        };
+        if drained {
+            if reads {
+                self.read_hint = self.read_closed;
+            } else {
+                self.write_hint = false;
+            }
+        }
+    }
+
+    /// A readiness report for the descriptor (G6).
+    pub(crate) fn note_ready(&mut self, readable: bool, writable: bool, read_closed: bool) {
+        self.read_closed |= read_closed;
+        self.read_hint |= readable || read_closed;
+        self.write_hint |= writable;
+    }
+
+    /// Registers this entry's descriptor (key `key`) for `want`, or widens
+    /// its registration (G2); with `reevaluate`, re-registers even when the
+    /// interest is unchanged, so epoll reports current readiness again. A
+    /// descriptor epoll refuses (`EPERM`: a regular file) is marked always
+    /// ready when `allow_always_ready`, else an error.
+    pub(crate) fn ensure(
+        &mut self,
+        mio: &mio::Registry,
+        key: Key,
+        want: Interest,
+        reevaluate: bool,
+        allow_always_ready: bool,
+    ) -> io::Result<()> {
+        if self.always_ready {
+            return Ok(());
+        }
+        let fd = self.fd;
+        match self.registered {
+            None => match mio.register(&mut SourceFd(&fd), key.token(), want) {
+                Ok(()) => self.registered = Some(want),
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) && allow_always_ready => {
+                    self.always_ready = true;
+                }
+                Err(e) => return Err(e),
+            },
+            Some(have) => {
+                let union = have | want;
+                if union != have || reevaluate {
+                    mio.reregister(&mut SourceFd(&fd), key.token(), union)?;
+                    self.registered = Some(union);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 struct Slot {
     generation: u32,
@@ -182,41 +245,6 @@ impl Registry {
         Ok(key)
     }
 
-    /// Records what one attempt on `key` says about its readiness (G6).
-    pub(crate) fn note_attempt(&mut self, key: Key, reads: bool, asked: usize, got: Option<i64>) {
-        let Some(entry) = self.get_mut(key) else {
-            return;
-        };
-        let drained = match got {
-            // Would block: certainly not ready.
-            None => true,
-            // Short on a stream socket: the kernel had no more to give.
-            Some(n) => entry.stream && n > 0 && (n as usize) < asked,
-        };
-        if drained {
-            if reads {
-                entry.read_hint = entry.read_closed;
-            } else {
-                entry.write_hint = false;
-            }
-        }
-    }
-
-    /// A readiness report for `key` (G6).
-    pub(crate) fn note_ready(
-        &mut self,
-        key: Key,
-        readable: bool,
-        writable: bool,
-        read_closed: bool,
-    ) {
-        if let Some(entry) = self.get_mut(key) {
-            entry.read_closed |= read_closed;
-            entry.read_hint |= readable || read_closed;
-            entry.write_hint |= writable;
-        }
-    }
-
     /// The live entry named by `key` (G3).
     pub(crate) fn get(&self, key: Key) -> Option<&FdEntry> {
         let slot = self.slots.get(key.index())?;
@@ -248,30 +276,9 @@ impl Registry {
         reevaluate: bool,
         allow_always_ready: bool,
     ) -> io::Result<()> {
-        let entry = self
-            .get_mut(key)
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
-        if entry.always_ready {
-            return Ok(());
-        }
-        let fd = entry.fd;
-        match entry.registered {
-            None => match mio.register(&mut SourceFd(&fd), key.token(), want) {
-                Ok(()) => entry.registered = Some(want),
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) && allow_always_ready => {
-                    entry.always_ready = true;
-                }
-                Err(e) => return Err(e),
-            },
-            Some(have) => {
-                let union = have | want;
-                if union != have || reevaluate {
-                    mio.reregister(&mut SourceFd(&fd), key.token(), union)?;
-                    entry.registered = Some(union);
-                }
-            }
-        }
-        Ok(())
+        self.get_mut(key)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?
+            .ensure(mio, key, want, reevaluate, allow_always_ready)
     }
 
     /// Forgets the entry of `fd` (G2): deregisters it and returns its queues

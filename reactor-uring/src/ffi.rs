@@ -215,7 +215,7 @@ impl reactor_sdk::Reactor for Reactor {
             buf,
             offset: req.offset,
             peer,
-            target: req.target.map(Box::new),
+            target: req.target,
             socket: false,
             nowait: false,
             flags: req.flags,

@@ -160,8 +160,9 @@ pub struct Request {
     /// non-NULL and aligned.
     pub peer: *mut AaSockAddr,
     /// The address of a connect (always) or a sendto (unless the socket is
-    /// connected), copied.
-    pub target: Option<AaSockAddr>,
+    /// connected), copied. Boxed: inline, its 136 bytes would be copied
+    /// with every move of every request, reads and writes included.
+    pub target: Option<Box<AaSockAddr>>,
     /// `op_flags`, checked against [`Opcode::valid_flags`].
     pub flags: u32,
     /// The path of a path request, copied with its NUL.
@@ -371,7 +372,7 @@ fn descriptor(fd: AaOsHandle, cwd_allowed: bool) -> Result<i32, Refusal> {
 ///
 /// `addr` must be non-NULL and valid for reads of an `AaSockAddr` if it is
 /// aligned (checked here).
-unsafe fn target(addr: *const AaSockAddr) -> Result<AaSockAddr, Refusal> {
+unsafe fn target(addr: *const AaSockAddr) -> Result<Box<AaSockAddr>, Refusal> {
     if !addr.is_aligned() {
         return Err(invalid("io_submit: misaligned address".into()));
     }
@@ -383,7 +384,7 @@ unsafe fn target(addr: *const AaSockAddr) -> Result<AaSockAddr, Refusal> {
             addr.len
         )));
     }
-    Ok(addr)
+    Ok(Box::new(addr))
 }
 
 /// Copies a path, adding its NUL.

@@ -83,6 +83,27 @@ fn attempt(req: &Request, phase: &mut IoPhase, socket: bool) -> Attempt {
     }
 }
 
+/// Records what an attempt says about the descriptor's readiness (G6).
+fn note_attempt(entry: &mut FdEntry, req: &Request, outcome: Attempt) {
+    let got = match outcome {
+        Attempt::WouldBlock => None,
+        // A peek leaves the data queued: however short, it drained
+        // nothing, and epoll will not report that data again (G6).
+        Attempt::Done(_) if req.peek => return,
+        // Only a data transfer can come back short.
+        Attempt::Done(n)
+            if matches!(
+                req.opcode,
+                Opcode::Read | Opcode::Write | Opcode::RecvFrom | Opcode::SendTo
+            ) =>
+        {
+            Some(n)
+        }
+        Attempt::Done(_) => return,
+    };
+    entry.note_attempt(req.opcode.reads(), req.buf.len(), got);
+}
+
 impl Reactor {
     /// `io_submit` for a converted request.
     pub(crate) fn io_submit(
@@ -95,32 +116,31 @@ impl Reactor {
             return self.submit_close(req, inline, callback);
         }
         let fd = req.fd;
-        let key = self
-            .registry
-            .borrow_mut()
+        let reads = req.opcode.reads();
+        // One registry borrow for the whole submission: nothing below calls
+        // the host (R1), and the attempt is a plain system call.
+        let mut registry = self.registry.borrow_mut();
+        let key = registry
             .entry_for(fd)
             .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))?;
-        let reads = req.opcode.reads();
-        let (socket, idle, hint) = {
-            let registry = self.registry.borrow();
-            let entry = registry.get(key).expect("entry_for returned a live key");
-            if req.peek && !entry.socket {
-                return Err(Error::invalid(format!(
-                    "io_submit: AA_IO_PEEK on fd {fd}, which is not a socket"
-                )));
-            }
-            let (queue, hint) = if reads {
-                (&entry.readers, entry.read_hint)
-            } else {
-                (&entry.writers, entry.write_hint)
-            };
-            (entry.socket, queue.is_empty(), hint)
+        let entry = registry
+            .get_mut(key)
+            .expect("entry_for returned a live key");
+        if req.peek && !entry.socket {
+            return Err(Error::invalid(format!(
+                "io_submit: AA_IO_PEEK on fd {fd}, which is not a socket"
+            )));
+        }
+        let (idle, hint) = if reads {
+            (entry.readers.is_empty(), entry.read_hint)
+        } else {
+            (entry.writers.is_empty(), entry.write_hint)
         };
         let mut phase = IoPhase::Queued;
         let tried = inline && idle && hint;
         if tried {
-            let outcome = attempt(&req, &mut phase, socket);
-            self.note_attempt(key, &req, outcome);
+            let outcome = attempt(&req, &mut phase, entry.socket);
+            note_attempt(entry, &req, outcome);
             if let Attempt::Done(result) = outcome {
                 return Ok(Submitted::Done(result));
             }
@@ -130,28 +150,21 @@ impl Reactor {
         } else {
             Interest::WRITABLE
         };
-        self.with_mio(|mio| {
-            self.registry
-                .borrow_mut()
-                .ensure(mio, key, want, false, true)
-        })
-        .map_err(|e| Error::os(format_args!("io_submit: register fd {fd}"), &e))?;
+        self.with_mio(|mio| entry.ensure(mio, key, want, false, true))
+            .map_err(|e| Error::os(format_args!("io_submit: register fd {fd}"), &e))?;
         let state = State::Io(IoState {
             request: req,
             phase,
         });
         let ev = self.new_event(AA_EVENT_IO, 0, callback, None, state);
-        let always_ready = {
-            let mut registry = self.registry.borrow_mut();
-            let entry = registry.get_mut(key).expect("live key");
-            let queue = if reads {
-                &mut entry.readers
-            } else {
-                &mut entry.writers
-            };
-            queue.push_back(Rc::clone(&ev));
-            entry.always_ready
+        let queue = if reads {
+            &mut entry.readers
+        } else {
+            &mut entry.writers
         };
+        queue.push_back(Rc::clone(&ev));
+        let always_ready = entry.always_ready;
+        drop(registry);
         // O3: a request nobody tried yet is tried by the next iteration,
         // unless the hint says its descriptor is not ready (G6): the next
         // readiness report tries it.
@@ -162,91 +175,71 @@ impl Reactor {
         Ok(Submitted::Pending(ev))
     }
 
-    /// Records what an attempt says about the descriptor's readiness (G6).
-    fn note_attempt(&self, key: Key, req: &Request, outcome: Attempt) {
-        let got = match outcome {
-            Attempt::WouldBlock => None,
-            // A peek leaves the data queued: however short, it drained
-            // nothing, and epoll will not report that data again (G6).
-            Attempt::Done(_) if req.peek => return,
-            // Only a data transfer can come back short.
-            Attempt::Done(n)
-                if matches!(
-                    req.opcode,
-                    Opcode::Read | Opcode::Write | Opcode::RecvFrom | Opcode::SendTo
-                ) =>
-            {
-                Some(n)
-            }
-            Attempt::Done(_) => return,
-        };
-        self.registry
-            .borrow_mut()
-            .note_attempt(key, req.opcode.reads(), req.buf.len(), got);
-    }
-
     /// Tries the head requests of one queue of `key` until one would block
     /// (O1), calling each completed request's callback with no borrow held
     /// (R1). Returns the number of callbacks run.
     pub(crate) fn drain(&self, key: Key, readers: bool) -> i32 {
-        let budget = match self.registry.borrow().get(key) {
-            Some(entry) if readers => entry.readers.len(),
-            Some(entry) => entry.writers.len(),
-            None => return 0,
-        };
         let mut count = 0;
-        for _ in 0..budget {
-            let head = {
-                let registry = self.registry.borrow();
-                let Some(entry) = registry.get(key) else {
+        // R6: only what was queued when the drain began; what callbacks
+        // queue meanwhile waits for the next iteration.
+        let mut budget = None;
+        loop {
+            let (ev, result) = {
+                let mut registry = self.registry.borrow_mut();
+                let Some(entry) = registry.get_mut(key) else {
                     return count;
                 };
+                let socket = entry.socket;
                 let queue = if readers {
-                    &entry.readers
+                    &mut entry.readers
                 } else {
-                    &entry.writers
+                    &mut entry.writers
                 };
-                match queue.front() {
-                    Some(ev) => (Rc::clone(ev), entry.socket),
-                    None => return count,
-                }
-            };
-            let (ev, socket) = head;
-            let outcome = match &mut *ev.state.borrow_mut() {
-                State::Io(io) if io.phase != IoPhase::Done => {
-                    let outcome = attempt(&io.request, &mut io.phase, socket);
-                    self.note_attempt(key, &io.request, outcome);
-                    if let Attempt::Done(_) = outcome {
-                        io.phase = IoPhase::Done;
+                let left = budget.get_or_insert(queue.len());
+                if *left == 0 {
+                    if !queue.is_empty() {
+                        drop(registry);
+                        self.mark_dirty(key);
                     }
-                    Some(outcome)
+                    return count;
                 }
-                // G4 broken: drop the stray entry without a callback.
-                _ => None,
+                *left -= 1;
+                let Some(ev) = queue.pop_front() else {
+                    return count;
+                };
+                let outcome = match &mut *ev.state.borrow_mut() {
+                    State::Io(io) if io.phase != IoPhase::Done => {
+                        let outcome = attempt(&io.request, &mut io.phase, socket);
+                        note_attempt(entry, &io.request, outcome);
+                        if let Attempt::Done(_) = outcome {
+                            io.phase = IoPhase::Done;
+                        }
+                        Some(outcome)
+                    }
+                    // G4 broken: drop the stray entry without a callback.
+                    _ => None,
+                };
+                match outcome {
+                    Some(Attempt::WouldBlock) => {
+                        // O1: the head stays the head.
+                        let queue = if readers {
+                            &mut entry.readers
+                        } else {
+                            &mut entry.writers
+                        };
+                        queue.push_front(ev);
+                        return count;
+                    }
+                    Some(Attempt::Done(result)) => (ev, Some(result)),
+                    None => (ev, None),
+                }
             };
-            let result = match outcome {
-                Some(Attempt::WouldBlock) => return count,
-                Some(Attempt::Done(result)) => Some(result),
-                None => None,
-            };
-            self.unqueue(key, &ev, readers);
             self.touch(&ev);
             if let (Some(result), true) = (result, ev.deliverable()) {
                 ev.callback.notify(&*ev, 0, result);
                 count += 1;
             }
         }
-        // R6: what callbacks queued beyond the budget waits for the next
-        // iteration.
-        let more = match self.registry.borrow().get(key) {
-            Some(entry) if readers => !entry.readers.is_empty(),
-            Some(entry) => !entry.writers.is_empty(),
-            None => false,
-        };
-        if more {
-            self.mark_dirty(key);
-        }
-        count
     }
 
     /// Removes `ev` from a queue of `key`.

@@ -108,7 +108,7 @@ pub(super) struct Req {
     /// Accept, recvfrom: where the peer's address goes.
     pub(super) peer: Option<HostAddr>,
     /// Connect, sendto: the reactor's copy of the address.
-    pub(super) target: Option<AaSockAddr>,
+    pub(super) target: Option<Box<AaSockAddr>>,
     /// `AA_IO_PEEK`.
     pub(super) peek: bool,
 }
@@ -147,7 +147,7 @@ fn attempt(req: &Req, connecting: &mut bool, socket: bool) -> Attempt {
                 n as i64
             })
         }
-        Opcode::SendTo => sys::send_to(req.fd, req.buf, req.target.as_ref()).map(|n| n as i64),
+        Opcode::SendTo => sys::send_to(req.fd, req.buf, req.target.as_deref()).map(|n| n as i64),
         Opcode::Connect => return connect(req, connecting),
         _ => Ok(-i64::from(libc::EINVAL)),
     };

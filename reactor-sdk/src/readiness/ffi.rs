@@ -139,8 +139,8 @@ impl<B: Backend> crate::Reactor for Readiness<B> {
             buf,
             offset: req.offset,
             peer,
-            target: req.target,
             peek: req.has(AA_IO_PEEK),
+            target: req.target,
         };
         Readiness::io_submit(self, req, cb)
     }
