@@ -218,6 +218,7 @@ const SIZE_V1_1: usize = offset_of!(AaIoOp, mode) + size_of::<u32>();
 ///
 /// `op` must be non-NULL, aligned and valid for reads of its `struct_size`
 /// bytes, and its paths valid for `len` bytes each, for the call (AA-R2).
+#[inline]
 pub unsafe fn read(op: *const AaIoOp) -> Result<Request, Refusal> {
     // SAFETY: every request begins with its `u32` struct_size (caller).
     let theirs = unsafe { ptr::addr_of!((*op).struct_size).read() } as usize;

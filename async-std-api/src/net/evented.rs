@@ -13,7 +13,7 @@ use super::sock::Sock;
 use super::{settle, submit};
 use crate::core::budget;
 use crate::core::readiness::{Direction, Readiness};
-use crate::core::runtime::io::{self as rio, FdWait, IoOutcome, IoReq};
+use crate::core::runtime::io::{self as rio, FdWait, IoOutcome, IoReq, WaitText};
 use crate::core::wait::{checkpoint, with_me};
 
 /// A socket and what waits on it. Field order is drop order: the watch
@@ -43,6 +43,8 @@ pub(crate) struct Evented<T: Into<OwnedFd> + AsFd> {
 struct Lane {
     ready: Cell<bool>,
     waiting: Cell<u32>,
+    /// What a waiting request of the lane is described as, written once.
+    what: OnceCell<WaitText>,
 }
 
 impl Lane {
@@ -50,6 +52,7 @@ impl Lane {
         Lane {
             ready: Cell::new(ready),
             waiting: Cell::new(0),
+            what: OnceCell::new(),
         }
     }
 }
@@ -201,6 +204,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                 }
             }
             lane.waiting.set(lane.waiting.get() + 1);
+            let what = lane.what.get_or_init(|| WaitText::new(what));
             let out = rio::perform(rt, me, self.as_raw_fd(), req, what, at);
             lane.waiting.set(lane.waiting.get() - 1);
             if out.interrupt.is_none() && out.result >= 0 {

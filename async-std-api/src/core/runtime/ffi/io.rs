@@ -139,6 +139,31 @@ impl Describe for FdWait {
     }
 }
 
+/// An [`FdWait`] written once and kept: a stream lane's verb and
+/// descriptor never change, so a request that waits copies its text instead
+/// of writing the digits again.
+#[derive(Debug)]
+pub(crate) struct WaitText {
+    bytes: [u8; DESC_CAP],
+    len: u8,
+}
+
+impl WaitText {
+    pub(crate) fn new(what: FdWait) -> WaitText {
+        let mut bytes = [0u8; DESC_CAP];
+        // `FdWait` writes from the start of the buffer, at most `DESC_CAP`.
+        let len = what.text(&mut bytes, &mut String::new()).len() as u8;
+        WaitText { bytes, len }
+    }
+}
+
+impl Describe for &WaitText {
+    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8] {
+        *buf = self.bytes;
+        &buf[..usize::from(self.len)]
+    }
+}
+
 /// What interrupted the wait for a request (the request itself was
 /// cancelled in the reactor and then waited for, IO1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +294,7 @@ pub(crate) fn perform(
     let mut accept_out = None;
     // The paths, buffers and slots below are borrowed from the caller until
     // this function returns, which is after the completion (IO1).
-    let op = match req {
+    let mut op = match req {
         IoReq::Read(b) => with_buf(AaIoOp::new(AA_IO_READ, fd), b.as_mut_ptr(), b.len(), -1),
         IoReq::Write(b) => with_buf(
             AaIoOp::new(AA_IO_WRITE, fd),
@@ -391,7 +416,6 @@ pub(crate) fn perform(
             op
         }
     };
-    let mut op = op;
     let ud = Rc::into_raw(rec.clone()) as *mut c_void;
     let io_submit = reactor.vtable().io_submit.expect("F1");
     let mut ev: *mut AaEvent = ptr::null_mut();
@@ -561,6 +585,8 @@ mod tests {
     #[test]
     fn fd_descriptions_are_written_without_formatting() {
         let (mut buf, mut owned) = ([0u8; DESC_CAP], String::new());
+        let kept = WaitText::new(FdWait("read", 42));
+        assert_eq!((&kept).text(&mut buf, &mut owned), b"read fd 42");
         assert_eq!(FdWait("read", 7).text(&mut buf, &mut owned), b"read fd 7");
         assert_eq!(
             FdWait("accept", 2_147_483_647).text(&mut buf, &mut owned),
