@@ -213,16 +213,23 @@ impl Reactor {
         state: State,
     ) -> Rc<Event> {
         self.core.event_made();
-        let fresh = Event::new(self.this.clone(), kind, flags, callback, trigger, state);
-        if kind == async_abi::AA_EVENT_IO {
+        if kind == async_abi::AA_EVENT_IO && trigger.is_none() {
             if let Some(mut ev) = self.spare_requests.borrow_mut().pop() {
+                // Spares are unshared (`recycle`), so this always succeeds.
                 if let Some(slot) = Rc::get_mut(&mut ev) {
-                    *slot = fresh;
+                    slot.renew(flags, callback, state);
                     return ev;
                 }
             }
         }
-        Rc::new(fresh)
+        Rc::new(Event::new(
+            self.this.clone(),
+            kind,
+            flags,
+            callback,
+            trigger,
+            state,
+        ))
     }
 
     /// Keeps a disposed request event for reuse if nothing else refers to

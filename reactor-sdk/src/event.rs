@@ -161,6 +161,23 @@ impl<R, K: Kind, T> Ev<R, K, T> {
         }
     }
 
+    /// Gives a spare event of this reactor and kind a new life (a recycled
+    /// request's, once nothing referred to it any more), in place: cheaper
+    /// than building a fresh one and dropping the old. The header's kind,
+    /// the magic and the reactor stay; everything else starts over.
+    #[inline]
+    pub fn renew(&mut self, flags: u32, callback: HostCallback, state: K) {
+        self.header.flags = flags;
+        self.callback = callback;
+        self.trigger = None;
+        self.referenced.set(true);
+        self.disposed.set(false);
+        self.closing.set(false);
+        self.counted.set(false);
+        self.scheduled.set(0);
+        *self.state.get_mut() = state;
+    }
+
     /// Whether the event should count in `alive()` (E3).
     #[inline]
     pub fn is_live(&self) -> bool {
