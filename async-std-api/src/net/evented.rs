@@ -182,10 +182,12 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     ) -> io::Result<usize> {
         with_me("blocking I/O", |rt, me| {
             checkpoint(me).map_err(io::Error::from)?;
+            let mut spent = false;
             if lane.ready.get()
                 && lane.waiting.get() == 0
                 && rt.reactor.caps() & AA_CAP_IO_INLINE != 0
             {
+                spent = true;
                 if let Err(interrupt) = budget::spend(rt, me, at) {
                     let out = IoOutcome {
                         result: -i64::from(libc::ECANCELED),
@@ -205,7 +207,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             }
             lane.waiting.set(lane.waiting.get() + 1);
             let what = lane.what.get_or_init(|| WaitText::new(what));
-            let out = rio::perform(rt, me, self.as_raw_fd(), req, what, at);
+            let out = rio::perform(rt, me, self.as_raw_fd(), req, what, at, spent);
             lane.waiting.set(lane.waiting.get() - 1);
             if out.interrupt.is_none() && out.result >= 0 {
                 lane.ready.set(!out.waited);

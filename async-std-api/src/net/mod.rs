@@ -117,7 +117,10 @@ fn submit_as(
     at: &'static Location<'static>,
 ) -> io::Result<i64> {
     checkpoint(me).map_err(io::Error::from)?;
-    settle(me, rio::perform(rt, me, fd.as_raw_fd(), req, what, at))
+    settle(
+        me,
+        rio::perform(rt, me, fd.as_raw_fd(), req, what, at, false),
+    )
 }
 
 /// A request's outcome under the cancellation policy (C-6 in `cancel`):

@@ -252,7 +252,9 @@ unsafe extern "C" fn io_cb(_ev: *mut AaEvent, result: i64, ud: *mut c_void) {
 /// current coroutine `me` with the wait description `what` (made only if
 /// it has to wait: most requests complete inline). First it takes a unit
 /// of the cooperative budget (`core::budget`, B2), which may give the loop
-/// back; interrupted there, nothing is submitted.
+/// back; interrupted there, nothing is submitted. `spent` says the caller
+/// already took this request's unit (a D-42 direct call that met `EAGAIN`
+/// and hands the same request over), so one request never costs two.
 ///
 /// A pending cancellation of `me` (or a shutdown or deadlock) cancels the
 /// request in the reactor with `-ECANCELED`; the wait then goes on,
@@ -264,6 +266,7 @@ pub(crate) fn perform(
     req: IoReq<'_>,
     what: impl Describe,
     at: &'static Location<'static>,
+    spent: bool,
 ) -> IoOutcome {
     let (reactor, sched) = (&*rt.reactor, &rt.sched);
     let r = reactor.raw();
@@ -282,7 +285,11 @@ pub(crate) fn perform(
             waited: false,
         };
     }
-    if let Err(interrupt) = budget::spend(rt, me, at) {
+    if let Err(interrupt) = if spent {
+        Ok(())
+    } else {
+        budget::spend(rt, me, at)
+    } {
         return IoOutcome {
             result: -i64::from(ECANCELED),
             interrupt: Some(interrupt),
