@@ -12,6 +12,7 @@
 //! descriptor entry's `polls` list (registry invariant G4) until it is
 //! closed or disposed, or the descriptor is closed through the reactor.
 
+use std::mem;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
@@ -138,12 +139,16 @@ impl Reactor {
     /// error and hang-up, always reported), one at a time with no borrow
     /// held (R1). Returns the number of callbacks run.
     pub(crate) fn notify_polls(&self, key: Key, bits: u32) -> i32 {
-        let polls = match self.registry.borrow().get(key) {
-            Some(entry) if !entry.polls.is_empty() => entry.polls.clone(),
+        // The list as it was when the report came, in a vector kept for the
+        // purpose (callbacks may add or remove polls meanwhile): no
+        // allocation per report.
+        let mut polls = mem::take(&mut *self.poll_scratch.borrow_mut());
+        match self.registry.borrow().get(key) {
+            Some(entry) if !entry.polls.is_empty() => polls.extend(entry.polls.iter().cloned()),
             _ => return 0,
-        };
+        }
         let mut count = 0;
-        for ev in polls {
+        for ev in polls.drain(..) {
             let ready = match &*ev.state.borrow() {
                 State::Poll(p) if p.armed && p.interest != 0 && p.key == Some(key) => {
                     bits & (p.interest | AA_POLL_ERROR | AA_POLL_HUP)
@@ -155,6 +160,7 @@ impl Reactor {
                 count += 1;
             }
         }
+        *self.poll_scratch.borrow_mut() = polls;
         count
     }
 }

@@ -133,6 +133,8 @@ pub(crate) struct Reactor {
     dirty: RefCell<Vec<Key>>,
     /// What the last wait reported, kept so an iteration allocates nothing.
     ready: RefCell<Vec<(Token, u32)>>,
+    /// The polls one readiness report notifies, kept likewise.
+    pub(crate) poll_scratch: RefCell<Vec<Rc<Event>>>,
     /// Signal watches, from the first `signal_new`.
     pub(crate) signals: RefCell<Option<Signals>>,
     /// Active process watches by their pidfd's token.
@@ -182,6 +184,7 @@ impl Reactor {
             deferred: RefCell::new(VecDeque::new()),
             dirty: RefCell::new(Vec::new()),
             ready: RefCell::new(Vec::new()),
+            poll_scratch: RefCell::new(Vec::new()),
             signals: RefCell::new(None),
             processes: RefCell::new(HashMap::new()),
             next_process: Cell::new(1),

@@ -21,6 +21,14 @@
 //!   cancelled. An operation that completed is never undone by a
 //!   cancellation: it returns, and the cancellation waits for the next
 //!   suspension point (P-08).
+//! - **RD6** A stream transfer ([`Readiness::stream_in`], D-43) also
+//!   forgets a readiness when it comes back short (fewer bytes than asked:
+//!   the kernel had no more at that moment; every later arrival is a new
+//!   edge), unless the peer closed its side or an error was reported
+//!   (sticky: end of stream or the error may already be pending and will
+//!   not be reported again). A direction known not to be ready (`EAGAIN`
+//!   or a short transfer, and no edge since) waits before trying, so a
+//!   ping-pong read makes one system call, not an `EAGAIN` and then one.
 //! - **RD5** A descriptor its owner closes directly (a user's, through
 //!   `io::Async`) is watched through a duplicate the reactor owns and
 //!   closes after deregistering it: epoll keeps a registration until every
@@ -38,7 +46,7 @@ use async_abi::{AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, 
 
 use super::budget;
 use super::error::Cancelled;
-use super::runtime::io::Interrupt;
+use super::runtime::io::{Describe, Interrupt, DESC_CAP};
 use super::runtime::{self, PollEvent, Runtime, TimerEvent};
 use super::state::CoroState;
 use super::wait::{checkpoint, forced_unwind, suspend_once, with_me};
@@ -64,6 +72,11 @@ impl Direction {
 struct Shared {
     /// Ready bits seen and not yet consumed by an `EAGAIN` (RD2).
     ready: Cell<u32>,
+    /// Directions known not to be ready: consumed by an `EAGAIN` or a
+    /// short transfer, with no edge since (RD6).
+    drained: Cell<u32>,
+    /// The peer closed its side, or an error was reported (RD6, sticky).
+    closed: Cell<bool>,
     readers: Notify,
     writers: Notify,
 }
@@ -107,6 +120,8 @@ impl Readiness {
     fn make(rt: &Runtime, fd: RawFd, owned: Option<OwnedFd>) -> io::Result<Readiness> {
         let shared = Rc::new(Shared {
             ready: Cell::new(0),
+            drained: Cell::new(0),
+            closed: Cell::new(false),
             readers: Notify::new(),
             writers: Notify::new(),
         });
@@ -124,7 +139,11 @@ impl Readiness {
             } else {
                 bits
             };
+            if bits & (AA_POLL_ERROR | AA_POLL_HUP) != 0 {
+                s.closed.set(true);
+            }
             s.ready.set(s.ready.get() | bits);
+            s.drained.set(s.drained.get() & !bits);
             if bits & AA_POLL_READABLE != 0 {
                 s.readers.wake_all();
             }
@@ -184,7 +203,7 @@ impl Readiness {
                             }
                         }
                         let expired = deadline.as_ref().map(|d| &*d.expired);
-                        match self.wait_as(rt, me, dir, expired, what, at) {
+                        match self.wait_as(rt, me, dir, expired, || what(), at) {
                             Ok(true) => {}
                             Ok(false) => return Err(timed_out()),
                             Err(c) => return Err(c.into()),
@@ -223,7 +242,7 @@ impl Readiness {
                 None => None,
             };
             let expired = deadline.as_ref().map(|d| &*d.expired);
-            match self.wait_as(rt, me, dir, expired, what, at) {
+            match self.wait_as(rt, me, dir, expired, || what(), at) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -234,10 +253,60 @@ impl Readiness {
         })
     }
 
-    /// Forgets a readiness of `dir` (the caller got `EAGAIN`).
+    /// A stream transfer in `dir` (D-43) by `op`, a non-blocking system
+    /// call of at most `want` bytes, for the running coroutine `me`: one unit
+    /// of the cooperative budget and a cancellation check first (RD1), a
+    /// wait first if the direction is known not to be ready (RD6), and
+    /// `op` again after every `EAGAIN` and readiness (RD2). `what` names
+    /// the wait in reports.
+    ///
+    /// # Errors
+    ///
+    /// `op`'s error; the cancellation (or shutdown, or deadlock) that ended
+    /// the wait.
+    pub(crate) fn stream_in(
+        &self,
+        rt: &Runtime,
+        me: &Rc<CoroState>,
+        dir: Direction,
+        want: usize,
+        what: impl Describe + Copy,
+        at: &'static Location<'static>,
+        mut op: impl FnMut() -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        checkpoint(me).map_err(io::Error::from)?;
+        budget::spend(rt, me, at).map_err(|i| interrupted(me, i))?;
+        loop {
+            if self.shared.drained.get() & dir.bit() != 0 {
+                if let Err(c) = self.wait_as(rt, me, dir, None, what, at) {
+                    return Err(c.into());
+                }
+            }
+            match op() {
+                Ok(n) => {
+                    // RD6: short, so drained, unless end of stream or an
+                    // error may be waiting behind it. End of stream itself
+                    // stays: every later read returns it at once.
+                    if n == 0 {
+                        self.shared.closed.set(true);
+                    } else if n < want && !self.shared.closed.get() {
+                        self.clear(dir);
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.clear(dir),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Forgets a readiness of `dir` (the caller got `EAGAIN`, or a short
+    /// stream transfer: RD2, RD6).
     pub(crate) fn clear(&self, dir: Direction) {
         let s = &self.shared;
         s.ready.set(s.ready.get() & !dir.bit());
+        s.drained.set(s.drained.get() | dir.bit());
     }
 
     fn wait_as(
@@ -246,14 +315,15 @@ impl Readiness {
         me: &Rc<CoroState>,
         dir: Direction,
         expired: Option<&Cell<bool>>,
-        what: &dyn Fn() -> String,
+        what: impl Describe,
         at: &'static Location<'static>,
     ) -> Result<bool, Cancelled> {
         if self.shared.ready.get() & dir.bit() != 0 {
             return Ok(true);
         }
         // Kept here, unmoved, while suspended: the scheduler reads it.
-        let what = what();
+        let (mut buf, mut owned) = ([0u8; DESC_CAP], String::new());
+        let what = what.text(&mut buf, &mut owned);
         let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
         self.arm(self.armed.get() | dir.bit());
         let list = match dir {
@@ -262,7 +332,7 @@ impl Readiness {
         };
         let _sub = NotifySubscription::new(list, me);
         loop {
-            suspend_once(rt, me, what.as_bytes(), at)?;
+            suspend_once(rt, me, what, at)?;
             if self.shared.ready.get() & dir.bit() != 0 {
                 return Ok(true);
             }

@@ -7,14 +7,22 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::time::Duration;
 
-use async_abi::AA_CAP_IO_INLINE;
+use std::rc::Rc;
+
+use async_abi::{AA_CAP_IO_INLINE, AA_CAP_POLL};
 
 use super::sock::Sock;
 use super::{settle, submit};
 use crate::core::budget;
 use crate::core::readiness::{Direction, Readiness};
 use crate::core::runtime::io::{self as rio, FdWait, IoOutcome, IoReq, WaitText};
+use crate::core::runtime::Runtime;
+use crate::core::state::CoroState;
 use crate::core::wait::{checkpoint, with_me};
+
+/// D-43: a stream read waits by readiness, then reads here, on a reactor
+/// that completes requests inline (a readiness reactor) and has polls.
+const READ_BY_READINESS: u64 = AA_CAP_IO_INLINE | AA_CAP_POLL;
 
 /// A socket and what waits on it. Field order is drop order: the watch
 /// goes before the descriptor is closed.
@@ -123,11 +131,31 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             return self.read_op("read", at, |mut s| s.read(buf));
         }
         let fd = self.as_raw_fd();
-        let read = |mut s: &T, req: &mut IoReq<'_>| match req {
-            IoReq::Read(buf) => s.read(buf),
-            _ => unreachable!("a read lane request"),
-        };
-        self.lane_request(&self.reads, IoReq::Read(buf), read, FdWait("read", fd), at)
+        with_me("blocking I/O", |rt, me| {
+            let what = self
+                .reads
+                .what
+                .get_or_init(|| WaitText::new(FdWait("read", fd)));
+            if rt.reactor.caps() & READ_BY_READINESS == READ_BY_READINESS {
+                // D-43: a persistent readiness watch and a `recv` here.
+                let sock = self.sock.get();
+                let want = buf.len();
+                return self.watch_in(rt)?.stream_in(
+                    rt,
+                    me,
+                    Direction::Read,
+                    want,
+                    what,
+                    at,
+                    || (&*sock).read(buf),
+                );
+            }
+            let read = |mut s: &T, req: &mut IoReq<'_>| match req {
+                IoReq::Read(buf) => s.read(buf),
+                _ => unreachable!("a read lane request"),
+            };
+            self.lane_request_in(rt, me, &self.reads, IoReq::Read(buf), read, what, at)
+        })
     }
 
     /// A read request through the reactor (`recv` on a socket).
@@ -160,27 +188,30 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             IoReq::Write(buf) => s.write(buf),
             _ => unreachable!("a write lane request"),
         };
-        self.lane_request(
-            &self.writes,
-            IoReq::Write(buf),
-            write,
-            FdWait("write", fd),
-            at,
-        )
+        with_me("blocking I/O", |rt, me| {
+            let what = self
+                .writes
+                .what
+                .get_or_init(|| WaitText::new(FdWait("write", fd)));
+            self.lane_request_in(rt, me, &self.writes, IoReq::Write(buf), write, what, at)
+        })
     }
 
     /// A stream request on `lane` (D-42): `direct` in the host when the
     /// lane is ready, else (or on `EAGAIN`) the reactor's request.
     /// `direct` is `req` as the system call.
-    fn lane_request<'b>(
+    #[allow(clippy::too_many_arguments)]
+    fn lane_request_in<'b>(
         &self,
+        rt: &Runtime,
+        me: &Rc<CoroState>,
         lane: &Lane,
         mut req: IoReq<'b>,
         direct: impl FnOnce(&T, &mut IoReq<'b>) -> io::Result<usize>,
-        what: FdWait,
+        what: &WaitText,
         at: &'static Location<'static>,
     ) -> io::Result<usize> {
-        with_me("blocking I/O", |rt, me| {
+        {
             checkpoint(me).map_err(io::Error::from)?;
             let mut spent = false;
             if lane.ready.get()
@@ -206,14 +237,13 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                 }
             }
             lane.waiting.set(lane.waiting.get() + 1);
-            let what = lane.what.get_or_init(|| WaitText::new(what));
             let out = rio::perform(rt, me, self.as_raw_fd(), req, what, at, spent);
             lane.waiting.set(lane.waiting.get() - 1);
             if out.interrupt.is_none() && out.result >= 0 {
                 lane.ready.set(!out.waited);
             }
             settle(me, out).map(|n| usize::try_from(n).unwrap_or(0))
-        })
+        }
     }
 
     /// True if datagram requests go to the reactor (`AA_CAP_IO_DGRAM`, and
@@ -260,8 +290,16 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if let Some(r) = self.ready.get() {
             return Ok(r);
         }
+        with_me("a socket wait", |rt, _| self.watch_in(rt))
+    }
+
+    /// The readiness watch, made on first need.
+    fn watch_in(&self, rt: &Runtime) -> io::Result<&Readiness> {
+        if let Some(r) = self.ready.get() {
+            return Ok(r);
+        }
         let fd = self.sock.get().as_fd().as_raw_fd();
-        let r = with_me("a socket wait", |rt, _| Readiness::new(rt, fd))?;
+        let r = Readiness::new(rt, fd)?;
         Ok(self.ready.get_or_init(|| r))
     }
 
