@@ -203,7 +203,7 @@ impl Readiness {
                             }
                         }
                         let expired = deadline.as_ref().map(|d| &*d.expired);
-                        match self.wait_as(rt, me, dir, expired, || what(), at) {
+                        match self.wait_as(rt, me, dir, expired, what, at) {
                             Ok(true) => {}
                             Ok(false) => return Err(timed_out()),
                             Err(c) => return Err(c.into()),
@@ -242,7 +242,7 @@ impl Readiness {
                 None => None,
             };
             let expired = deadline.as_ref().map(|d| &*d.expired);
-            match self.wait_as(rt, me, dir, expired, || what(), at) {
+            match self.wait_as(rt, me, dir, expired, what, at) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -264,6 +264,7 @@ impl Readiness {
     ///
     /// `op`'s error; the cancellation (or shutdown, or deadlock) that ended
     /// the wait.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn stream_in(
         &self,
         rt: &Runtime,

@@ -113,9 +113,10 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         self.op(Direction::Write, self.write_timeout.get(), what, at, op)
     }
 
-    /// A stream read: through the reactor's request (native on a
-    /// completion reactor), or, with a read timeout, by readiness and a
-    /// timer.
+    /// A stream read: on a readiness reactor, the stream's readiness watch
+    /// and a `recv` in the host (D-43); elsewhere the reactor's request
+    /// (native on a completion reactor), through the read lane (D-42); with
+    /// a read timeout, by readiness and a timer.
     pub(crate) fn stream_read(
         &self,
         buf: &mut [u8],

@@ -6,6 +6,7 @@ mod tcp_cancel;
 mod tcp_echo;
 mod tcp_fairness;
 mod tcp_lanes;
+mod tcp_read_readiness;
 mod tcp_faults;
 mod tcp_races;
 mod udp;
