@@ -139,28 +139,46 @@ impl Reactor {
     /// error and hang-up, always reported), one at a time with no borrow
     /// held (R1). Returns the number of callbacks run.
     pub(crate) fn notify_polls(&self, key: Key, bits: u32) -> i32 {
-        // The list as it was when the report came, in a vector kept for the
-        // purpose (callbacks may add or remove polls meanwhile): no
-        // allocation per report.
-        let mut polls = mem::take(&mut *self.poll_scratch.borrow_mut());
-        match self.registry.borrow().get(key) {
-            Some(entry) if !entry.polls.is_empty() => polls.extend(entry.polls.iter().cloned()),
-            _ => return 0,
-        }
+        // The list as it was when the report came (callbacks may add or
+        // remove polls meanwhile): the usual single poll as itself, more in
+        // a vector kept for the purpose, so a report allocates nothing.
+        let mut polls = {
+            let registry = self.registry.borrow();
+            match registry.get(key).map(|entry| &entry.polls[..]) {
+                Some([only]) => {
+                    let only = Rc::clone(only);
+                    drop(registry);
+                    return i32::from(self.notify_poll(&only, key, bits));
+                }
+                Some(many) if !many.is_empty() => {
+                    let mut polls = mem::take(&mut *self.poll_scratch.borrow_mut());
+                    polls.extend(many.iter().cloned());
+                    polls
+                }
+                _ => return 0,
+            }
+        };
         let mut count = 0;
         for ev in polls.drain(..) {
-            let ready = match &*ev.state.borrow() {
-                State::Poll(p) if p.armed && p.interest != 0 && p.key == Some(key) => {
-                    bits & (p.interest | AA_POLL_ERROR | AA_POLL_HUP)
-                }
-                _ => 0,
-            };
-            if ready != 0 && ev.deliverable() {
-                ev.callback.notify(&*ev, 0, i64::from(ready));
-                count += 1;
-            }
+            count += i32::from(self.notify_poll(&ev, key, bits));
         }
         *self.poll_scratch.borrow_mut() = polls;
         count
+    }
+
+    /// Calls one poll of `key` if it is armed for any of `bits` (plus error
+    /// and hang-up, always reported). Returns whether it was called.
+    fn notify_poll(&self, ev: &Rc<Event>, key: Key, bits: u32) -> bool {
+        let ready = match &*ev.state.borrow() {
+            State::Poll(p) if p.armed && p.interest != 0 && p.key == Some(key) => {
+                bits & (p.interest | AA_POLL_ERROR | AA_POLL_HUP)
+            }
+            _ => 0,
+        };
+        if ready != 0 && ev.deliverable() {
+            ev.callback.notify(&**ev, 0, i64::from(ready));
+            return true;
+        }
+        false
     }
 }

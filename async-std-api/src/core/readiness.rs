@@ -42,7 +42,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
 
-use async_abi::{AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
+use async_abi::{AaCoroutine, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
 
 use super::budget;
 use super::error::Cancelled;
@@ -77,8 +77,65 @@ struct Shared {
     drained: Cell<u32>,
     /// The peer closed its side, or an error was reported (RD6, sticky).
     closed: Cell<bool>,
+    /// A lone waiter per direction, held here rather than in the list (the
+    /// usual case: one reader of a stream), while the list is empty.
+    reader: Cell<*mut AaCoroutine>,
+    writer: Cell<*mut AaCoroutine>,
     readers: Notify,
     writers: Notify,
+}
+
+impl Shared {
+    /// Wakes everyone waiting for `dir`: the lone waiter, then the list
+    /// (RD4).
+    fn wake(&self, dir: Direction) {
+        let (one, list) = self.waiters(dir);
+        let who = one.get();
+        if !who.is_null() {
+            runtime::wake_raw(who);
+        }
+        list.wake_all();
+    }
+
+    fn waiters(&self, dir: Direction) -> (&Cell<*mut AaCoroutine>, &Notify) {
+        match dir {
+            Direction::Read => (&self.reader, &self.readers),
+            Direction::Write => (&self.writer, &self.writers),
+        }
+    }
+}
+
+/// A waiter's place while it waits (RD4): the lone waiter's slot when the
+/// direction has no other waiter, else the list. Leaving it is what
+/// dropping it does.
+enum Place<'a> {
+    Alone(&'a Cell<*mut AaCoroutine>, *mut AaCoroutine),
+    Listed { _sub: NotifySubscription<'a> },
+}
+
+impl<'a> Place<'a> {
+    fn take(shared: &'a Shared, dir: Direction, me: &CoroState) -> Place<'a> {
+        let (one, list) = shared.waiters(dir);
+        let who = me.raw.get();
+        if one.get().is_null() && list.is_empty() {
+            one.set(who);
+            Place::Alone(one, who)
+        } else {
+            Place::Listed {
+                _sub: NotifySubscription::new(list, me),
+            }
+        }
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        if let Place::Alone(one, who) = self {
+            if one.get() == *who {
+                one.set(std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// A descriptor's readiness watch and its waiters. The descriptor is not
@@ -122,6 +179,8 @@ impl Readiness {
             ready: Cell::new(0),
             drained: Cell::new(0),
             closed: Cell::new(false),
+            reader: Cell::new(std::ptr::null_mut()),
+            writer: Cell::new(std::ptr::null_mut()),
             readers: Notify::new(),
             writers: Notify::new(),
         });
@@ -145,10 +204,10 @@ impl Readiness {
             s.ready.set(s.ready.get() | bits);
             s.drained.set(s.drained.get() & !bits);
             if bits & AA_POLL_READABLE != 0 {
-                s.readers.wake_all();
+                s.wake(Direction::Read);
             }
             if bits & AA_POLL_WRITABLE != 0 {
-                s.writers.wake_all();
+                s.wake(Direction::Write);
             }
         });
         let event = match owned {
@@ -327,11 +386,7 @@ impl Readiness {
         let what = what.text(&mut buf, &mut owned);
         let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
         self.arm(self.armed.get() | dir.bit());
-        let list = match dir {
-            Direction::Read => &self.shared.readers,
-            Direction::Write => &self.shared.writers,
-        };
-        let _sub = NotifySubscription::new(list, me);
+        let _place = Place::take(&self.shared, dir, me);
         loop {
             suspend_once(rt, me, what, at)?;
             if self.shared.ready.get() & dir.bit() != 0 {

@@ -162,6 +162,11 @@ impl Notify {
     pub(crate) fn unsubscribe(&self, key: WaitKey) {
         self.waiters.borrow_mut().remove(key);
     }
+
+    /// True if nobody is subscribed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.waiters.borrow().head == NIL
+    }
 }
 
 /// Where tagged waiters report (the combinators' engine): the tags of the
