@@ -139,7 +139,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                 .get_or_init(|| WaitText::new(FdWait("read", fd)));
             if rt.reactor.caps() & READ_BY_READINESS == READ_BY_READINESS {
                 // D-43: a persistent readiness watch and a `recv` here.
-                let sock = self.sock.get();
+                let sock = self.sock.get().as_fd();
                 let want = buf.len();
                 return self.watch_in(rt)?.stream_in(
                     rt,
@@ -148,7 +148,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                     want,
                     what,
                     at,
-                    || (&*sock).read(buf),
+                    || rio::recv(sock, buf),
                 );
             }
             let read = |mut s: &T, req: &mut IoReq<'_>| match req {
@@ -185,8 +185,8 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             return self.write_op("write", at, |mut s| s.write(buf));
         }
         let fd = self.as_raw_fd();
-        let write = |mut s: &T, req: &mut IoReq<'_>| match req {
-            IoReq::Write(buf) => s.write(buf),
+        let write = |s: &T, req: &mut IoReq<'_>| match req {
+            IoReq::Write(buf) => rio::send(s.as_fd(), buf),
             _ => unreachable!("a write lane request"),
         };
         with_me("blocking I/O", |rt, me| {
