@@ -42,7 +42,9 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
 
-use async_abi::{AaCoroutine, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE};
+use async_abi::{
+    AaCoroutine, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE,
+};
 
 use super::budget;
 use super::error::Cancelled;

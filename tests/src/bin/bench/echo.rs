@@ -121,6 +121,19 @@ pub(crate) fn measure_window(
     }
 }
 
+/// Drives a server in another process (no CPU time is read) until
+/// `requests` requests were echoed after the warm-up, then waits for the
+/// ones still in flight, so `total` is every request the server echoed.
+pub(crate) fn drive_external(addr: SocketAddr, requests: u64) -> EchoResult {
+    let d = drive(addr, 0, Window::Requests(requests)).expect("load generator");
+    EchoResult {
+        rps: d.rps,
+        server_ns_per_req: 0.0,
+        requests: d.requests,
+        total: d.total + d.in_flight,
+    }
+}
+
 /// What the load generator saw.
 struct Driven {
     /// Requests per second in the window.
@@ -131,6 +144,9 @@ struct Driven {
     cpu_ns: u64,
     /// Requests echoed in the whole run.
     total: u64,
+    /// Requests sent whose echo had not arrived when the window closed,
+    /// all of which arrived before `drive` returned.
+    in_flight: u64,
 }
 
 /// The load generator: `CONNS` connections, one message in flight each.
@@ -197,11 +213,14 @@ fn drive(addr: SocketAddr, server_tid: i32, window: Window) -> io::Result<Driven
             };
             if closed {
                 let cpu = cpu_ns(server_tid).saturating_sub(cpu_start);
+                let rps = measured as f64 / t.elapsed().as_secs_f64();
+                let in_flight = settle(&mut poll, &mut events, &mut conns)?;
                 return Ok(Driven {
-                    rps: measured as f64 / t.elapsed().as_secs_f64(),
+                    rps,
                     requests: measured,
                     cpu_ns: cpu,
                     total: done,
+                    in_flight,
                 });
             }
         }
@@ -211,6 +230,49 @@ fn drive(addr: SocketAddr, server_tid: i32, window: Window) -> io::Result<Driven
 struct Conn {
     s: MioStream,
     got: usize,
+}
+
+/// Reads the echo of every request still in flight (one per connection:
+/// each sent its next message as the last echo came) without sending more.
+/// Returns how many.
+fn settle(poll: &mut Poll, events: &mut Events, conns: &mut [Conn]) -> io::Result<u64> {
+    let mut buf = [0u8; 4096];
+    let mut pending = conns.len();
+    // Bytes each connection still expects: a whole message, less what of
+    // it already came.
+    let mut owed: Vec<usize> = conns.iter().map(|c| MSG - c.got).collect();
+    while pending > 0 {
+        poll.poll(events, Some(Duration::from_secs(10)))?;
+        if events.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "echoes in flight never came",
+            ));
+        }
+        for ev in events.iter() {
+            let i = ev.token().0;
+            loop {
+                match conns[i].s.read(&mut buf) {
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "server closed",
+                        ))
+                    }
+                    Ok(n) => {
+                        let before = owed[i];
+                        owed[i] = owed[i].saturating_sub(n);
+                        if before > 0 && owed[i] == 0 {
+                            pending -= 1;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(conns.len() as u64)
 }
 
 /// Writes a small message on a non-blocking socket (it always fits in the

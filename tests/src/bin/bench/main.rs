@@ -310,6 +310,9 @@ fn profile(args: &[String]) {
     if args.first().is_some_and(|a| a == "wait") {
         return profile_wait(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == "load") {
+        return profile_load(&args[1..]);
+    }
     if args.first().is_some_and(|a| a == "million") {
         return million::profile(&args[1..]);
     }
@@ -728,6 +731,24 @@ fn profile_echo(args: &[String]) {
         "echo {server}: {:.0} requests/s, {:.0} ns of server CPU per request, \
          {} requests in the window, {} echoed in all",
         result.rps, result.server_ns_per_req, result.requests, result.total
+    );
+}
+
+/// `--profile load <address> <requests>`: the echo load generator alone,
+/// against a server in another process (an `echo_server` example run under
+/// callgrind, say, where an in-process client could not run: valgrind
+/// holds its lock while an io_uring server blocks in the kernel).
+fn profile_load(args: &[String]) {
+    let usage = "usage: bench --profile load <address> <requests>";
+    let [addr, n] = args else {
+        panic!("{usage}");
+    };
+    let addr: std::net::SocketAddr = addr.parse().unwrap_or_else(|_| panic!("{usage}"));
+    let n: u64 = n.parse().unwrap_or_else(|_| panic!("{usage}"));
+    let result = echo::drive_external(addr, n);
+    println!(
+        "load {addr}: {:.0} requests/s, {} requests in the window, {} echoed in all",
+        result.rps, result.requests, result.total
     );
 }
 
