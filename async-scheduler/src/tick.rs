@@ -112,6 +112,7 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
 }
 
 /// Runs coroutine `c`'s entry on fiber `f`, then finishes it (C1, C2).
+#[inline(always)]
 pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
     let co = c.get();
     co.started.set(true);
@@ -133,6 +134,13 @@ pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
 /// if it has never started (returns `None`, no switch), or parks `f` and
 /// switches away (returns `None` once `f` is given a coroutine again), or,
 /// when `f` cannot be parked, returns where to go as it retires.
+///
+/// Inlined into the fiber loop, its only caller: control comes back to a
+/// parked fiber inside this function's switch, and the context engine's
+/// jump leaves the CPU's return-stack predictor one entry out of step, so
+/// every `ret` between the landing and the next call mispredicts; with no
+/// return on the way back into the loop there is none.
+#[inline(always)]
 pub(crate) fn after_finish(s: &Scheduler, f: FiberPtr) -> Option<Ctx> {
     let to = match next_runnable(s) {
         Some(n) if !n.get().started.get() && n.get().stack_size <= f.get().stack.usable => {

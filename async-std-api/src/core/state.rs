@@ -224,6 +224,7 @@ impl CoroState {
     /// Drops everything the record holds for the coroutine (its body, its
     /// outcome, its cancellation), as dropping the record would; the record
     /// is about to be kept for reuse (runtime R4).
+    #[inline]
     pub(crate) fn empty(&mut self) {
         *self.body.get_mut() = None;
         // The usual joined outcome is a taken value: nothing to drop, so
