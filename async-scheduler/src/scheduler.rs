@@ -222,6 +222,17 @@ impl Scheduler {
         self.enqueue_in(c, State::Running, status)
     }
 
+    /// Puts `c` in the run queue: at the head if it has high priority,
+    /// else at the tail (run queue Q-I3). `c` is not queued (Q-I1).
+    #[inline(always)]
+    pub(crate) fn push_by_priority(&self, c: CoroPtr) {
+        if c.get().priority == AA_PRIORITY_HIGH {
+            self.queue.push_front(c);
+        } else {
+            self.queue.push_back(c);
+        }
+    }
+
     #[inline(always)]
     fn enqueue_in(&self, c: CoroPtr, state: State, status: AaStatus) -> AaStatus {
         let co = c.get();
@@ -235,11 +246,7 @@ impl Scheduler {
                     // suspension (Q-I1).
                     co.in_queue.set(true);
                 }
-                if co.priority == AA_PRIORITY_HIGH {
-                    self.queue.push_front(c);
-                } else {
-                    self.queue.push_back(c);
-                }
+                self.push_by_priority(c);
                 AA_OK
             }
             Enqueue::KeepPlace => {

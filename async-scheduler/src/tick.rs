@@ -82,11 +82,11 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
     let Some(c) = s.current.get() else {
         return AA_E_INVALID;
     };
-    if yield_first {
-        // SR2: `current` is RUNNING.
-        let _ = s.enqueue_running(c, AA_OK);
-    }
     if s.no_suspend.get() != 0 {
+        if yield_first {
+            // SR2: `current` is RUNNING.
+            let _ = s.enqueue_running(c, AA_OK);
+        }
         return AA_E_INVALID;
     }
     let co = c.get();
@@ -95,7 +95,14 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
     };
     co.wait.set(wait);
     let queued = co.in_queue.replace(false);
-    co.state.set(if queued {
+    if yield_first && !queued {
+        // The yield's enqueue (`enqueue_running`'s push) folded into the
+        // state change: RUNNING and not in the queue, so it goes in with
+        // status 0, by priority, as `Enqueue::Push` does.
+        co.status.set(AA_OK);
+        s.push_by_priority(c);
+    }
+    co.state.set(if queued || yield_first {
         State::Queued
     } else {
         State::Suspended
