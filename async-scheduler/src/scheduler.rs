@@ -184,6 +184,11 @@ impl Scheduler {
     /// Creates a coroutine in state CREATED and links it into the live list.
     /// During shutdown it is enqueued at once with the shutdown reason, so it
     /// starts with it (its body never runs) even if nobody enqueues it.
+    ///
+    /// Inlined into `coroutine_new`, its only caller, so the spawn site
+    /// goes from the host's struct into the record in registers, not
+    /// through a stack copy read back in wider loads than it was written.
+    #[inline(always)]
     pub(crate) fn spawn(
         &self,
         entry: EntryFn,
