@@ -225,7 +225,9 @@ pub(crate) const JOIN_WHAT_CAP: usize = 15 + 20;
 /// join path describes its wait without allocating) and returns the text,
 /// ASCII. Written in place and never moved: the scheduler reads it much
 /// later, while the caller is suspended.
-#[inline]
+// Out of line: called before the join suspends, so the call costs nothing
+// after the resumption, and the digit loop stays out of every inlined join.
+#[inline(never)]
 pub(crate) fn join_what(id: u64, buf: &mut [u8; JOIN_WHAT_CAP]) -> &[u8] {
     const PREFIX: &[u8; 15] = b"join coroutine ";
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
