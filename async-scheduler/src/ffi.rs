@@ -211,6 +211,48 @@ unsafe fn read_sized<T: Copy>(p: *const T, default: T) -> (T, usize) {
     (out, theirs)
 }
 
+/// Whether the host's spawn options at `p` are a whole, aligned
+/// [`AaSpawnOptions`], which [`read_spawn_options`] can read in place.
+///
+/// # Safety
+///
+/// `p` is non-NULL and valid for its own `struct_size` bytes.
+#[inline(always)]
+unsafe fn full_size(p: *const AaSpawnOptions) -> bool {
+    // SAFETY: every ABI struct starts with its u32 `struct_size`; `p` is
+    // aligned for it (checked first).
+    p.is_aligned() && unsafe { (*p).struct_size } as usize >= size_of::<AaSpawnOptions>()
+}
+
+/// The spawn options at `p`, read one field at a time, each load the width
+/// of the field, so every load takes its value straight from the recent
+/// store of it (the host's, or `read_sized`'s copy). A block copy, or loads
+/// the compiler merges, read 16 or 8 bytes that span two of the host's
+/// narrower stores: such a load cannot be forwarded from the store buffer
+/// and waits for both stores to retire (about 5% of a spawn+join). The
+/// loads are volatile so that they stay apart.
+///
+/// # Safety
+///
+/// `p` is aligned and valid for a whole `AaSpawnOptions`.
+#[inline(always)]
+unsafe fn read_spawn_options(p: *const AaSpawnOptions) -> AaSpawnOptions {
+    // SAFETY: forwarded to the caller; each field is plain data.
+    unsafe {
+        AaSpawnOptions {
+            struct_size: size_of::<AaSpawnOptions>() as u32,
+            priority: std::ptr::addr_of!((*p).priority).read_volatile(),
+            stack_size: std::ptr::addr_of!((*p).stack_size).read_volatile(),
+            spawn_file: AaStr {
+                ptr: std::ptr::addr_of!((*p).spawn_file.ptr).read_volatile(),
+                len: std::ptr::addr_of!((*p).spawn_file.len).read_volatile(),
+            },
+            spawn_line: std::ptr::addr_of!((*p).spawn_line).read_volatile(),
+            spawn_column: std::ptr::addr_of!((*p).spawn_column).read_volatile(),
+        }
+    }
+}
+
 unsafe extern "C" fn create(
     _ctx: *mut AaPluginCtx,
     cfg: *const AaSchedulerConfig,
@@ -351,12 +393,24 @@ unsafe extern "C" fn coroutine_new(
             spawn_line: 0,
             spawn_column: 0,
         };
-        let o = if opts.is_null() {
-            defaults
+        // A full-size, aligned host struct is read in place; anything else
+        // (NULL, an older host's shorter struct) is first completed into a
+        // local copy, so both read the fields the same way.
+        let mut completed = defaults;
+        // SAFETY: a non-NULL `opts` is valid for its `struct_size` bytes
+        // for the call (AA-R2), and starts with that u32.
+        let p = if !opts.is_null() && unsafe { full_size(opts) } {
+            opts
         } else {
-            // SAFETY: the options are valid for the call (AA-R2).
-            unsafe { read_sized(opts, defaults) }.0
+            if !opts.is_null() {
+                // SAFETY: as above.
+                completed = unsafe { read_sized(opts, defaults) }.0;
+            }
+            &raw const completed
         };
+        // SAFETY: `p` is a full-size, aligned struct: the host's (checked)
+        // or the local copy.
+        let o = unsafe { read_spawn_options(p) };
         if o.priority != AA_PRIORITY_NORMAL && o.priority != AA_PRIORITY_HIGH {
             let msg = format!(
                 "invalid coroutine priority {}: expected 0 or 255",

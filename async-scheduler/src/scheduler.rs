@@ -184,6 +184,11 @@ impl Scheduler {
     /// Creates a coroutine in state CREATED and links it into the live list.
     /// During shutdown it is enqueued at once with the shutdown reason, so it
     /// starts with it (its body never runs) even if nobody enqueues it.
+    ///
+    /// Inlined into `coroutine_new`, its only caller, so the spawn site
+    /// goes from the host's struct into the record in registers, not
+    /// through a stack copy read back in wider loads than it was written.
+    #[inline(always)]
     pub(crate) fn spawn(
         &self,
         entry: EntryFn,
@@ -222,6 +227,17 @@ impl Scheduler {
         self.enqueue_in(c, State::Running, status)
     }
 
+    /// Puts `c` in the run queue: at the head if it has high priority,
+    /// else at the tail (run queue Q-I3). `c` is not queued (Q-I1).
+    #[inline(always)]
+    pub(crate) fn push_by_priority(&self, c: CoroPtr) {
+        if c.get().priority == AA_PRIORITY_HIGH {
+            self.queue.push_front(c);
+        } else {
+            self.queue.push_back(c);
+        }
+    }
+
     #[inline(always)]
     fn enqueue_in(&self, c: CoroPtr, state: State, status: AaStatus) -> AaStatus {
         let co = c.get();
@@ -235,11 +251,7 @@ impl Scheduler {
                     // suspension (Q-I1).
                     co.in_queue.set(true);
                 }
-                if co.priority == AA_PRIORITY_HIGH {
-                    self.queue.push_front(c);
-                } else {
-                    self.queue.push_back(c);
-                }
+                self.push_by_priority(c);
                 AA_OK
             }
             Enqueue::KeepPlace => {

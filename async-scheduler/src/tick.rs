@@ -82,11 +82,11 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
     let Some(c) = s.current.get() else {
         return AA_E_INVALID;
     };
-    if yield_first {
-        // SR2: `current` is RUNNING.
-        let _ = s.enqueue_running(c, AA_OK);
-    }
     if s.no_suspend.get() != 0 {
+        if yield_first {
+            // SR2: `current` is RUNNING.
+            let _ = s.enqueue_running(c, AA_OK);
+        }
         return AA_E_INVALID;
     }
     let co = c.get();
@@ -95,7 +95,14 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
     };
     co.wait.set(wait);
     let queued = co.in_queue.replace(false);
-    co.state.set(if queued {
+    if yield_first && !queued {
+        // The yield's enqueue (`enqueue_running`'s push) folded into the
+        // state change: RUNNING and not in the queue, so it goes in with
+        // status 0, by priority, as `Enqueue::Push` does.
+        co.status.set(AA_OK);
+        s.push_by_priority(c);
+    }
+    co.state.set(if queued || yield_first {
         State::Queued
     } else {
         State::Suspended
@@ -112,6 +119,7 @@ pub(crate) fn suspend(s: &Scheduler, wait: *const AaWaitInfo, yield_first: bool)
 }
 
 /// Runs coroutine `c`'s entry on fiber `f`, then finishes it (C1, C2).
+#[inline(always)]
 pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
     let co = c.get();
     co.started.set(true);
@@ -133,6 +141,13 @@ pub(crate) fn run_coroutine(s: &Scheduler, f: FiberPtr, c: CoroPtr) {
 /// if it has never started (returns `None`, no switch), or parks `f` and
 /// switches away (returns `None` once `f` is given a coroutine again), or,
 /// when `f` cannot be parked, returns where to go as it retires.
+///
+/// Inlined into the fiber loop, its only caller: control comes back to a
+/// parked fiber inside this function's switch, and the context engine's
+/// jump leaves the CPU's return-stack predictor one entry out of step, so
+/// every `ret` between the landing and the next call mispredicts; with no
+/// return on the way back into the loop there is none.
+#[inline(always)]
 pub(crate) fn after_finish(s: &Scheduler, f: FiberPtr) -> Option<Ctx> {
     let to = match next_runnable(s) {
         Some(n) if !n.get().started.get() && n.get().stack_size <= f.get().stack.usable => {

@@ -16,7 +16,7 @@ use super::error::JoinError;
 use super::id::CoroutineId;
 use super::runtime;
 use super::state::{CoroState, Outcome};
-use super::wait::{join_what, wait_for, with_me, WaitEnd, JOIN_WHAT_CAP};
+use super::wait::{join_what, wait_for, wait_for_inlined, with_me, WaitEnd, JOIN_WHAT_CAP};
 
 /// Waits for `target` (and `until`), then reads its outcome without taking
 /// the value.
@@ -70,6 +70,45 @@ fn wait_end(
         )),
         WaitEnd::Interrupted(c) => Err(JoinError::interrupted(id, c)),
         WaitEnd::SelfAwait => Err(JoinError::self_await(id)),
+    }
+}
+
+/// [`wait_end`] without a trigger (a plain join), inlined whole into the
+/// join with its wait loop (`wait::wait_for_inlined` says why): the same
+/// steps and errors.
+#[inline(always)]
+fn wait_finished(target: &Rc<CoroState>, at: &'static Location<'static>) -> Result<(), JoinError> {
+    if target.is_finished() {
+        return wait_end(target, None, at);
+    }
+    let end = with_me(
+        "join",
+        #[inline(always)]
+        |rt, me| {
+            if Rc::ptr_eq(me, target) {
+                return WaitEnd::SelfAwait; // R-CO6
+            }
+            let mut buf = [0; JOIN_WHAT_CAP];
+            let what = join_what(target.id.get(), &mut buf);
+            wait_for_inlined(rt, me, &target.done, None, what, at)
+        },
+    );
+    match end {
+        WaitEnd::Done => Ok(()),
+        other => Err(join_interrupted(target.id(), other)),
+    }
+}
+
+/// The error of a plain join that did not end `Done` (as in [`wait_end`]).
+#[cold]
+#[inline(never)]
+fn join_interrupted(id: CoroutineId, end: WaitEnd) -> JoinError {
+    match end {
+        WaitEnd::Interrupted(c) => JoinError::interrupted(id, c),
+        WaitEnd::SelfAwait => JoinError::self_await(id),
+        WaitEnd::Done | WaitEnd::Trigger => {
+            unreachable!("a join without a trigger ends done, interrupted or self-awaited")
+        }
     }
 }
 
@@ -154,9 +193,18 @@ impl<T: 'static> JoinHandle<T> {
     /// })
     /// .unwrap();
     /// ```
+    // Inlined into every caller, on purpose: a coroutine resumes inside
+    // the scheduler's `suspend` with the CPU's return-stack predictor one
+    // entry out of step (the context engine's jump), so each `ret` from
+    // there up to the caller's frame mispredicts; with the wait loop in
+    // the caller's own frame there is one (out of `suspend`) instead of
+    // two, about 10% of a spawn+join. What runs before the suspension
+    // (`join_what`, the subscription) and after it (`take_result`) stays
+    // out of line, so a call site grows by about 500 bytes.
     #[track_caller]
+    #[inline(always)]
     pub fn join(self) -> Result<T, JoinError> {
-        wait_end(&self.state, None, Location::caller())?;
+        wait_finished(&self.state, Location::caller())?;
         self.take_result()
     }
 
@@ -240,6 +288,7 @@ impl<T: 'static> JoinHandle<T> {
 
     /// The outcome of the finished coroutine: its value (taken: only the
     /// handle can, once) or its failure.
+    #[inline(never)]
     fn take_result(self) -> Result<T, JoinError> {
         let state = self.state;
         let id = state.id();
