@@ -131,6 +131,7 @@ impl Reactor {
             }
         }
         self.touch(&ev);
+        self.recycle(ev);
     }
 
     /// Stops a signal, process, fs watch or lookup (close, dispose): no

@@ -136,7 +136,13 @@ pub(crate) struct Reactor {
     pub(crate) inotify: RefCell<Option<Inotify>>,
     /// The resolver, from the first `dns_resolve`.
     pub(crate) resolver: RefCell<Option<Resolver>>,
+    /// Disposed request events nothing else refers to, kept for the next
+    /// requests (R4): a request then allocates no event.
+    spare_requests: RefCell<Vec<Rc<Event>>>,
 }
+
+/// The most disposed request events kept for reuse.
+const SPARE_REQUESTS: usize = 256;
 
 impl Reactor {
     /// Makes a reactor bound to the calling thread: probes the kernel, makes
@@ -171,6 +177,7 @@ impl Reactor {
             wake_op: Cell::new(None),
             inotify: RefCell::new(None),
             resolver: RefCell::new(None),
+            spare_requests: RefCell::new(Vec::new()),
         });
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
@@ -209,6 +216,27 @@ impl Reactor {
         self.core.touch(&ev.counted, ev.is_live());
     }
 
+    /// Keeps a disposed request event for reuse if nothing else refers to
+    /// it (no op in flight, no deferred callback, no host pointer: the host
+    /// gave its reference up with `dispose`).
+    pub(crate) fn recycle(&self, ev: Rc<Event>) {
+        if ev.header.kind == async_abi::AA_EVENT_IO
+            && Rc::strong_count(&ev) == 1
+            && Rc::weak_count(&ev) == 0
+        {
+            // What the request's state still owns goes now, as it would
+            // with the event.
+            *ev.state.borrow_mut() = State::Trigger(crate::event::TriggerState {
+                open: false,
+                op: None,
+            });
+            let mut spare = self.spare_requests.borrow_mut();
+            if spare.len() < SPARE_REQUESTS {
+                spare.push(ev);
+            }
+        }
+    }
+
     /// Makes an event of this reactor (R4).
     pub(crate) fn new_event(
         &self,
@@ -219,6 +247,25 @@ impl Reactor {
         state: State,
     ) -> Rc<Event> {
         self.core.event_made();
+        if kind == async_abi::AA_EVENT_IO && trigger.is_none() {
+            if let Some(mut ev) = self.spare_requests.borrow_mut().pop() {
+                // Spares are unshared (`recycle`), so this always succeeds.
+                if let Some(slot) = Rc::get_mut(&mut ev) {
+                    slot.header.flags = flags;
+                    slot.callback = callback;
+                    slot.trigger = None;
+                    slot.referenced.set(true);
+                    slot.disposed.set(false);
+                    slot.close.set(CloseState::Open);
+                    slot.on_closed.set(None);
+                    slot.in_flight.set(0);
+                    slot.counted.set(false);
+                    slot.scheduled.set(0);
+                    *slot.state.get_mut() = state;
+                    return ev;
+                }
+            }
+        }
         Rc::new(Event {
             header: AaEvent {
                 struct_size: mem::size_of::<AaEvent>() as u32,
