@@ -7,6 +7,7 @@
 //! | `stack_pool` | warm stacks kept for reuse: idle fibers, parked and taken with no system call (fiber.rs F-I4); `pool_max` is its older name | 256 |
 //! | `policy` | `fifo`, `chaos` (a seeded random pick among equals, `chaos.rs`) | `fifo` |
 //! | `seed` | the chaos seed: an unsigned 64-bit integer, or `random` (from the clock, logged at debug level); ignored under `fifo` | 0 |
+//! | `poll_gap_us` | microseconds, 0 to 1000000: after a fairness poll that ran no callback, the next is skipped until this long has passed (`tick.rs`, "Fairness"); 0 polls every 61st busy tick regardless; always 0 under `chaos`, whose replays depend on no clock | 50 |
 //!
 //! A key may also be written with the `scheduler.` prefix. A key with another
 //! plugin's prefix (`uring.sq_entries`) is ignored, as the ABI asks. Any other
@@ -52,7 +53,15 @@ pub(crate) struct Options {
     pub(crate) policy: Policy,
     /// The chaos policy's seed (unused under FIFO).
     pub(crate) seed: Seed,
+    /// The least time between two idle fairness polls, in microseconds.
+    pub(crate) poll_gap_us: u32,
 }
+
+/// The default `poll_gap_us`.
+pub(crate) const DEFAULT_POLL_GAP_US: u32 = 50;
+
+/// The largest `poll_gap_us` (one second).
+pub(crate) const MAX_POLL_GAP_US: u32 = 1_000_000;
 
 impl Default for Options {
     fn default() -> Options {
@@ -62,6 +71,7 @@ impl Default for Options {
             stack_pool: DEFAULT_STACK_POOL,
             policy: Policy::Fifo,
             seed: Seed::Fixed(DEFAULT_SEED),
+            poll_gap_us: DEFAULT_POLL_GAP_US,
         }
     }
 }
@@ -135,6 +145,14 @@ impl Options {
                                 invalid(key, value, "an unsigned integer or random")
                             })?),
                         }
+                }
+                "poll_gap_us" => {
+                    out.poll_gap_us = value
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|us| *us <= MAX_POLL_GAP_US)
+                        .ok_or_else(|| invalid(key, value, "microseconds from 0 to 1000000"))?
                 }
                 // Another plugin's option (`uring.sq_entries`): not ours.
                 _ if key.contains('.') && !key.starts_with("scheduler.") => {}
@@ -327,6 +345,27 @@ mod tests {
         assert_eq!(o.seed, Seed::Fixed(DEFAULT_SEED));
         // A seed without chaos is accepted (one environment for every cell).
         assert_eq!(parse(&[("seed", "5")]).unwrap().policy, Policy::Fifo);
+    }
+
+    #[test]
+    fn poll_gap_parses_microseconds_up_to_a_second() {
+        assert_eq!(Options::default().poll_gap_us, 50);
+        assert_eq!(parse(&[("poll_gap_us", "0")]).unwrap().poll_gap_us, 0);
+        assert_eq!(
+            parse(&[("scheduler.poll_gap_us", "1000000")])
+                .unwrap()
+                .poll_gap_us,
+            1_000_000
+        );
+        for bad in ["1000001", "-1", "5ms"] {
+            assert_eq!(
+                parse(&[("poll_gap_us", bad)]).unwrap_err(),
+                format!(
+                    "invalid scheduler option poll_gap_us=\"{bad}\": expected microseconds \
+                     from 0 to 1000000"
+                )
+            );
+        }
     }
 
     #[test]

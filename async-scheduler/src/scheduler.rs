@@ -41,6 +41,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::thread::ThreadId;
+use std::time::Instant;
 
 use async_abi::{AaStatus, AA_E_DEADLOCK, AA_E_INVALID, AA_OK, AA_PRIORITY_HIGH};
 
@@ -94,6 +95,12 @@ pub(crate) struct Scheduler {
     pub(crate) root: RootState,
     /// Ticks with a non-empty queue since the last non-blocking poll.
     pub(crate) ticks: Cell<u32>,
+    /// When the tick last polled the reactor (`tick::fairness_poll`).
+    pub(crate) last_poll: Cell<Instant>,
+    /// That poll ran no callback.
+    pub(crate) poll_idle: Cell<bool>,
+    /// `Options::poll_gap_us`.
+    pub(crate) poll_gap: std::time::Duration,
     /// The busy tick count at which the tick takes its slow path
     /// (`tick::slow_tick`): `POLL_EVERY` under FIFO, 0 under chaos (every
     /// busy tick, so the chaos pick costs FIFO nothing).
@@ -147,6 +154,14 @@ impl Scheduler {
             fibers: FiberPool::new(opts.engine, opts.stack_pool, opts.stack_size),
             root: RootState::default(),
             ticks: Cell::new(0),
+            last_poll: Cell::new(Instant::now()),
+            poll_idle: Cell::new(false),
+            // Chaos replays depend on no clock: its polls keep the 61-tick
+            // rhythm exactly.
+            poll_gap: match opts.policy {
+                Policy::Fifo => std::time::Duration::from_micros(u64::from(opts.poll_gap_us)),
+                Policy::Chaos => std::time::Duration::ZERO,
+            },
             slow_tick_at: match opts.policy {
                 Policy::Fifo => crate::tick::POLL_EVERY,
                 Policy::Chaos => 0,

@@ -330,6 +330,8 @@ impl Reactor {
         let mut count = if timers {
             self.run_timers(self.refresh_clock(), horizon)
         } else {
+            // R-LOOP-4: `now_ns` still moves on; it reads the clock if asked.
+            self.core.mark_clock_stale();
             0
         };
 

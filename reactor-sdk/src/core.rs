@@ -88,6 +88,8 @@ pub struct Core {
     thread: usize,
     base: Instant,
     now: Cell<u64>,
+    /// The cached clock may be behind: the next [`Core::clock`] reads it.
+    stale: Cell<bool>,
     alive: Cell<u32>,
     live_events: Cell<usize>,
     running: Cell<bool>,
@@ -107,6 +109,7 @@ impl Core {
             thread: thread_mark(),
             base: Instant::now(),
             now: Cell::new(0),
+            stale: Cell::new(false),
             alive: Cell::new(0),
             live_events: Cell::new(0),
             running: Cell::new(false),
@@ -146,7 +149,27 @@ impl Core {
         let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let now = now.max(self.now.get());
         self.now.set(now);
+        self.stale.set(false);
         now
+    }
+
+    /// Says the cached clock may be behind, instead of reading it: for an
+    /// iteration that needs no clock itself (no timer pending), since a
+    /// read is most of an empty iteration's cost. The next [`Core::clock`]
+    /// reads it.
+    #[inline]
+    pub fn mark_clock_stale(&self) {
+        self.stale.set(true);
+    }
+
+    /// The clock as the ABI's `now_ns` gives it: the cached value, read
+    /// first if an iteration left it stale (C3 holds either way).
+    #[inline]
+    pub fn clock(&self) -> u64 {
+        if self.stale.get() {
+            return self.refresh_clock();
+        }
+        self.now.get()
     }
 
     /// The cached clock.

@@ -130,7 +130,7 @@ pub trait Reactor: Sized + 'static {
     /// The cached clock, in ns.
     #[inline]
     fn now_ns(&self) -> u64 {
-        self.core().now()
+        self.core().clock()
     }
     /// `wake`, from any thread.
     ///

@@ -491,10 +491,12 @@ pub(crate) fn try_create(
 
 /// Runs `body` against a fresh scheduler with `engine` and `options`, then
 /// checks the end is clean: no coroutine panicked, none is alive, and
-/// `destroy` succeeds.
+/// `destroy` succeeds. The fake reactor's polls run no callback, so
+/// `poll_gap_us` is 0 (every 61st busy tick polls, whatever the clock)
+/// unless `options` say otherwise.
 #[track_caller]
 pub(crate) fn with_scheduler(engine: &str, options: &[(&str, &str)], body: impl FnOnce(H)) {
-    let mut all = vec![("engine", engine)];
+    let mut all = vec![("engine", engine), ("poll_gap_us", "0")];
     all.extend_from_slice(options);
     let h = try_create(&all, 0).expect("create failed");
     take_events();

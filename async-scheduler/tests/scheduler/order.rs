@@ -243,3 +243,23 @@ any_order_tests! {
         ok(h.run());
     }
 }
+
+/// The same 610 lone yields with a one-second `poll_gap_us`: the first poll
+/// runs no callback, and every later 61st tick comes well within the second
+/// (610 yields take microseconds), so none of them polls.
+#[test]
+fn an_idle_poll_holds_the_next_back_for_the_gap() {
+    for engine in ["context", "corosensei"] {
+        crate::host::with_scheduler(engine, &[("poll_gap_us", "1000000")], |h| {
+            h.spawn(move |_| {
+                for _ in 0..610 {
+                    ok(h.yield_now());
+                }
+            });
+            ok(h.run());
+            assert_eq!(h.stats().tick_polls, 1);
+            assert_eq!(h.reactor.polls.get(), 1);
+            assert_eq!(h.reactor.blocks.get(), 0);
+        });
+    }
+}
