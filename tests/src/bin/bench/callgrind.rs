@@ -2,17 +2,25 @@
 //! measure of the echo path's own cost that the kernel's loopback work and
 //! the machine's load do not blur (server CPU time does both).
 //!
-//! Each server runs twice under `valgrind --tool=callgrind
-//! --separate-threads=yes` (this binary's `--profile echo`), with `LOW` and
-//! then `HIGH` requests; the server thread is the first one the profile
-//! spawns (`echo::measure_window`), so its counts are in the `-02` file.
-//! The difference in instructions over the difference in requests echoed
-//! leaves out setup and teardown. Of three such pairs, the median is kept:
-//! how many requests one loop iteration serves varies a little from run to
-//! run under valgrind.
+//! Each server runs in a process of its own under `valgrind --tool=callgrind
+//! --separate-threads=yes` (this binary's `--profile serve`, the server on
+//! the main thread, so its counts are in the `-01` file), driven by the load
+//! generator from this process, with `LOW` and then `HIGH` requests; when
+//! the load is done (and every echo in flight has come back), `callgrind_control
+//! -d` dumps the counts and the server is killed. A separate process, not a
+//! client thread: valgrind runs one thread at a time and holds its lock
+//! while an io_uring server blocks in the kernel, so an in-process client
+//! would never run. The difference in instructions over the difference in
+//! requests echoed leaves out setup, the dump and teardown. Of three such
+//! pairs, the median is kept: how many requests one loop iteration serves
+//! varies a little from run to run under valgrind.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// The two window sizes, in requests.
 const LOW: u64 = 3_000;
@@ -28,9 +36,8 @@ pub(crate) fn available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The median instructions per request of `server` (`bench --profile echo`
-/// names: `embedded`, `mio`, `tokio`; the io_uring ones hang under
-/// valgrind, which does not follow the ring).
+/// The median instructions per request of `server` (`bench --profile serve`
+/// names: `embedded`, `mio`, `uring`, `tokio`, `monoio`).
 pub(crate) fn per_request(server: &str) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
     let dir = std::env::temp_dir().join(format!("bench-callgrind-{}", std::process::id()));
@@ -62,37 +69,23 @@ fn one_run(
     pair: usize,
 ) -> Result<(i64, u64), String> {
     let stem = format!("{server}-{requests}-{pair}");
-    // A run that hangs (a server valgrind cannot follow) ends in an error
-    // after ten minutes, not never.
-    let out = Command::new("timeout")
-        .args(["600", "valgrind"])
+    let child = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg("--separate-threads=yes")
         .arg(format!("--callgrind-out-file={}/{stem}.%p", dir.display()))
         .arg(exe)
-        .args(["--profile", "echo", server, &requests.to_string()])
-        .output()
+        .args(["--profile", "serve", server])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
         .map_err(|e| format!("valgrind: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "{server}: the profiled run failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    // "echo <server>: ... <n> echoed in all"
-    let echoed = stdout
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .windows(3)
-        .find(|w| w[1] == "echoed" && w[2] == "in")
-        .and_then(|w| w[0].parse::<u64>().ok())
-        .ok_or_else(|| format!("{server}: no request count in {stdout:?}"))?;
-    let file = server_thread_file(dir, &stem)?;
+    let mut child = Killed(child);
+    let addr = listening(&mut child.0).map_err(|e| format!("{server}: {e}"))?;
+    let echoed = crate::echo::drive_external(addr, requests).total;
+    let pid = child.0.id();
+    dump(pid, addr).map_err(|e| format!("{server}: {e}"))?;
+    drop(child);
+    let file = dir.join(format!("{stem}.{pid}.1-01"));
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let instructions = text
         .lines()
@@ -105,17 +98,58 @@ fn one_run(
     Ok((instructions, echoed))
 }
 
-/// `<stem>.<pid>-02`: the profile of the second thread, the server's.
-fn server_thread_file(dir: &Path, stem: &str) -> Result<PathBuf, String> {
-    let prefix = format!("{stem}.");
-    std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("-02"))
-        })
-        .ok_or_else(|| format!("no server thread profile {prefix}*-02 in {}", dir.display()))
+/// A child process killed and reaped when dropped, whatever went wrong.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The address the profiled server prints once it listens (valgrind makes
+/// start-up slow: up to a minute).
+fn listening(child: &mut Child) -> Result<SocketAddr, String> {
+    let out = child.stdout.take().ok_or("no standard output")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("listening ") {
+                let _ = tx.send(addr.trim().to_owned());
+                return;
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .map_err(|_| "the server did not say where it listens within 60 s".to_owned())?;
+    addr.parse()
+        .map_err(|e| format!("the server's address {addr:?}: {e}"))
+}
+
+/// Asks callgrind to dump the counts so far. The request is read only when
+/// the program runs, and an idle server is blocked in the kernel, so a new
+/// connection with one byte wakes it, every 200 ms until the dump is done.
+fn dump(pid: u32, addr: SocketAddr) -> Result<(), String> {
+    let ctl = Command::new("callgrind_control")
+        .args(["-d", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("callgrind_control: {e}"))?;
+    let mut ctl = Killed(ctl);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(mut poke) = TcpStream::connect(addr) {
+            let _ = poke.write_all(b"x");
+        }
+        match ctl.0.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("callgrind_control -d failed ({status})")),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Ok(None) => return Err("callgrind_control -d did not finish within 60 s".to_owned()),
+            Err(e) => return Err(format!("callgrind_control: {e}")),
+        }
+    }
 }

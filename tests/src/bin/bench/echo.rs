@@ -290,13 +290,22 @@ fn write_all_nb(s: &mut MioStream, mut data: &[u8]) -> io::Result<()> {
 
 /// This runtime's server: a coroutine per connection, blocking-style code.
 pub(crate) fn ours(reactor: &'static str) -> impl FnOnce(mpsc::Sender<SocketAddr>) + Send {
-    move |tx| {
+    move |tx| ours_announcing(reactor, move |addr| tx.send(addr).expect("send addr"))
+}
+
+/// [`ours`], saying where it listens through `announce`, from the server's
+/// own thread (`--profile serve` prints it: under valgrind no other thread
+/// may run once an io_uring server blocks in the kernel).
+pub(crate) fn ours_announcing(
+    reactor: &'static str,
+    announce: impl FnOnce(SocketAddr) + Send + 'static,
+) {
+    {
         async_std_api::Builder::new()
             .reactor(reactor)
             .run(move || {
                 let listener = async_std_api::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-                tx.send(listener.local_addr().expect("addr"))
-                    .expect("send addr");
+                announce(listener.local_addr().expect("addr"));
                 loop {
                     let (mut conn, _) = listener.accept().expect("accept");
                     conn.set_nodelay(true).expect("nodelay");
@@ -321,6 +330,11 @@ pub(crate) fn ours(reactor: &'static str) -> impl FnOnce(mpsc::Sender<SocketAddr
 
 /// tokio current-thread: a task per connection.
 pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
+    tokio_announcing(move |addr| tx.send(addr).expect("send addr"))
+}
+
+/// [`tokio_server`], saying where it listens as [`ours_announcing`] does.
+pub(crate) fn tokio_announcing(announce: impl FnOnce(SocketAddr) + Send + 'static) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -330,8 +344,7 @@ pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
-        tx.send(listener.local_addr().expect("addr"))
-            .expect("send addr");
+        announce(listener.local_addr().expect("addr"));
         loop {
             let (mut conn, _) = listener.accept().await.expect("accept");
             conn.set_nodelay(true).expect("nodelay");
@@ -354,6 +367,11 @@ pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
 
 /// monoio on io_uring: a task per connection (buffers passed by ownership).
 pub(crate) fn monoio_server(tx: mpsc::Sender<SocketAddr>) {
+    monoio_announcing(move |addr| tx.send(addr).expect("send addr"))
+}
+
+/// [`monoio_server`], saying where it listens as [`ours_announcing`] does.
+pub(crate) fn monoio_announcing(announce: impl FnOnce(SocketAddr) + Send + 'static) {
     use monoio::buf::IoBuf;
     use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
     let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
@@ -361,8 +379,7 @@ pub(crate) fn monoio_server(tx: mpsc::Sender<SocketAddr>) {
         .expect("monoio (io_uring)");
     rt.block_on(async move {
         let listener = monoio::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        tx.send(listener.local_addr().expect("addr"))
-            .expect("send addr");
+        announce(listener.local_addr().expect("addr"));
         loop {
             let (mut conn, _) = listener.accept().await.expect("accept");
             conn.set_nodelay(true).expect("nodelay");

@@ -313,6 +313,9 @@ fn profile(args: &[String]) {
     if args.first().is_some_and(|a| a == "load") {
         return profile_load(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == "serve") {
+        return profile_serve(&args[1..]);
+    }
     if args.first().is_some_and(|a| a == "million") {
         return million::profile(&args[1..]);
     }
@@ -472,7 +475,9 @@ fn instructions_all(report: &mut Report) {
             true,
         ),
         ("this runtime, mio reactor loaded as a plugin", "mio", false),
+        ("this runtime, io_uring reactor", "uring", false),
         ("tokio current_thread", "tokio", false),
+        ("monoio (io_uring)", "monoio", false),
     ];
     for (name, server, baseline) in servers {
         match callgrind::per_request(server) {
@@ -750,6 +755,32 @@ fn profile_load(args: &[String]) {
         "load {addr}: {:.0} requests/s, {} requests in the window, {} echoed in all",
         result.rps, result.requests, result.total
     );
+}
+
+/// `--profile serve <mio|embedded|uring|tokio|monoio>`: one echo server on
+/// this (the main) thread until the process is killed, its address printed
+/// as `listening <address>`: for `--profile load` or `callgrind.rs` from
+/// another process.
+fn profile_serve(args: &[String]) {
+    let usage = "usage: bench --profile serve <mio|embedded|uring|tokio|monoio>";
+    let [server] = args else {
+        panic!("{usage}");
+    };
+    // Printed by the server's own thread before it serves: under valgrind
+    // no other thread may run once an io_uring server blocks in the kernel.
+    let announce = |addr: std::net::SocketAddr| {
+        use std::io::Write;
+        println!("listening {addr}");
+        let _ = std::io::stdout().flush();
+    };
+    match server.as_str() {
+        "mio" => echo::ours_announcing("mio", announce),
+        "embedded" => echo::ours_announcing("embedded", announce),
+        "uring" => echo::ours_announcing("uring", announce),
+        "tokio" => echo::tokio_announcing(announce),
+        "monoio" => echo::monoio_announcing(announce),
+        _ => panic!("{usage}"),
+    }
 }
 
 const UDP_ITERS: u64 = 50_000;
