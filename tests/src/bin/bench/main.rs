@@ -134,12 +134,14 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "echo instructions",
-        "Counted by callgrind in the server thread, between a 3,000- and a 12,000-request run \
-         (the median of three pairs), so setup and the kernel's work are left out. The first two \
-         rows are the same reactor statically linked and loaded as a plugin: their ratio is \
-         what dynamic loading costs. valgrind does not run io_uring programs (they hang under it), \
-         so the io_uring reactor and monoio have no row; may, measured by hand earlier at 735, \
-         has no echo server in this harness.",
+        "Counted by callgrind in the server's thread, each server in a process of its own \
+         (`bench --profile serve`) driven from the bench process, between a 3,000- and a \
+         12,000-request run (the median of three pairs), so setup and the kernel's work are left \
+         out. The first two rows are the same reactor statically linked and loaded as a plugin: \
+         their ratio is what dynamic loading costs. On the mio reactor a stream read waits on the \
+         socket's readiness and reads in the host (D-43); the io_uring reactor takes every read \
+         and write as a ring operation, request record and event included. may, measured by hand \
+         earlier at 735, has no echo server in this harness.",
     ),
     (
         "timers",
