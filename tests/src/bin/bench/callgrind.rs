@@ -3,17 +3,18 @@
 //! the machine's load do not blur (server CPU time does both).
 //!
 //! Each server runs in a process of its own under `valgrind --tool=callgrind
-//! --separate-threads=yes` (this binary's `--profile serve`, the server on
-//! the main thread, so its counts are in the `-01` file), driven by the load
-//! generator from this process, with `LOW` and then `HIGH` requests; when
-//! the load is done (and every echo in flight has come back), `callgrind_control
-//! -d` dumps the counts and the server is killed. A separate process, not a
-//! client thread: valgrind runs one thread at a time and holds its lock
-//! while an io_uring server blocks in the kernel, so an in-process client
-//! would never run. The difference in instructions over the difference in
-//! requests echoed leaves out setup, the dump and teardown. Of three such
-//! pairs, the median is kept: how many requests one loop iteration serves
-//! varies a little from run to run under valgrind.
+//! --separate-threads=yes` (this binary's `--profile serve`: the server on
+//! the main thread; the counts of every thread of the process are added),
+//! driven by the load generator from this process, with `LOW` and then
+//! `HIGH` requests. When the load is done (and every echo in flight has
+//! come back), `callgrind_control -d` dumps the counts and the server is
+//! killed. A separate process, not a client thread: valgrind runs one
+//! thread at a time and holds its lock while an io_uring server blocks in
+//! the kernel, so an in-process client would never run. The difference in
+//! instructions over the difference in requests echoed leaves out setup,
+//! the dump and teardown. Of three such pairs, the median is kept: how many
+//! requests one loop iteration serves varies a little from run to run under
+//! valgrind.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -85,16 +86,32 @@ fn one_run(
     let pid = child.0.id();
     dump(pid, addr).map_err(|e| format!("{server}: {e}"))?;
     drop(child);
-    let file = dir.join(format!("{stem}.{pid}.1-01"));
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let instructions = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("summary: ")
-                .or_else(|| l.strip_prefix("totals: "))
-        })
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .ok_or_else(|| format!("{}: no instruction total", file.display()))?;
+    // Every thread of the server process (`<stem>.<pid>.1-<thread>`), so a
+    // server whose work runs off its main thread is counted whole.
+    let prefix = format!("{stem}.{pid}.1-");
+    let mut instructions = 0;
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        instructions += text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("summary: ")
+                    .or_else(|| l.strip_prefix("totals: "))
+            })
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .ok_or_else(|| format!("{}: no instruction total", path.display()))?;
+        files += 1;
+    }
+    if files == 0 {
+        return Err(format!("no dump {prefix}* in {}", dir.display()));
+    }
     Ok((instructions, echoed))
 }
 

@@ -72,7 +72,7 @@ const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "instructions",
-        "TCP echo's user-space instructions per request in the server thread, under callgrind (needs valgrind; slow: about two minutes per server)",
+        "TCP echo's user-space instructions per request in the server process, under callgrind (needs valgrind; about ten seconds per server)",
     ),
     (
         "echo2",
@@ -134,14 +134,16 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "echo instructions",
-        "Counted by callgrind in the server's thread, each server in a process of its own \
-         (`bench --profile serve`) driven from the bench process, between a 3,000- and a \
-         12,000-request run (the median of three pairs), so setup and the kernel's work are left \
-         out. The first two rows are the same reactor statically linked and loaded as a plugin: \
-         their ratio is what dynamic loading costs. On the mio reactor a stream read waits on the \
-         socket's readiness and reads in the host (D-43); the io_uring reactor takes every read \
-         and write as a ring operation, request record and event included. may, measured by hand \
-         earlier at 735, has no echo server in this harness.",
+        "Counted by callgrind in all the threads of the server's process, each server in a \
+         process of its own (`bench --profile serve`) driven from the bench process, between a \
+         3,000- and a 12,000-request run (the median of three pairs), so setup and the kernel's \
+         work are left out. The first two rows are the same reactor statically linked and loaded \
+         as a plugin: their ratio is what dynamic loading costs. On the mio reactor a stream read \
+         waits on the socket's readiness and reads in the host (D-43); the io_uring reactor takes \
+         every read and write as a ring operation, request record and event included. may, \
+         measured by hand earlier at 735 in another harness, has no row: its worker's idle time \
+         adds instructions by the second, not by the request (three pairs here gave 206, 385 and \
+         514), so this method cannot count it.",
     ),
     (
         "timers",
