@@ -29,7 +29,7 @@
 //!   sources (reactor invariant R7).
 //! - **G6** Readiness hints (`read_hint`, `write_hint`) are false only
 //!   after an attempt in that direction would block, or came back short on
-//!   a stream socket (fewer bytes than asked: the kernel had no more; a
+//!   a TCP socket (fewer bytes than asked: the kernel had no more; a
 //!   peek, `AA_IO_PEEK`, never counts: it leaves the data queued); every
 //!   readiness report for the descriptor sets them again. epoll is
 //!   edge-triggered here, so data (or room) that arrives after a hint went
@@ -91,8 +91,9 @@ pub(crate) struct FdEntry {
     pub(crate) fd: RawFd,
     /// Whether it is a socket (detected once, with `fstat`).
     pub(crate) socket: bool,
-    /// Whether it is a stream socket (`SOCK_STREAM`): only there does a short
-    /// read or write mean the kernel had no more (G6).
+    /// Whether it is a TCP socket: only there does a short read or write
+    /// mean the kernel had no more (G6; a Unix stream's read stops at a
+    /// message carrying descriptors with bytes still queued).
     pub(crate) stream: bool,
     /// A read or accept might not block (G6).
     pub(crate) read_hint: bool,
@@ -208,7 +209,7 @@ impl Registry {
         }
         let i = usize::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
         let socket = crate::sys::is_socket(fd)?;
-        let stream = socket && crate::sys::is_stream_socket(fd);
+        let stream = socket && crate::sys::is_tcp_socket(fd);
         let entry = FdEntry {
             fd,
             socket,

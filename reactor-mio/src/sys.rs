@@ -24,7 +24,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub(crate) use reactor_sdk::sys::{
-    accept, close, connect, is_connected, is_socket, is_stream_socket, neg_errno, read, recv_from,
+    accept, close, connect, is_connected, is_socket, is_tcp_socket, neg_errno, read, recv_from,
     send_to, socket_error, would_block, write, HostAddr, HostBuf,
 };
 

@@ -163,6 +163,26 @@ pub fn is_socket(fd: RawFd) -> io::Result<bool> {
     Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
 }
 
+/// Whether the socket `fd` is a TCP socket: a stream (`SO_TYPE`) of the
+/// IPv4 or IPv6 family (`SO_DOMAIN`). A short read on it means the kernel
+/// had no more bytes queued (TCP urgent data aside), which a Unix stream
+/// does not promise: its reads stop at a message that carries descriptors
+/// or credentials.
+pub fn is_tcp_socket(fd: RawFd) -> bool {
+    let mut domain: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: S1 for `fd`; S3: `domain` and `len` are locals of the sizes
+    // getsockopt(SO_DOMAIN) writes.
+    let res = syscall!(getsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_DOMAIN,
+        (&mut domain as *mut libc::c_int).cast(),
+        &mut len
+    ));
+    res.is_ok() && matches!(domain, libc::AF_INET | libc::AF_INET6) && is_stream_socket(fd)
+}
+
 /// Whether the socket `fd` is a stream socket (`SO_TYPE` is `SOCK_STREAM`).
 #[inline]
 pub fn is_stream_socket(fd: RawFd) -> bool {

@@ -12,23 +12,31 @@
 //!   after `EAGAIN`): a readiness is never lost between a failed attempt
 //!   and the wait that follows it. An error or hang-up counts as both
 //!   readable and writable, so the next attempt sees the error.
-//! - **RD3** The watch is armed for a direction only while someone waits
+//! - **RD3** The watch is armed for writability only while someone waits
 //!   for it (writable is reported on every acknowledgement on some
-//!   reactors); arming re-evaluates the current readiness, so a waiter
-//!   that arms never misses a readiness that was already there.
+//!   reactors); readability, once armed, stays armed (a re-arm is a system
+//!   call). Arming re-evaluates the current readiness, so a waiter that
+//!   arms never misses a readiness that was already there. The watch keeps
+//!   the loop alive (it is referenced) only while someone waits: an armed
+//!   watch nobody waits on must not hide a deadlock.
 //! - **RD4** Waiters of one direction are woken together and each re-checks
 //!   (P-22); a waiter leaves the list when it stops waiting (W4), also when
 //!   cancelled. An operation that completed is never undone by a
 //!   cancellation: it returns, and the cancellation waits for the next
 //!   suspension point (P-08).
-//! - **RD6** A stream transfer ([`Readiness::stream_in`], D-43) also
-//!   forgets a readiness when it comes back short (fewer bytes than asked:
-//!   the kernel had no more at that moment; every later arrival is a new
-//!   edge), unless the peer closed its side or an error was reported
-//!   (sticky: end of stream or the error may already be pending and will
-//!   not be reported again). A direction known not to be ready (`EAGAIN`
-//!   or a short transfer, and no edge since) waits before trying, so a
-//!   ping-pong read makes one system call, not an `EAGAIN` and then one.
+//! - **RD6** A TCP stream transfer ([`Readiness::stream_in`] with
+//!   `short_drains`, D-43) also forgets a readiness when it comes back short
+//!   (fewer bytes than asked: the kernel had no more at that moment; every
+//!   later arrival is a new edge), unless the peer closed its side or an
+//!   error was reported (sticky: end of stream or the error may already be
+//!   pending and will not be reported again). A direction known not to be
+//!   ready (`EAGAIN` or a short transfer, and no edge since) waits before
+//!   trying, so a ping-pong read makes one system call, not an `EAGAIN` and
+//!   then one. Unix streams do not take the short-read shortcut: a read
+//!   stops at a message that carries descriptors or other credentials with
+//!   bytes still queued and no new edge to come. TCP urgent data (without
+//!   `SO_OOBINLINE`) also stops a read early with bytes queued behind the
+//!   mark: a reader then waits for the peer's next bytes (as tokio's does).
 //! - **RD5** A descriptor its owner closes directly (a user's, through
 //!   `io::Async`) is watched through a duplicate the reactor owns and
 //!   closes after deregistering it: epoll keeps a registration until every
@@ -147,6 +155,9 @@ pub(crate) struct Readiness {
     shared: Rc<Shared>,
     /// The interest the watch is armed with (RD3).
     armed: Cell<u32>,
+    /// Coroutines waiting on the watch: it is referenced while non-zero
+    /// (RD3).
+    waiting: Cell<u32>,
     /// Waiters per direction, to disarm writable when none is left.
     waiting_writers: Cell<usize>,
 }
@@ -217,10 +228,13 @@ impl Readiness {
             None => rt.reactor.poll(fd, 0, on_ready),
         }
         .map_err(|status| poll_error(rt, fd, status))?;
+        // RD3: only a waiter makes the watch keep the loop alive.
+        event.set_ref(false);
         Ok(Readiness {
             event,
             shared,
             armed: Cell::new(0),
+            waiting: Cell::new(0),
             waiting_writers: Cell::new(0),
         })
     }
@@ -318,8 +332,9 @@ impl Readiness {
     /// call of at most `want` bytes, for the running coroutine `me`: one unit
     /// of the cooperative budget and a cancellation check first (RD1), a
     /// wait first if the direction is known not to be ready (RD6), and
-    /// `op` again after every `EAGAIN` and readiness (RD2). `what` names
-    /// the wait in reports.
+    /// `op` again after every `EAGAIN` and readiness (RD2). A short transfer
+    /// drains the direction only with `short_drains` (TCP; RD6). `what`
+    /// names the wait in reports.
     ///
     /// # Errors
     ///
@@ -332,6 +347,7 @@ impl Readiness {
         me: &Rc<CoroState>,
         dir: Direction,
         want: usize,
+        short_drains: bool,
         what: impl Describe + Copy,
         at: &'static Location<'static>,
         mut op: impl FnMut() -> io::Result<usize>,
@@ -351,7 +367,7 @@ impl Readiness {
                     // stays: every later read returns it at once.
                     if n == 0 {
                         self.shared.closed.set(true);
-                    } else if n < want && !self.shared.closed.get() {
+                    } else if short_drains && n < want && !self.shared.closed.get() {
                         self.clear(dir);
                     }
                     return Ok(n);
@@ -389,6 +405,7 @@ impl Readiness {
         let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
         self.arm(self.armed.get() | dir.bit());
         let _place = Place::take(&self.shared, dir, me);
+        let _held = Held::new(self);
         loop {
             suspend_once(rt, me, what, at)?;
             if self.shared.ready.get() & dir.bit() != 0 {
@@ -405,6 +422,32 @@ impl Readiness {
         if interest != self.armed.get() {
             self.armed.set(interest);
             let _ = self.event.set_interest(interest);
+        }
+    }
+}
+
+/// Counts a waiter on the watch, which is referenced while any waits
+/// (RD3).
+struct Held<'a>(&'a Readiness);
+
+impl<'a> Held<'a> {
+    fn new(r: &'a Readiness) -> Held<'a> {
+        let n = r.waiting.get();
+        if n == 0 {
+            r.event.set_ref(true);
+        }
+        r.waiting.set(n + 1);
+        Held(r)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let r = self.0;
+        let n = r.waiting.get() - 1;
+        r.waiting.set(n);
+        if n == 0 {
+            r.event.set_ref(false);
         }
     }
 }

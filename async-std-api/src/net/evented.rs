@@ -114,12 +114,15 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     }
 
     /// A stream read: on a readiness reactor, the stream's readiness watch
-    /// and a `recv` in the host (D-43); elsewhere the reactor's request
+    /// and a `recv` in the host (D-43; `short_drains`: a short read means
+    /// nothing more is queued, true of TCP, not of Unix streams); elsewhere
+    /// the reactor's request
     /// (native on a completion reactor), through the read lane (D-42); with
     /// a read timeout, by readiness and a timer.
     pub(crate) fn stream_read(
         &self,
         buf: &mut [u8],
+        short_drains: bool,
         at: &'static Location<'static>,
     ) -> io::Result<usize>
     where
@@ -146,6 +149,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                     me,
                     Direction::Read,
                     want,
+                    short_drains,
                     what,
                     at,
                     || rio::recv(sock, buf),

@@ -602,14 +602,14 @@ impl fmt::Debug for TcpStream {
 impl Read for TcpStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.stream_read(buf, Location::caller())
+        self.io.stream_read(buf, true, Location::caller())
     }
 }
 
 impl Read for &TcpStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.stream_read(buf, Location::caller())
+        self.io.stream_read(buf, true, Location::caller())
     }
 }
 

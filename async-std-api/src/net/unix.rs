@@ -266,14 +266,14 @@ fn connect_at(addr: &SocketAddr, at: &'static Location<'static>) -> io::Result<U
 impl Read for UnixStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.stream_read(buf, Location::caller())
+        self.io.stream_read(buf, false, Location::caller())
     }
 }
 
 impl Read for &UnixStream {
     #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.stream_read(buf, Location::caller())
+        self.io.stream_read(buf, false, Location::caller())
     }
 }
 

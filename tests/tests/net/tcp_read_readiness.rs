@@ -135,3 +135,29 @@ fn d43_two_readers_of_one_stream_take_each_byte_once() {
     })
     .unwrap();
 }
+
+#[test]
+fn d43_a_stream_that_waited_once_hides_no_deadlock() {
+    // The read waits (its watch is armed, and stays armed), then the
+    // coroutine waits on a channel nothing will ever send on: the program
+    // is deadlocked, and the armed watch, with nobody waiting on it, must
+    // not keep the loop alive.
+    let err = run(|| {
+        let (mut client, conn) = pair();
+        let conn = Rc::new(conn);
+        let c = conn.clone();
+        let reader = spawn(move || {
+            let mut buf = [0u8; 8];
+            let n = (&*c).read(&mut buf).unwrap();
+            buf[..n].to_vec()
+        });
+        yield_until_waiting(&[&reader.coroutine()]);
+        client.write_all(b"once").unwrap();
+        assert_eq!(join_soon(reader), b"once");
+        let (_tx, rx) = async_std_api::sync::unbounded::<u8>();
+        let _ = rx.recv();
+        drop((client, conn));
+    })
+    .unwrap_err();
+    assert_eq!(err.kind(), async_std_api::ErrorKind::Deadlock, "{err}");
+}

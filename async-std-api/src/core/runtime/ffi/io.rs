@@ -562,24 +562,27 @@ pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
     }
 }
 
-/// `recv(fd, buf, 0)` as a bare system call, for the host's own stream
-/// reads (D-43). glibc's `recv` is a thread-cancellation point and spends
-/// about 60 instructions per call switching asynchronous cancellation on
-/// and off around it; nothing here uses thread cancellation, and a
-/// ping-pong connection makes one such call per request in each direction.
+/// `recv(fd, buf, MSG_DONTWAIT)` as a bare system call, for the host's own
+/// stream reads (D-43). glibc's `recv` is a thread-cancellation point and
+/// spends about 60 instructions per call switching asynchronous
+/// cancellation on and off around it; nothing here uses thread
+/// cancellation, and a ping-pong connection makes one such call per request
+/// in each direction. `MSG_DONTWAIT`: the call never blocks the loop, even
+/// if a duplicate of the socket (`try_clone` and then `into_std`) made the
+/// shared file description blocking.
 pub(crate) fn recv(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
     // SAFETY: `recvfrom` writes at most `buf.len()` bytes into `buf`, which
     // the borrow keeps valid and unaliased for the call; the address
-    // arguments are NULL. Every argument is passed as a `c_long`, the type
-    // `syscall` reads them as.
+    // arguments are NULL. Every argument is a `c_long`, a pointer or a
+    // `usize`, each as wide as the `long` that `syscall` reads.
     let n = unsafe {
         libc::syscall(
             libc::SYS_recvfrom,
             libc::c_long::from(fd.as_raw_fd()),
             buf.as_mut_ptr(),
             buf.len(),
-            0 as libc::c_long,
+            libc::c_long::from(libc::MSG_DONTWAIT),
             ptr::null_mut::<libc::sockaddr>(),
             ptr::null_mut::<libc::socklen_t>(),
         )
@@ -590,22 +593,23 @@ pub(crate) fn recv(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> std::io::
     Ok(n as usize)
 }
 
-/// `send(fd, buf, MSG_NOSIGNAL)` as a bare system call, for the host's own
-/// stream writes (D-42); see [`recv`]. `MSG_NOSIGNAL`, as std's
-/// `TcpStream::write`: a reset peer is `EPIPE`, not a `SIGPIPE`.
+/// `send(fd, buf, MSG_DONTWAIT | MSG_NOSIGNAL)` as a bare system call, for
+/// the host's own stream writes (D-42); see [`recv`]. `MSG_NOSIGNAL`, as
+/// std's `TcpStream::write` (and now a Unix stream's too): a reset peer is
+/// `EPIPE`, not a `SIGPIPE`.
 pub(crate) fn send(fd: std::os::fd::BorrowedFd<'_>, buf: &[u8]) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
     // SAFETY: `sendto` reads at most `buf.len()` bytes from `buf`, which the
     // borrow keeps valid for the call; the address arguments are NULL and 0.
-    // Every argument is passed as a `c_long` or a pointer, as `syscall`
-    // reads them.
+    // Every argument is a `c_long`, a pointer or a `usize`, each as wide as
+    // the `long` that `syscall` reads.
     let n = unsafe {
         libc::syscall(
             libc::SYS_sendto,
             libc::c_long::from(fd.as_raw_fd()),
             buf.as_ptr(),
             buf.len(),
-            libc::c_long::from(libc::MSG_NOSIGNAL),
+            libc::c_long::from(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL),
             ptr::null::<libc::sockaddr>(),
             0 as libc::c_long,
         )

@@ -76,7 +76,9 @@ impl Reactor {
             return Err(AA_E_CLOSED);
         }
         let vt = &self.plugin.vt;
-        let (Some(poll_new), Some(set_interest)) = (vt.poll_new, vt.poll_set_interest) else {
+        let (Some(poll_new), Some(set_interest), Some(set_ref)) =
+            (vt.poll_new, vt.poll_set_interest, vt.set_ref)
+        else {
             return Err(AA_E_UNSUPPORTED);
         };
         if self.caps & AA_CAP_POLL == 0 {
@@ -103,6 +105,7 @@ impl Reactor {
                 ev,
                 ud,
                 set_interest,
+                set_ref,
             }),
             _ => {
                 // SAFETY: AA-R8: a failed constructor created nothing and
@@ -128,9 +131,22 @@ pub(crate) struct PollEvent {
     ev: NonNull<AaEvent>,
     ud: *mut OnReady,
     set_interest: unsafe extern "C" fn(*mut AaEvent, u32) -> AaStatus,
+    set_ref: unsafe extern "C" fn(*mut AaEvent, bool),
 }
 
 impl PollEvent {
+    /// Whether the armed watch keeps the loop alive (libuv's ref/unref):
+    /// a watch left armed between waits must not, or a program whose
+    /// coroutines all wait on each other would never be found deadlocked.
+    pub(crate) fn set_ref(&self, referenced: bool) {
+        if self.reactor.r.get().is_null() {
+            return;
+        }
+        // SAFETY: `ev` is a live event of this live reactor (F2), not yet
+        // disposed (that happens in our drop).
+        unsafe { (self.set_ref)(self.ev.as_ptr(), referenced) }
+    }
+
     /// Sets the interest (0 disarms) and re-evaluates readiness: a
     /// readiness present now is reported by a later callback.
     pub(crate) fn set_interest(&self, interest: u32) -> AaStatus {
