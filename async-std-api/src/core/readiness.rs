@@ -17,8 +17,12 @@
 //!   reactors); readability, once armed, stays armed (a re-arm is a system
 //!   call). Arming re-evaluates the current readiness, so a waiter that
 //!   arms never misses a readiness that was already there. The watch keeps
-//!   the loop alive (it is referenced) only while someone waits: an armed
-//!   watch nobody waits on must not hide a deadlock.
+//!   the loop alive only while someone waits: an armed watch nobody waits
+//!   on must not hide a deadlock. The watch itself is hidden, and the
+//!   runtime's one [`WaitHold`](super::runtime::WaitHold) trigger is
+//!   referenced while any coroutine waits on any watch (one toggle when the
+//!   first starts and the last stops, not two calls per read); on a reactor
+//!   without triggers the watch references itself while waited on.
 //! - **RD4** Waiters of one direction are woken together and each re-checks
 //!   (P-22); a waiter leaves the list when it stops waiting (W4), also when
 //!   cancelled. An operation that completed is never undone by a
@@ -51,7 +55,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use async_abi::{
-    AaCoroutine, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE, AA_POLL_WRITABLE,
+    AaCoroutine, AA_EVF_HIDDEN, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE,
+    AA_POLL_WRITABLE,
 };
 
 use super::budget;
@@ -155,9 +160,12 @@ pub(crate) struct Readiness {
     shared: Rc<Shared>,
     /// The interest the watch is armed with (RD3).
     armed: Cell<u32>,
-    /// Coroutines waiting on the watch: it is referenced while non-zero
-    /// (RD3).
+    /// Coroutines waiting on the watch: something keeps the loop alive
+    /// while non-zero (RD3).
     waiting: Cell<u32>,
+    /// That something is the runtime's [`WaitHold`](super::runtime::WaitHold)
+    /// (the watch is hidden), not the watch's own reference.
+    held_by_runtime: bool,
     /// Waiters per direction, to disarm writable when none is left.
     waiting_writers: Cell<usize>,
 }
@@ -223,18 +231,25 @@ impl Readiness {
                 s.wake(Direction::Write);
             }
         });
+        // RD3: only a waiter keeps the loop alive: through the runtime's
+        // one hold, the watch hidden; or, on a reactor without triggers,
+        // through the watch's own reference.
+        let held_by_runtime = rt.wait_hold.available(&rt.reactor);
+        let flags = if held_by_runtime { AA_EVF_HIDDEN } else { 0 };
         let event = match owned {
-            Some(dup) => rt.reactor.poll_owned(dup, 0, on_ready),
-            None => rt.reactor.poll(fd, 0, on_ready),
+            Some(dup) => rt.reactor.poll_owned(dup, 0, flags, on_ready),
+            None => rt.reactor.poll(fd, 0, flags, on_ready),
         }
         .map_err(|status| poll_error(rt, fd, status))?;
-        // RD3: only a waiter makes the watch keep the loop alive.
-        event.set_ref(false);
+        if !held_by_runtime {
+            event.set_ref(false);
+        }
         Ok(Readiness {
             event,
             shared,
             armed: Cell::new(0),
             waiting: Cell::new(0),
+            held_by_runtime,
             waiting_writers: Cell::new(0),
         })
     }
@@ -405,7 +420,7 @@ impl Readiness {
         let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
         self.arm(self.armed.get() | dir.bit());
         let _place = Place::take(&self.shared, dir, me);
-        let _held = Held::new(self);
+        let _held = Held::new(rt, self);
         loop {
             suspend_once(rt, me, what, at)?;
             if self.shared.ready.get() & dir.bit() != 0 {
@@ -426,28 +441,36 @@ impl Readiness {
     }
 }
 
-/// Counts a waiter on the watch, which is referenced while any waits
-/// (RD3).
-struct Held<'a>(&'a Readiness);
+/// Counts a waiter on the watch, which keeps the loop alive while any
+/// waits (RD3).
+struct Held<'a>(&'a Runtime, &'a Readiness);
 
 impl<'a> Held<'a> {
-    fn new(r: &'a Readiness) -> Held<'a> {
-        let n = r.waiting.get();
-        if n == 0 {
-            r.event.set_ref(true);
+    fn new(rt: &'a Runtime, r: &'a Readiness) -> Held<'a> {
+        if r.held_by_runtime {
+            rt.wait_hold.acquire();
+        } else {
+            let n = r.waiting.get();
+            if n == 0 {
+                r.event.set_ref(true);
+            }
+            r.waiting.set(n + 1);
         }
-        r.waiting.set(n + 1);
-        Held(r)
+        Held(rt, r)
     }
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        let r = self.0;
-        let n = r.waiting.get() - 1;
-        r.waiting.set(n);
-        if n == 0 {
-            r.event.set_ref(false);
+        let Held(rt, r) = *self;
+        if r.held_by_runtime {
+            rt.wait_hold.release();
+        } else {
+            let n = r.waiting.get() - 1;
+            r.waiting.set(n);
+            if n == 0 {
+                r.event.set_ref(false);
+            }
         }
     }
 }

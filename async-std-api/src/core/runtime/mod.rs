@@ -45,7 +45,7 @@ pub(crate) mod remote;
 pub(crate) mod watchdog;
 
 use std::any::Any;
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
@@ -212,6 +212,9 @@ pub(crate) struct Runtime {
     pub(crate) events: Option<Handler>,
     /// The door for other threads (`remote`).
     pub(crate) remote: Rc<remote::Remote>,
+    /// What keeps the loop alive while coroutines wait on hidden readiness
+    /// watches (`core::readiness`, RD3).
+    pub(crate) wait_hold: WaitHold,
     /// The blocking pool (`pool`).
     pub(crate) pool: pool::Pool,
     /// The layer above's record (R5): the global scope and what hangs off
@@ -224,6 +227,61 @@ pub(crate) struct Runtime {
     /// The scheduler, quoted, with where it was loaded from when its label
     /// does not say (`named`): how messages name it.
     pub(crate) scheduler_label: String,
+}
+
+/// One referenced event for every coroutine waiting on a readiness watch:
+/// the watches themselves are hidden (left armed between waits, they must
+/// not keep the loop alive, or a deadlock would go unseen), and toggling a
+/// reference on each watch at each wait costs two calls into the reactor
+/// per read. This toggles one trigger, and only when the first coroutine
+/// starts or the last stops waiting.
+#[derive(Default)]
+pub(crate) struct WaitHold {
+    waiting: Cell<u32>,
+    /// Made on first need; `None` after that if the reactor has no
+    /// triggers (then the watches stay visible and reference themselves).
+    trigger: RefCell<Option<ffi::TriggerEvent>>,
+    tried: Cell<bool>,
+}
+
+impl WaitHold {
+    /// Whether the hold works on this reactor (makes its trigger, once).
+    pub(crate) fn available(&self, reactor: &Rc<Reactor>) -> bool {
+        if !self.tried.replace(true) {
+            if let Ok(t) = reactor.trigger(Box::new(|_| {})) {
+                t.set_ref(false);
+                *self.trigger.borrow_mut() = Some(t);
+            }
+        }
+        self.trigger.borrow().is_some()
+    }
+
+    /// One more waiter; the first references the trigger.
+    pub(crate) fn acquire(&self) {
+        let n = self.waiting.get();
+        if n == 0 {
+            if let Some(t) = &*self.trigger.borrow() {
+                t.set_ref(true);
+            }
+        }
+        self.waiting.set(n + 1);
+    }
+
+    /// One waiter fewer; the last unreferences the trigger.
+    pub(crate) fn release(&self) {
+        let n = self.waiting.get().saturating_sub(1);
+        self.waiting.set(n);
+        if n == 0 {
+            if let Some(t) = &*self.trigger.borrow() {
+                t.set_ref(false);
+            }
+        }
+    }
+
+    /// Teardown: the trigger is disposed before the reactor is destroyed.
+    fn close(&self) {
+        drop(self.trigger.borrow_mut().take());
+    }
 }
 
 /// How many joined coroutine states a runtime keeps for reuse (R4).
@@ -539,6 +597,7 @@ impl Runtime {
             cancel_watch: cancel_watch::CancelWatch::new(cfg.cancellation_timeout),
             events: explicit.events.clone(),
             remote,
+            wait_hold: WaitHold::default(),
             pool: pool::Pool::new(cfg.blocking_threads),
             upper: OnceCell::new(),
             main_panic: RefCell::new(None),
@@ -603,6 +662,7 @@ impl Runtime {
         self.cancel_watch.clear();
         self.pool.close();
         self.remote.close();
+        self.wait_hold.close();
         let mut destroyed = self.sched.destroy();
         if destroyed == async_abi::AA_E_BUSY {
             let _ = self.sched.shutdown(AA_E_SHUTDOWN);

@@ -35,13 +35,17 @@ impl Reactor {
     /// inside `run_once` with the ready bits (status 0), or once with a
     /// negative status when the watch ends. `AA_E_UNSUPPORTED` if the
     /// reactor lacks `AA_CAP_POLL`.
+    ///
+    /// `flags` may add `AA_EVF_HIDDEN`: the watch never keeps the loop
+    /// alive (its owner keeps it alive some other way while it matters).
     pub(crate) fn poll(
         self: &Rc<Self>,
         fd: RawFd,
         interest: u32,
+        flags: u32,
         on_ready: OnReady,
     ) -> Result<PollEvent, AaStatus> {
-        self.poll_flags(fd, interest, 0, on_ready)
+        self.poll_flags(fd, interest, flags, on_ready)
     }
 
     /// [`Reactor::poll`] on a descriptor the reactor then owns
@@ -52,10 +56,11 @@ impl Reactor {
         self: &Rc<Self>,
         fd: OwnedFd,
         interest: u32,
+        flags: u32,
         on_ready: OnReady,
     ) -> Result<PollEvent, AaStatus> {
         let raw = fd.into_raw_fd();
-        let made = self.poll_flags(raw, interest, AA_EVF_OWNS_FD, on_ready);
+        let made = self.poll_flags(raw, interest, flags | AA_EVF_OWNS_FD, on_ready);
         if made.is_err() {
             // SAFETY: AA-R8: a failed constructor took nothing, so `raw`
             // (ours from `into_raw_fd` above) is still ours to close.
