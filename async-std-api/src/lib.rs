@@ -207,7 +207,7 @@ pub use crate::core::events;
 pub use crate::core::failure::{Failure, FailureKind, FailureOrigin};
 pub use crate::core::id::{CoroutineId, ScopeId};
 pub use crate::core::join::JoinHandle;
-pub use crate::core::runtime::{Builder, Error, ErrorKind};
+pub use crate::core::runtime::{Builder, Error, ErrorKind, DEFAULT_STACK_SIZE};
 pub use crate::core::task::{coroutines, current, live_events, on_finally, suspend};
 pub use crate::structured::combinators;
 pub use crate::structured::context::{

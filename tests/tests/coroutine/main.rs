@@ -6,5 +6,6 @@ mod coroutine_finally;
 mod coroutine_introspection;
 mod coroutine_join;
 mod coroutine_order;
+mod coroutine_stack;
 mod coroutine_state;
 mod coroutine_types;

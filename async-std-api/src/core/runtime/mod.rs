@@ -52,7 +52,7 @@ use std::rc::Rc;
 
 use async_abi::{AaStatus, AA_E_SHUTDOWN};
 
-pub use builder::Builder;
+pub use builder::{Builder, DEFAULT_STACK_SIZE};
 pub(crate) use config::Explicit;
 pub(crate) use ffi::current::{
     installed, running, take_budget, with_current, with_running, with_runtime,
@@ -569,7 +569,14 @@ impl Runtime {
             s_loaded,
             &reactor,
             watched,
-            cfg.stack_size,
+            // Unset, the scheduler gets the host's per-build default as its
+            // own, which the scheduler option `stack_size` still overrides;
+            // coroutines then spawn with size 0 (the scheduler's default).
+            if cfg.stack_size == 0 {
+                builder::DEFAULT_STACK_SIZE
+            } else {
+                cfg.stack_size
+            },
             &cfg.scheduler_options,
         ) {
             Ok(s) => s,
