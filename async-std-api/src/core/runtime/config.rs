@@ -31,6 +31,8 @@ pub(crate) struct Explicit {
     pub(crate) blocking_threads: Option<usize>,
     /// Capture stacks at suspensions (`Coroutine::trace`).
     pub(crate) trace: Option<bool>,
+    /// Blocking C library calls suspend only their coroutine (`hooks`).
+    pub(crate) hooks: Option<bool>,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
 }
@@ -75,6 +77,8 @@ pub(crate) struct Resolved {
     pub(crate) blocking_threads: usize,
     /// Capture stacks at suspensions (`Coroutine::trace`).
     pub(crate) trace: bool,
+    /// Blocking C library calls suspend only their coroutine (`hooks`).
+    pub(crate) hooks: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -94,6 +98,7 @@ struct RuntimeTable {
     cancellation_timeout: Option<u64>,
     blocking_threads: Option<usize>,
     trace: Option<bool>,
+    hooks: Option<bool>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -225,19 +230,31 @@ pub(crate) fn resolve(
         .or(env_threads)
         .or(file_runtime.blocking_threads)
         .unwrap_or_else(super::pool::default_threads);
-    let env_trace = match env("ASYNC_TRACE").filter(|v| !v.trim().is_empty()) {
-        None => None,
-        Some(v) => Some(match v.trim() {
-            "1" | "true" | "on" => true,
-            "0" | "false" | "off" => false,
-            _ => return Err(format!("invalid ASYNC_TRACE \"{v}\": expected 1 or 0")),
-        }),
-    };
+    let env_trace = env_flag(env, "ASYNC_TRACE")?;
     let trace = explicit
         .trace
         .or(env_trace)
         .or(file_runtime.trace)
         .unwrap_or(false);
+    let env_hooks = env_flag(env, "ASYNC_HOOKS")?;
+    let hooks = explicit
+        .hooks
+        .or(env_hooks)
+        .or(file_runtime.hooks)
+        .unwrap_or(false);
+    if hooks && !cfg!(feature = "hooks") {
+        let source = if explicit.hooks.is_some() {
+            "Builder::hooks(true)"
+        } else if env_hooks.is_some() {
+            "ASYNC_HOOKS"
+        } else {
+            "hooks = true in the config file"
+        };
+        return Err(format!(
+            "{source} asks for hooks, but async-std-api was built without its `hooks` \
+             feature: add features = [\"hooks\"] to its dependency"
+        ));
+    }
     if blocking_threads == 0 {
         return Err(
             "invalid blocking_threads 0: the blocking pool needs at least one thread".into(),
@@ -278,7 +295,21 @@ pub(crate) fn resolve(
         cancellation_timeout,
         blocking_threads,
         trace,
+        hooks,
     })
+}
+
+/// A boolean variable: `1`/`true`/`on` or `0`/`false`/`off`; unset or blank
+/// is `None`.
+fn env_flag(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool>, String> {
+    match env(name).filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(v) => match v.trim() {
+            "1" | "true" | "on" => Ok(Some(true)),
+            "0" | "false" | "off" => Ok(Some(false)),
+            _ => Err(format!("invalid {name} \"{v}\": expected 1 or 0")),
+        },
+    }
 }
 
 /// Applies precedence (first layer wins) to the choice and merges options
