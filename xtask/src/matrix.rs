@@ -20,7 +20,12 @@
 //!    the reactor conformance kit and the io_uring proof (they do not
 //!    exercise scheduling order) and without tests named `fifo_` (they rely
 //!    on FIFO order); `cargo xtask chaos` runs more seeds;
-//! 6. print one row per cell: combination, passed, failed, skipped, time.
+//! 6. run the real-software tests (`tests-real`: the postgres and redis
+//!    crates, ureq, libcurl and libpq, unchanged, with the C library hooks
+//!    on, against PostgreSQL and Redis servers the tests start) on the
+//!    embedded default and on io_uring, one test at a time (each starts its
+//!    servers, and the timing they assert wants the cores);
+//! 7. print one row per cell: combination, passed, failed, skipped, time.
 //!    A chaos cell counts the tests it leaves out as skipped.
 //!
 //! With cargo-nextest installed each test runs in its own process with a
@@ -35,6 +40,9 @@ use crate::cmd::{cargo, have_nextest, run_capture, run_inherit};
 /// One scheduler x reactor combination.
 struct Cell {
     label: String,
+    /// The package whose tests the cell runs: the suite (`tests`), or the
+    /// real-software tests (`tests-real`).
+    package: &'static str,
     env: Vec<(&'static str, String)>,
     /// Only the chaos selection of the suite (`chaos.rs`).
     chaos: bool,
@@ -139,9 +147,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // Build the suite once, so cell times measure tests, not compilation.
     let mut build_suite = cargo();
     if nextest {
-        build_suite.args(["nextest", "run", "-p", "tests", "--no-run"]);
+        build_suite.args([
+            "nextest",
+            "run",
+            "-p",
+            "tests",
+            "-p",
+            "tests-real",
+            "--no-run",
+        ]);
     } else {
-        build_suite.args(["test", "-p", "tests", "--no-run"]);
+        build_suite.args(["test", "-p", "tests", "-p", "tests-real", "--no-run"]);
     }
     run_inherit(build_suite, "building the tests suite")?;
 
@@ -172,6 +188,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
     let mut cells = vec![Cell {
         label: "embedded scheduler + embedded mio (no configuration)".into(),
+        package: "tests",
         env: vec![],
         chaos: false,
         skips: &[],
@@ -181,6 +198,7 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + mio .so"),
+                package: "tests",
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "mio".into()),
@@ -194,6 +212,7 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + uring .so"),
+                package: "tests",
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "uring".into()),
@@ -206,6 +225,7 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
     if has("async-scheduler") {
         cells.push(Cell {
             label: "scheduler .so (context engine) + C reactor .so".into(),
+            package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", c_reactor.display().to_string()),
@@ -219,6 +239,7 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
         let example = c_reactor.with_file_name("libreactor_example.so");
         cells.push(Cell {
             label: "scheduler .so (context engine) + Rust example reactor .so (reactor-sdk)".into(),
+            package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", example.display().to_string()),
@@ -231,11 +252,31 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
         for seed in crate::chaos::MATRIX_SEEDS {
             cells.push(Cell {
                 label: format!("scheduler .so (chaos seed {seed}) + mio .so"),
+                package: "tests",
                 env: crate::chaos::env(seed),
                 chaos: true,
                 skips: &[],
             });
         }
+    }
+    cells.push(Cell {
+        label: "real software with hooks: embedded scheduler + embedded mio".into(),
+        package: "tests-real",
+        env: vec![],
+        chaos: false,
+        skips: &[],
+    });
+    if has("async-scheduler") && has("reactor-uring") {
+        cells.push(Cell {
+            label: "real software with hooks: scheduler .so (context engine) + uring .so".into(),
+            package: "tests-real",
+            env: vec![
+                ("ASYNC_SCHEDULER", "context".into()),
+                ("ASYNC_REACTOR", "uring".into()),
+            ],
+            chaos: false,
+            skips: &[],
+        });
     }
     cells
 }
@@ -249,6 +290,8 @@ fn unit_row() -> Result<Row, String> {
         "--workspace",
         "--exclude",
         "tests",
+        "--exclude",
+        "tests-real",
         "--no-fail-fast",
     ]);
     let out = run_capture(cmd, "cargo test --workspace")?;
@@ -277,11 +320,14 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
             "nextest",
             "run",
             "-p",
-            "tests",
+            cell.package,
             "--profile",
             "ci",
             "--no-fail-fast",
         ]);
+        if cell.package == "tests-real" {
+            cmd.args(["--test-threads", "1"]);
+        }
         if cell.chaos {
             cmd.args(["-E", &crate::chaos::nextest_filter()]);
         }
@@ -289,7 +335,7 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
             cmd.args(["-E", &skip_filter(cell.skips)]);
         }
     } else {
-        cmd.args(["test", "-p", "tests", "--no-fail-fast"]);
+        cmd.args(["test", "-p", cell.package, "--no-fail-fast"]);
         if cell.chaos {
             for target in crate::chaos::libtest_targets()? {
                 cmd.args(["--test", &target]);
