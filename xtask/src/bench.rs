@@ -3,7 +3,10 @@
 //! Builds the plugins in release mode (so the dynamic cells measure optimized
 //! code) and runs the `bench` binary of the `tests` crate with the `peers`
 //! feature, which is the only place tokio, may, monoio and the raw switching
-//! crates are compiled: they never slow the test matrix.
+//! crates are compiled: they never slow the test matrix. The harness is
+//! built without the C library hooks; the `hooks` scenario runs
+//! `async-std-api`'s `std_echo` example, built with them, as a server
+//! process of its own.
 
 use crate::cmd::{cargo, run_inherit};
 
@@ -23,12 +26,28 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         build.args(["-p", p]);
     }
     run_inherit(build, "cargo build --release (plugins)")?;
+    // The std echo server through the hooks (the `hooks` scenario), built
+    // apart: the harness itself is built without hooks, so no peer's system
+    // calls pass through one.
+    let mut hooked = cargo();
+    hooked.args([
+        "build",
+        "--release",
+        "-p",
+        "async-std-api",
+        "--features",
+        "hooks",
+        "--example",
+        "std_echo",
+    ]);
+    run_inherit(hooked, "cargo build --release (the hooks' std echo server)")?;
     let mut cmd = cargo();
     cmd.args([
         "run",
         "--release",
         "-p",
         "tests",
+        "--no-default-features",
         "--features",
         "peers",
         "--bin",

@@ -41,12 +41,26 @@ pub(crate) fn available() -> bool {
 /// names: `embedded`, `mio`, `uring`, `tokio`, `monoio`).
 pub(crate) fn per_request(server: &str) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
+    per_request_of(server, &exe, &["--profile", "serve", server], &[])
+}
+
+/// [`per_request`] for any server program that prints `listening <addr>`
+/// once it listens and echoes what it reads; `label` names it in errors
+/// and file names, `env` is added to its environment.
+pub(crate) fn per_request_of(
+    label: &str,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<f64, String> {
+    let server = label;
     let dir = std::env::temp_dir().join(format!("bench-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut samples = Vec::with_capacity(PAIRS);
     for pair in 0..PAIRS {
-        let (low_instr, low_reqs) = one_run(&exe, &dir, server, LOW, pair)?;
-        let (high_instr, high_reqs) = one_run(&exe, &dir, server, HIGH, pair)?;
+        let (low_instr, low_reqs) = one_run(program, args, env, &dir, server, LOW, pair)?;
+        let (high_instr, high_reqs) = one_run(program, args, env, &dir, server, HIGH, pair)?;
+        eprintln!("bench: callgrind: {server}: {low_instr} instructions for {low_reqs} requests, {high_instr} for {high_reqs}");
         if high_reqs <= low_reqs {
             return Err(format!(
                 "{server}: {high_reqs} requests echoed in the long run, {low_reqs} in the short"
@@ -63,19 +77,25 @@ pub(crate) fn per_request(server: &str) -> Result<f64, String> {
 /// One profiled run: the server thread's instructions and the requests
 /// echoed in all.
 fn one_run(
-    exe: &Path,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
     dir: &Path,
     server: &str,
     requests: u64,
     pair: usize,
 ) -> Result<(i64, u64), String> {
-    let stem = format!("{server}-{requests}-{pair}");
+    let stem = format!(
+        "{}-{requests}-{pair}",
+        server.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    );
     let child = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg("--separate-threads=yes")
         .arg(format!("--callgrind-out-file={}/{stem}.%p", dir.display()))
-        .arg(exe)
-        .args(["--profile", "serve", server])
+        .arg(program)
+        .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -169,4 +189,27 @@ fn dump(pid: u32, addr: SocketAddr) -> Result<(), String> {
             Err(e) => return Err(format!("callgrind_control: {e}")),
         }
     }
+}
+
+/// Instructions per call of a program run as `program <args> <n>` (all of
+/// its threads), from two runs of `n` and `2n` calls: setup and teardown
+/// cancel out.
+pub(crate) fn per_call(program: &Path, args: &[&str], n: u64) -> Result<f64, String> {
+    let count = |calls: u64| -> Result<i64, String> {
+        let out = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg("--callgrind-out-file=/dev/null")
+            .arg(program)
+            .args(args)
+            .arg(calls.to_string())
+            .output()
+            .map_err(|e| format!("valgrind: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stderr);
+        text.lines()
+            .find_map(|l| l.split("refs:").nth(1))
+            .and_then(|v| v.trim().replace(',', "").parse::<i64>().ok())
+            .ok_or_else(|| format!("no instruction count from {}: {text}", program.display()))
+    };
+    let (one, two) = (count(n)?, count(2 * n)?);
+    Ok((two - one) as f64 / n as f64)
 }

@@ -75,6 +75,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         "TCP echo's user-space instructions per request in the server process, under callgrind (needs valgrind; about ten seconds per server)",
     ),
     (
+        "hooks",
+        "the C library hooks: echo through std::net in coroutines against this crate's TcpStream (instructions per request, callgrind), and a hooked call passed through outside a coroutine against the bare call",
+    ),
+    (
         "echo2",
         "TCP echo, 1 and 2 loops against tokio multi-thread (2 workers) and monoio (2 threads), nothing pinned (server and client CPU per request, requests per second)",
     ),
@@ -144,6 +148,23 @@ const NOTES: &[(&str, &str)] = &[
          measured by hand earlier at 735 in another harness, has no row: its worker's idle time \
          adds instructions by the second, not by the request (three pairs here gave 206, 385 and \
          514), so this method cannot count it.",
+    ),
+    (
+        "hooks: echo instructions",
+        "Counted as in the echo instructions scenario. The std server is `async-std-api`'s \
+         `std_echo` example (std::net::TcpListener and TcpStream, read and write_all, a coroutine \
+         per connection) with hooks on; the baseline is the same server written with this \
+         crate's net::TcpStream. A hooked read that finds nothing waits on a watch made for that \
+         wait on a duplicate of the socket (module hooks, HK4), which is where the difference \
+         goes.",
+    ),
+    (
+        "hooks: a call passed through",
+        "read(-1, buf, 1) fails at once with EBADF: the system call's cost with the least work \
+         in it. The hooked row calls the program's own read (the hook, outside any coroutine, \
+         so it passes the call on); the bare row calls the C library's read found with \
+         dlsym(RTLD_NEXT). Times are the best of five alternated rounds of 2,000,000 calls; \
+         instructions are callgrind's, user space only.",
     ),
     (
         "timers",
@@ -221,6 +242,9 @@ fn main() {
     }
     if wanted("instructions") {
         instructions_all(&mut report);
+    }
+    if wanted("hooks") {
+        hooks_all(&mut report);
     }
     if wanted("echo2") {
         echo_multi_all(&mut report);
@@ -486,6 +510,76 @@ fn instructions_all(report: &mut Report) {
     for (name, server, baseline) in servers {
         match callgrind::per_request(server) {
             Ok(n) => report.add_values(s, name, vec![n], baseline),
+            Err(e) => eprintln!("bench: {s}: {name}: skipped: {e}"),
+        }
+    }
+}
+
+/// The `hooks` scenario: `async-std-api`'s `std_echo` example (built with
+/// the hooks by `cargo xtask bench`) next to this binary.
+fn hooks_all(report: &mut Report) {
+    let exe = std::env::current_exe().expect("this binary's path");
+    let std_echo = exe.with_file_name("examples").join("std_echo");
+    if !std_echo.exists() {
+        eprintln!(
+            "bench: hooks: skipped: {} is missing (cargo xtask bench builds it)",
+            std_echo.display()
+        );
+        return;
+    }
+    let s = "hooks: a call passed through";
+    report.scenario(s, Unit::NsPerOp, &["ns/call", "instructions/call"]);
+    let out = std::process::Command::new(&std_echo)
+        .args(["--calls", "2000000"])
+        .output()
+        .expect("run std_echo --calls");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| -> f64 {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let instr = |mode: &str| {
+        if callgrind::available() {
+            callgrind::per_call(&std_echo, &["--calls-only", mode], 100_000).unwrap_or(f64::NAN)
+        } else {
+            f64::NAN
+        }
+    };
+    report.add_values(
+        s,
+        "read(-1) through the hook, outside a coroutine",
+        vec![field("hooked_ns="), instr("hooked")],
+        false,
+    );
+    report.add_values(
+        s,
+        "read(-1), the C library's own",
+        vec![field("bare_ns="), instr("bare")],
+        true,
+    );
+    let s = "hooks: echo instructions";
+    if !callgrind::available() {
+        eprintln!("bench: {s}: skipped: valgrind is not installed");
+        return;
+    }
+    report.scenario(s, Unit::Seconds, &["instructions/request"]);
+    match callgrind::per_request("embedded") {
+        Ok(n) => report.add_values(
+            s,
+            "this crate's net::TcpStream, mio (the default)",
+            vec![n],
+            true,
+        ),
+        Err(e) => eprintln!("bench: {s}: baseline: skipped: {e}"),
+    }
+    for (name, reactor) in [
+        ("std::net::TcpStream through the hooks, mio", "embedded"),
+        ("std::net::TcpStream through the hooks, io_uring", "uring"),
+    ] {
+        match callgrind::per_request_of(name, &std_echo, &[], &[("ASYNC_REACTOR", reactor)]) {
+            Ok(n) => report.add_values(s, name, vec![n], false),
             Err(e) => eprintln!("bench: {s}: {name}: skipped: {e}"),
         }
     }
