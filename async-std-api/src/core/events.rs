@@ -163,6 +163,13 @@ pub enum Event {
         coroutine: CoroutineId,
         /// Where it was spawned, if the watchdog still knew it.
         spawned_at: Option<&'static Location<'static>>,
+        /// Where the loop thread was when the watchdog looked: the system
+        /// call it was blocked in (with what usually makes it, e.g.
+        /// `nanosleep (std::thread::sleep, sleep, usleep)`), or that it was
+        /// running, and the nearest code outside std and this crate on its
+        /// stack (`in my_app::handler at src/main.rs:12`). `None` where
+        /// the thread cannot be looked at.
+        blocked_in: Option<String>,
         /// How long it had run.
         ran: Duration,
         /// The interval.
@@ -324,16 +331,23 @@ impl fmt::Display for Event {
             Event::ActivityExceeded {
                 coroutine,
                 spawned_at,
+                blocked_in,
                 ran,
                 interval,
-            } => write!(
-                f,
-                "coroutine {coroutine} (spawned at {}) has run for {} ms without yielding \
-                 (maximum activity interval {} ms); it is not interrupted",
-                spawned_at.map_or_else(|| "an unknown place".to_owned(), |l| l.to_string()),
-                ran.as_millis(),
-                interval.as_millis()
-            ),
+            } => {
+                write!(
+                    f,
+                    "coroutine {coroutine} (spawned at {}) has run for {} ms without yielding \
+                     (maximum activity interval {} ms)",
+                    spawned_at.map_or_else(|| "an unknown place".to_owned(), |l| l.to_string()),
+                    ran.as_millis(),
+                    interval.as_millis()
+                )?;
+                if let Some(b) = blocked_in {
+                    write!(f, ": {b}")?;
+                }
+                f.write_str("; it is not interrupted")
+            }
             Event::ContextDropPanicked { message } => {
                 write!(f, "a context value panicked in its destructor: {message}")
             }

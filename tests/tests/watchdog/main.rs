@@ -34,10 +34,70 @@ fn r_t1_p19_a_coroutine_that_does_not_yield_is_reported_with_its_spawn_location(
     let lines = logs.matching(&format!("coroutine {id} (spawned at {}:{line}:", file!()));
     assert_eq!(lines.len(), 1, "one warning per run: {logs:?}");
     assert!(
-        lines[0]
-            .contains("without yielding (maximum activity interval 50 ms); it is not interrupted"),
+        lines[0].contains(
+            "without yielding (maximum activity interval 50 ms): it is running on the CPU, \
+             not in a system call (a busy loop or a long computation); it is not interrupted"
+        ),
         "{lines:?}"
     );
+}
+
+/// Blocks the loop thread in `std::thread::sleep` (hooks off): the call a
+/// watchdog warning should name, from a function it should find.
+#[inline(never)]
+fn blocks_in_std_sleep() {
+    std::thread::sleep(Duration::from_millis(400));
+    std::hint::black_box(());
+}
+
+#[test]
+fn the_warning_names_the_blocking_call_and_the_code_that_made_it() {
+    let (id, logs) = capture_logs(|| {
+        watched(50)
+            .run(|| {
+                let h = spawn(blocks_in_std_sleep);
+                let id = h.id();
+                h.join().unwrap();
+                id
+            })
+            .unwrap()
+    });
+    let lines = logs.matching(&format!("coroutine {id} (spawned at"));
+    assert_eq!(lines.len(), 1, "one warning: {logs:?}");
+    assert!(
+        lines[0].contains("it is blocked in the system call clock_nanosleep (std::thread::sleep")
+            || lines[0].contains("it is blocked in the system call nanosleep (std::thread::sleep"),
+        "{lines:?}"
+    );
+    assert!(lines[0].contains("blocks_in_std_sleep"), "{lines:?}");
+}
+
+#[test]
+fn warn_blocking_turns_a_default_watchdog_on_in_a_debug_build() {
+    let (id, logs) = capture_logs(|| {
+        Builder::new()
+            .warn_blocking(true)
+            .run(|| {
+                let h = spawn(|| spin(Duration::from_millis(400)));
+                let id = h.id();
+                h.join().unwrap();
+                id
+            })
+            .unwrap()
+    });
+    // The suite is a debug build: 100 ms is the default interval.
+    let lines = logs.matching(&format!("coroutine {id} (spawned at"));
+    assert_eq!(lines.len(), 1, "{logs:?}");
+    assert!(lines[0].contains("(maximum activity interval 100 ms)"), "{lines:?}");
+    // An explicit interval of zero keeps it off.
+    let ((), logs) = capture_logs(|| {
+        Builder::new()
+            .warn_blocking(true)
+            .max_activity_interval(Duration::ZERO)
+            .run(|| spawn(|| spin(Duration::from_millis(300))).join().unwrap())
+            .unwrap();
+    });
+    logs.assert_count("without yielding", 0);
 }
 
 #[test]

@@ -183,6 +183,28 @@ impl Builder {
         self
     }
 
+    /// In a debug build, turns the activity watchdog on with a 100 ms
+    /// interval unless one is configured: a coroutine that holds the loop
+    /// that long (a blocking call the hooks do not cover, a lock, a busy
+    /// loop) gets one warning naming where it was spawned, the system call it
+    /// is blocked in, if any (`nanosleep` for `std::thread::sleep`, `futex`
+    /// for a lock, an unhooked `read`), and the code it was called from. No
+    /// effect in a release build, where
+    /// [`max_activity_interval`](Builder::max_activity_interval) turns the
+    /// watchdog on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::Builder;
+    ///
+    /// Builder::new().warn_blocking(true).run(|| ()).unwrap();
+    /// ```
+    pub fn warn_blocking(mut self, on: bool) -> Builder {
+        self.explicit.warn_blocking = Some(on);
+        self
+    }
+
     /// How long a cancelled coroutine may go on before it is reported as
     /// stuck in its cancellation (D-1(c)): one
     /// [`Event::StuckInCancellation`](crate::events::Event::StuckInCancellation)

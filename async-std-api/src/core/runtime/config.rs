@@ -25,6 +25,8 @@ pub(crate) struct Explicit {
     pub(crate) zombie_timeout: Option<Duration>,
     /// `Some(ZERO)`: explicitly off.
     pub(crate) max_activity_interval: Option<Duration>,
+    /// `Builder::warn_blocking`: the watchdog on by default in a debug build.
+    pub(crate) warn_blocking: Option<bool>,
     /// `Some(ZERO)`: explicitly off.
     pub(crate) cancellation_timeout: Option<Duration>,
     /// The blocking pool's size.
@@ -36,6 +38,9 @@ pub(crate) struct Explicit {
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
 }
+
+/// The activity interval `Builder::warn_blocking` turns on in a debug build.
+pub(crate) const DEFAULT_WARN_BLOCKING_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The RFC's `async.zombie_coroutine_timeout` default (php.ini defaults).
 pub(crate) const DEFAULT_ZOMBIE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -210,6 +215,12 @@ pub(crate) fn resolve(
         .or(file_runtime
             .max_activity_interval
             .map(Duration::from_millis))
+        .or(
+            // Builder::warn_blocking: a default interval in a debug build,
+            // where nothing else set one (an explicit 0 stays off).
+            (explicit.warn_blocking == Some(true) && cfg!(debug_assertions))
+                .then_some(DEFAULT_WARN_BLOCKING_INTERVAL),
+        )
         .filter(|d| !d.is_zero());
     let cancellation_timeout = Some(
         explicit

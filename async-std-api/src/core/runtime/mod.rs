@@ -33,6 +33,7 @@
 //! shut down with `AA_E_SHUTDOWN` (the others unwind), and the panic is
 //! resumed on the caller's thread after teardown.
 
+mod blocked;
 mod builder;
 pub(crate) mod cancel_watch;
 mod config;

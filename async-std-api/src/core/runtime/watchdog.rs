@@ -24,6 +24,10 @@
 //!   on: a `Mutex`, never touched by the watchdog except to read one entry
 //!   when it warns). The watchdog touches no loop-thread state except the
 //!   atomic word and this table.
+//! - **WD6** A warning says where the loop thread is: the system call it is
+//!   blocked in and the code that called it, read from the kernel and the
+//!   thread's stack without stopping it (`blocked`, BL1-BL3). The loop
+//!   thread's id is taken when the watchdog starts, on that thread.
 //! - **WD5** It only warns. The RFC allows a scheduler to interrupt the
 //!   coroutine; this runtime does not (unwinding a stack at an arbitrary
 //!   instruction is not sound in Rust).
@@ -64,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) word: AtomicU64,
     /// WD4.
     sites: Mutex<HashMap<u64, &'static Location<'static>>>,
+    /// WD6: the loop thread's kernel id.
+    tid: libc::pid_t,
     stop: AtomicBool,
     wake: (Mutex<()>, Condvar),
 }
@@ -81,6 +87,8 @@ impl Watchdog {
         let shared = Arc::new(Shared {
             word: AtomicU64::new(IDLE),
             sites: Mutex::new(HashMap::new()),
+            // Called on the loop thread, which starts the watchdog (WD6).
+            tid: loop_tid(),
             stop: AtomicBool::new(false),
             wake: (Mutex::new(()), Condvar::new()),
         });
@@ -127,6 +135,15 @@ impl Drop for Watchdog {
     }
 }
 
+/// The calling thread's kernel id.
+fn loop_tid() -> libc::pid_t {
+    // std has no stable gettid; the thread's id in /proc/thread-self.
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -160,11 +177,14 @@ fn watch(s: &Shared, interval: Duration, events: Option<Handler>) {
             warned = word;
             let id = id_of(word);
             let spawned_at = lock(&s.sites).get(&id).copied();
+            // WD6: looked at while the thread still holds the loop.
+            let blocked_in = super::blocked::describe(s.tid);
             report(
                 events.as_ref(),
                 Event::ActivityExceeded {
                     coroutine: CoroutineId(id),
                     spawned_at,
+                    blocked_in,
                     ran,
                     interval,
                 },
