@@ -157,6 +157,9 @@ impl Coroutine {
     ///     .unwrap();
     /// ```
     pub fn trace(&self) -> Option<String> {
+        // Symbolising opens and reads the program's files under a
+        // process-wide lock: with the C library's own calls (K5).
+        let _quiet = runtime::Quiet::new();
         if self.is_running() {
             return Some(std::backtrace::Backtrace::force_capture().to_string());
         }
@@ -193,12 +196,19 @@ impl Coroutine {
 
     /// What it waits for while suspended (the RFC's `getAwaitingInfo`), as
     /// the scheduler reports it: `"delay 100 ms"`, `"join coroutine 7"`,
-    /// `"read fd 9"`. `None` when it is not suspended.
+    /// `"read fd 9"`. `None` when it is not suspended. A wait inside a C
+    /// library hook names the call and the code that made it, read from
+    /// the coroutine's stack: `"hooked recv(fd 7), called from
+    /// my_app::fetch at src/main.rs:12"`.
     pub fn awaiting_info(&self) -> Option<String> {
         if !self.is_suspended() {
             return None;
         }
-        runtime::with_runtime(|rt| rt.sched.awaiting_info(&self.state)).flatten()
+        let what = runtime::with_runtime(|rt| rt.sched.awaiting_info(&self.state)).flatten()?;
+        match self.state.hooked_call_site() {
+            Some(site) => Some(format!("{what}, called from {site}")),
+            None => Some(what),
+        }
     }
 
     /// True if it is a zombie: its scope was disposed safely while it ran

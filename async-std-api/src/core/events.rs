@@ -141,6 +141,10 @@ pub enum Event {
         coroutine: CoroutineRef,
         /// Where it waited, if known.
         waited_at: Option<&'static Location<'static>>,
+        /// For a wait inside a C library hook (`hooks`), the code that
+        /// made the call, read from the coroutine's stack
+        /// (`my_app::query at src/db.rs:40`).
+        called_from: Option<String>,
     },
     /// A cancelled coroutine has not finished within the cancellation
     /// timeout ([`Builder::cancellation_timeout`](crate::Builder::cancellation_timeout),
@@ -304,10 +308,14 @@ impl fmt::Display for Event {
             Event::Deadlock {
                 coroutine,
                 waited_at,
+                called_from,
             } => write!(
                 f,
-                "deadlock: {coroutine} waited{} with nothing left to wake it: cancelled",
-                at(*waited_at)
+                "deadlock: {coroutine} waited{}{} with nothing left to wake it: cancelled",
+                at(*waited_at),
+                called_from
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!(" (a hooked call made by {c})"))
             ),
             Event::StuckInCancellation {
                 coroutine,

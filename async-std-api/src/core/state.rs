@@ -98,6 +98,10 @@ pub(crate) struct CoroExtra {
     /// Its stack at its last suspension, when the runtime traces (the
     /// RFC's `getTrace`, `Builder::trace`).
     pub(crate) trace: Option<std::backtrace::Backtrace>,
+    /// While it waits in a C library hook (`hooks`), the stack pointer of
+    /// the hook's frame, so a report can name the code that made the call
+    /// (`runtime::called_from`); 0 otherwise.
+    pub(crate) hooked_sp: usize,
 }
 
 /// What a task group is told when one of its explicit tasks finishes
@@ -356,6 +360,14 @@ impl CoroState {
         r
     }
 
+    /// Runs `f` on the extra record if there is one (none is made).
+    pub(crate) fn with_extra_if<R>(&self, f: impl FnOnce(&mut CoroExtra) -> R) -> Option<R> {
+        let mut extra = self.extra.take()?;
+        let r = f(&mut extra);
+        self.extra.set(Some(extra));
+        Some(r)
+    }
+
     /// The coroutine's scope record (a new reference), while it has one
     /// (I5).
     #[inline]
@@ -480,15 +492,24 @@ impl CoroState {
         }
     }
 
+    /// While it waits in a C library hook, the code that made the call
+    /// (read from its stack, `runtime::called_from`).
+    pub(crate) fn hooked_call_site(&self) -> Option<String> {
+        let sp = self.with_extra_if(|x| x.hooked_sp).unwrap_or(0);
+        (sp != 0).then(|| runtime::called_from(sp)).flatten()
+    }
+
     /// The scheduler found a deadlock while this coroutine waited: records a
     /// cancellation with cause `Deadlock` if none was requested, and returns
     /// the `Cancelled` to deliver now. The runtime enters graceful shutdown
     /// (R-DL1).
     pub(crate) fn deadlocked(&self) -> Cancelled {
         runtime::deadlock_seen();
+        let called_from = self.hooked_call_site();
         events::emit(Event::Deadlock {
             coroutine: self.event_ref(),
             waited_at: self.last_suspend.get(),
+            called_from,
         });
         self.cancel_pending.set(false);
         self.cancel_deferred.set(false);

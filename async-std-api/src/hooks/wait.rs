@@ -84,6 +84,27 @@ fn guarded<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
     }
 }
 
+/// While alive, reports can name the code that made the hooked call: the
+/// coroutine's extra record holds the stack pointer of the wait's frame
+/// (`CoroExtra::hooked_sp`), from which the frames of the callers are read
+/// only when a report asks (`Coroutine::awaiting_info`, a deadlock).
+struct Site<'a>(&'a CoroState);
+
+impl<'a> Site<'a> {
+    fn mark(me: &'a CoroState) -> Site<'a> {
+        let here = 0u8;
+        let sp = std::hint::black_box(&here) as *const u8 as usize;
+        me.with_extra(|x| x.hooked_sp = sp);
+        Site(me)
+    }
+}
+
+impl Drop for Site<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.with_extra_if(|x| x.hooked_sp = 0);
+    }
+}
+
 /// HK3: a pending cancellation ends the wait before it starts; the
 /// coroutine yields once on the way out.
 fn cancelled_before(
@@ -188,6 +209,7 @@ fn wait_fds(
         }
         None => None,
     };
+    let _site = Site::mark(me);
     loop {
         if !suspend(rt, me, what, at) {
             return Woke::Cancelled;
@@ -221,6 +243,7 @@ pub(super) fn sleep(d: Duration, what: &str) -> bool {
         let Ok(_timer) = timer else {
             return false;
         };
+        let _site = Site::mark(me);
         while !rec.fired() {
             if !suspend(rt, me, what.as_bytes(), at) {
                 return false;
@@ -253,6 +276,7 @@ where
         if cancelled_before(rt, me, what.as_bytes(), at) {
             return Err(PoolError::Cancelled);
         }
+        let _site = Site::mark(me);
         match offload(what, f) {
             Ok(Ok(v)) => Ok(v),
             // A panic in the C library call: not ours to unwind through C.
@@ -304,6 +328,7 @@ where
         }
         // HK5: no early return from here until the work has ended; a
         // resumption with an error is recorded (`suspend`) and waited past.
+        let _site = Site::mark(me);
         loop {
             if let Some(v) = done.take() {
                 rt.remote.forget(id);

@@ -177,6 +177,7 @@ fn r_dl1_a_deadlock_is_an_event_per_waiter_naming_where_it_waited() {
             Event::Deadlock {
                 coroutine,
                 waited_at,
+                ..
             } => Some((coroutine.id, waited_at.map(|l| l.file()))),
             _ => None,
         })

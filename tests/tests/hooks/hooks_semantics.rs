@@ -180,3 +180,44 @@ fn poll_reports_the_kernels_events_and_its_timeout() {
         })
         .expect("runtime");
 }
+
+/// Waits in a hooked `recv` (std's `TcpStream::read`): the frame reports
+/// should name.
+#[inline(never)]
+fn reads_the_socket(mut s: TcpStream) -> usize {
+    let n = s.read(&mut [0u8; 8]).expect("read");
+    std::hint::black_box(n)
+}
+
+#[test]
+fn awaiting_info_names_the_hooked_call_and_the_code_that_made_it() {
+    hooked()
+        .run(|| {
+            let (mut a, b) = pair();
+            let fd = b.as_raw_fd();
+            let reader = spawn(move || reads_the_socket(b));
+            tests::support::yield_until(|| reader.coroutine().is_suspended());
+            let info = reader.coroutine().awaiting_info().expect("suspended");
+            assert!(info.starts_with(&format!("hooked recv(fd {fd})")), "{info}");
+            assert!(info.contains("reads_the_socket"), "{info}");
+            a.write_all(b"x").expect("write");
+            assert_eq!(reader.join().expect("reader"), 1);
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn a_traced_hooked_wait_keeps_the_whole_stack() {
+    hooked()
+        .trace(true)
+        .run(|| {
+            let (mut a, b) = pair();
+            let reader = spawn(move || reads_the_socket(b));
+            tests::support::yield_until(|| reader.coroutine().is_suspended());
+            let trace = reader.coroutine().trace().expect("a trace").to_string();
+            assert!(trace.contains("reads_the_socket"), "{trace}");
+            a.write_all(b"x").expect("write");
+            reader.join().expect("reader");
+        })
+        .expect("runtime");
+}

@@ -88,7 +88,10 @@ fn warn_blocking_turns_a_default_watchdog_on_in_a_debug_build() {
     // The suite is a debug build: 100 ms is the default interval.
     let lines = logs.matching(&format!("coroutine {id} (spawned at"));
     assert_eq!(lines.len(), 1, "{logs:?}");
-    assert!(lines[0].contains("(maximum activity interval 100 ms)"), "{lines:?}");
+    assert!(
+        lines[0].contains("(maximum activity interval 100 ms)"),
+        "{lines:?}"
+    );
     // An explicit interval of zero keeps it off.
     let ((), logs) = capture_logs(|| {
         Builder::new()

@@ -46,7 +46,9 @@ pub(crate) fn describe(tid: libc::pid_t) -> Option<String> {
         format!("it is blocked in the system call {}", syscall(nr))
     };
     match calling_code(sp) {
-        Some(at) => Some(format!("{call}, called from {at} (as far as its stack shows)")),
+        Some(at) => Some(format!(
+            "{call}, called from {at} (as far as its stack shows)"
+        )),
         None => Some(call),
     }
 }
@@ -74,7 +76,10 @@ fn syscall(nr: i64) -> String {
         (libc::SYS_ppoll, "ppoll (poll)"),
         (libc::SYS_pselect6, "pselect6 (select)"),
         (libc::SYS_epoll_pwait, "epoll_pwait (epoll_wait)"),
-        (libc::SYS_nanosleep, "nanosleep (std::thread::sleep, sleep, usleep)"),
+        (
+            libc::SYS_nanosleep,
+            "nanosleep (std::thread::sleep, sleep, usleep)",
+        ),
         (
             libc::SYS_clock_nanosleep,
             "clock_nanosleep (std::thread::sleep, sleep, usleep)",
@@ -84,7 +89,10 @@ fn syscall(nr: i64) -> String {
             "futex (a lock or a wait between threads: std's Mutex, Condvar, RwLock, a channel, \
              a thread join)",
         ),
-        (libc::SYS_wait4, "wait4 (waitpid, std::process::Child::wait)"),
+        (
+            libc::SYS_wait4,
+            "wait4 (waitpid, std::process::Child::wait)",
+        ),
         (libc::SYS_waitid, "waitid"),
         (libc::SYS_openat, "openat (open)"),
         (libc::SYS_fsync, "fsync"),
@@ -151,8 +159,12 @@ impl Frame {
 }
 
 /// BL2: the nearest code outside the runtime on the stack above `sp`, and
-/// the program's own if that is a dependency.
-fn calling_code(sp: u64) -> Option<String> {
+/// the program's own if that is a dependency. Also for a suspended
+/// coroutine's stack, whose frames stay in place while it waits (a hooked
+/// call's site in reports: `runtime::called_from`).
+pub(crate) fn calling_code(sp: u64) -> Option<String> {
+    // Return addresses are stored at 8-byte-aligned slots.
+    let sp = sp & !7;
     let code = executable_ranges();
     let mem = File::open("/proc/self/mem").ok()?;
     let mut stack = vec![0u8; STACK_READ];

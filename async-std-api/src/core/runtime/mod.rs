@@ -66,6 +66,16 @@ pub(crate) use ffi::process;
 pub(crate) use ffi::{new_state, PollEvent, Reactor, Scheduler, SignalEvent, TimerEvent, WakeRec};
 pub(crate) use lifecycle::deadlock_seen;
 
+/// The code that made a hooked call, from the stack of the coroutine that
+/// waits in it (`sp`: the hook's frame): the nearest frame outside std,
+/// the C library and this crate (`blocked`, BL2).
+pub(crate) fn called_from(sp: usize) -> Option<String> {
+    // Reads files and symbolises under the symboliser's lock: with the C
+    // library's own calls (K5).
+    let _quiet = Quiet::new();
+    blocked::calling_code(sp as u64)
+}
+
 use super::events::{self, Handler};
 use super::failure::Failure;
 use super::state::{Body, CoroState, WATCHED};

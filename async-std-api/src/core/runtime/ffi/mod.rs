@@ -721,6 +721,8 @@ unsafe extern "C" fn wake_timer_cb(_ev: *mut AaEvent, _status: AaStatus, ud: *mu
 #[cold]
 #[inline(never)]
 fn capture_trace(me: &CoroState) {
+    // std's capture holds a process-wide lock: never a hooked wait inside.
+    let _quiet = super::Quiet::new();
     let bt = std::backtrace::Backtrace::force_capture();
     me.with_extra(|x| x.trace = Some(bt));
 }
