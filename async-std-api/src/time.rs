@@ -19,7 +19,7 @@ use crate::core::failure::Failure;
 use crate::core::id::CoroutineId;
 use crate::core::runtime::{self, TimerEvent, WakeRec};
 use crate::core::state::CoroState;
-use crate::core::wait::{checkpoint, suspend_once, with_me, yield_once};
+use crate::core::wait::{checkpoint, outside_runtime, suspend_once, with_me, yield_once};
 use crate::core::waiters::Completion;
 use crate::structured::combinators::sealed::{Token, Watch};
 use crate::structured::combinators::Trigger;
@@ -141,6 +141,7 @@ fn sleep_as(
     Ok(())
 }
 
+#[track_caller]
 fn yield_at(at: &'static Location<'static>) -> Result<(), Cancelled> {
     with_me("delay", |rt, me| {
         checkpoint(me)?;
@@ -193,9 +194,7 @@ pub struct Timeout {
 #[track_caller]
 pub fn timeout(ms: u64) -> Timeout {
     if runtime::with_runtime(|_| ()).is_none() {
-        panic!(
-            "timeout called outside a coroutine runtime: run the program inside async_std_api::run"
-        )
+        outside_runtime("timeout");
     }
     let done = Rc::new(Completion::new());
     if ms == 0 {
@@ -358,7 +357,7 @@ where
     F: FnOnce() -> T + 'static,
     T: 'static,
 {
-    let mut owned = Owned::start("with_timeout", vec![Box::new(f)]);
+    let mut owned = Owned::start("with_timeout", "its closure", vec![Box::new(f)]);
     let id = owned.branch(0).id();
     let deadline = timeout(ms);
     let decided = owned.decide(Some(Box::new(deadline)));
@@ -568,11 +567,13 @@ pub fn interval(period: Duration) -> Interval {
                 }
             }),
         )
-    })
-    .unwrap_or_else(|| {
-        panic!("interval called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
-    .unwrap_or_else(|s| panic!("cannot arm an interval timer: {}", runtime::status_text(s)));
+    });
+    // Not in a closure: the panic names the caller's line.
+    let Some(timer) = timer else {
+        outside_runtime("interval")
+    };
+    let timer = timer
+        .unwrap_or_else(|s| panic!("cannot arm an interval timer: {}", runtime::status_text(s)));
     Interval {
         period,
         state,

@@ -580,6 +580,7 @@ impl<A: Trigger> Engine<A> {
 
     /// The next outcome (in the order the inputs completed; inputs found
     /// complete together come in input order), or the end.
+    #[track_caller]
     fn next(&mut self, at: &'static Location<'static>) -> Next<A> {
         self.begin();
         let mut first = true;
@@ -677,6 +678,7 @@ impl<A: Trigger> Drop for Engine<A> {
 /// ([`select`], `time::with_timeout`). The session, and with it every
 /// subscription, has ended when it returns (SL4 in `structured::select`
 /// relies on it).
+#[track_caller]
 pub(crate) fn first<A: Trigger>(
     inputs: Vec<A>,
     until: Option<Box<dyn Awaitable>>,
@@ -706,6 +708,7 @@ pub trait Combinator {
     /// successes, by input index).
     type Lenient;
     #[doc(hidden)]
+    #[track_caller]
     fn run_lenient(
         self,
         _: Token,
@@ -805,6 +808,7 @@ impl<A: Trigger> All<A> {
 impl<A: Trigger> Combinator for All<A> {
     type Error = A::Error;
     type Lenient = Vec<Option<A::Output>>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,
@@ -921,6 +925,7 @@ impl<A: Trigger> Any<A> {
 impl<A: Trigger> Combinator for Any<A> {
     type Error = A::Error;
     type Lenient = Option<A::Output>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,
@@ -1029,6 +1034,7 @@ impl<A: Trigger> AnyOf<A> {
 impl<A: Trigger> Combinator for AnyOf<A> {
     type Error = A::Error;
     type Lenient = Vec<(usize, A::Output)>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,

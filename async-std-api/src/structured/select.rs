@@ -86,15 +86,16 @@ impl<T: 'static> Owned<T> {
     /// # Panics
     ///
     /// Outside a coroutine, or if the caller's scope is closed (R-S4: a
-    /// closed scope starts no new work), with a message naming `name`.
+    /// closed scope starts no new work), with a message naming `name` and
+    /// `what` it starts.
     #[track_caller]
-    pub(crate) fn start(name: &'static str, bodies: Vec<Branch<T>>) -> Owned<T> {
+    pub(crate) fn start(name: &'static str, what: &str, bodies: Vec<Branch<T>>) -> Owned<T> {
         let at = Location::caller();
         with_me(name, |_, _| ());
         let parent = current_scope();
         if parent.is_closed() {
             panic!(
-                "{name} cannot start its branches: scope {} is closed (cancelled or disposed)",
+                "{name} cannot start {what}: scope {} is closed (cancelled or disposed)",
                 parent.id()
             );
         }
@@ -355,7 +356,7 @@ pub fn select<T: 'static, B: Branches<T>>(
         with_me("select", |_, _| ());
         return Err(CombineError::exhausted());
     }
-    let mut owned = Owned::start("select", bodies);
+    let mut owned = Owned::start("select", "its branches", bodies);
     let decided = owned.decide(None);
     let finished = owned.finish(|| match &decided {
         Decided::Won(i, _) => format!("select: branch {i} finished first"),

@@ -79,6 +79,7 @@ impl<T> Shared<T> {
     }
 
     /// Suspends until settled (DF2); `what` for deadlock reports.
+    #[track_caller]
     fn wait(&self, what: &str, at: &'static Location<'static>) -> Result<(), Cancelled> {
         with_me(what, |rt, me| {
             checkpoint(me)?;

@@ -56,6 +56,7 @@ fn check_outside(s: &ScopeState, me: &CoroState) -> Result<(), ScopeError> {
 }
 
 /// The RFC's `Scope::awaitCompletion(cancellation)`.
+#[track_caller]
 pub(super) fn await_completion(
     s: &Rc<ScopeState>,
     until: &dyn Awaitable,
@@ -122,6 +123,7 @@ pub(super) fn await_completion(
 }
 
 /// The RFC's `Scope::awaitAfterCancellation(errorHandler, cancellation)`.
+#[track_caller]
 pub(super) fn await_after_cancellation(
     s: &Rc<ScopeState>,
     error_handler: Option<&dyn Fn(Failure)>,
