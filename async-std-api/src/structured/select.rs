@@ -53,7 +53,7 @@ use crate::core::coroutine::Coroutine;
 use crate::core::error::{Cancelled, JoinError};
 use crate::core::join::JoinHandle;
 use crate::core::state::Outcome;
-use crate::core::wait::{suspend_once, with_me};
+use crate::core::wait::{require_coroutine, suspend_once, with_me};
 use crate::core::waiters::NotifySubscription;
 
 /// One branch: a closure run in a coroutine of the call's scope.
@@ -91,7 +91,7 @@ impl<T: 'static> Owned<T> {
     #[track_caller]
     pub(crate) fn start(name: &'static str, what: &str, bodies: Vec<Branch<T>>) -> Owned<T> {
         let at = Location::caller();
-        with_me(name, |_, _| ());
+        require_coroutine(name);
         let parent = current_scope();
         if parent.is_closed() {
             panic!(
