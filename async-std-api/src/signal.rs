@@ -40,7 +40,7 @@ use std::rc::Rc;
 use crate::core::awaitable::sealed::Sealed as _;
 use crate::core::awaitable::{sealed, Awaitable};
 use crate::core::runtime::{self, SignalEvent};
-use crate::core::wait::{checkpoint, suspend_once, with_me};
+use crate::core::wait::{checkpoint, outside_runtime, suspend_once, with_me};
 use crate::core::waiters::{Completion, Subscription};
 
 /// `SIGINT` (interrupt from the keyboard, Ctrl-C) on Linux.
@@ -163,11 +163,11 @@ pub fn any(signums: &[i32]) -> io::Result<Signal> {
                 done.complete();
             })
         };
-        let event = runtime::with_runtime(|rt| rt.reactor.signal(signum, on_signal))
-            .unwrap_or_else(|| {
-                panic!("signal called outside a coroutine runtime: run the program inside async_std_api::run")
-            })
-            .map_err(|status| watch_error(signum, status))?;
+        // Not in a closure: the panic names the caller's line.
+        let Some(event) = runtime::with_runtime(|rt| rt.reactor.signal(signum, on_signal)) else {
+            outside_runtime("signal")
+        };
+        let event = event.map_err(|status| watch_error(signum, status))?;
         events.push(event);
     }
     Ok(Signal {

@@ -1,4 +1,5 @@
-//! Timers: [`delay`], [`sleep`], [`timeout`] and [`interval`].
+//! Timers: [`delay`], [`sleep`], [`timeout`] and [`interval`]; and
+//! deadlines that cancel: [`with_timeout`].
 //!
 //! A timer is a reactor event armed on the loop's monotonic clock; the
 //! reactor refreshes its clock before arming, so a delay that follows a long
@@ -13,13 +14,16 @@ use std::time::Duration;
 use std::convert::Infallible;
 
 use crate::core::awaitable::{sealed, sealed::Sealed, Awaitable};
-use crate::core::error::Cancelled;
+use crate::core::error::{Cancelled, JoinError};
+use crate::core::failure::Failure;
+use crate::core::id::CoroutineId;
 use crate::core::runtime::{self, TimerEvent, WakeRec};
 use crate::core::state::CoroState;
-use crate::core::wait::{checkpoint, suspend_once, with_me, yield_once};
+use crate::core::wait::{checkpoint, outside_runtime, suspend_once, with_me, yield_once};
 use crate::core::waiters::Completion;
 use crate::structured::combinators::sealed::{Token, Watch};
 use crate::structured::combinators::Trigger;
+use crate::structured::select::{Decided, Owned};
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -137,6 +141,7 @@ fn sleep_as(
     Ok(())
 }
 
+#[track_caller]
 fn yield_at(at: &'static Location<'static>) -> Result<(), Cancelled> {
     with_me("delay", |rt, me| {
         checkpoint(me)?;
@@ -189,9 +194,7 @@ pub struct Timeout {
 #[track_caller]
 pub fn timeout(ms: u64) -> Timeout {
     if runtime::with_runtime(|_| ()).is_none() {
-        panic!(
-            "timeout called outside a coroutine runtime: run the program inside async_std_api::run"
-        )
+        outside_runtime("timeout");
     }
     let done = Rc::new(Completion::new());
     if ms == 0 {
@@ -272,6 +275,233 @@ impl Trigger for &Timeout {
     }
 }
 
+/// Runs `f` in a coroutine of its own and cancels it if it has not
+/// finished after `ms` milliseconds: a deadline that cancels (D-44).
+///
+/// The analogue of tokio's `time::timeout` and Kotlin's `withTimeout`:
+/// [`Ok`] with `f`'s value if it finished in time; otherwise the coroutine
+/// is cancelled (it gets a [`Cancelled`] at its suspension point, with the
+/// reason `"deadline of <ms> ms passed"`), `with_timeout` waits until it
+/// has finished, cleanup and `on_finally` handlers included, and returns
+/// [`TimeoutError::is_elapsed`]. It is named `with_timeout` (Kotlin's
+/// name) because [`timeout`] is already the RFC's trigger, which cancels
+/// nothing: `handle.join_until(&timeout(ms))` only stops *waiting* and the
+/// coroutine runs on (R-AU3), where this stops the *work*.
+///
+/// `f` runs in a child scope of the caller's scope, made for the call: it
+/// sees the caller's context, and what it spawns is the call's too. When
+/// `with_timeout` returns, for whatever reason, that scope has been
+/// cancelled and everything in it has finished: nothing started here
+/// outlives the call.
+///
+/// # Errors
+///
+/// A [`TimeoutError`]; exactly one of:
+/// - [`is_elapsed`](TimeoutError::is_elapsed): the deadline passed first.
+///   Not a cancellation of the caller (like an await-cancelled error,
+///   D-19): returned by a [`spawn_try`](crate::spawn_try) body, it is an
+///   ordinary failure, never silently suppressed (P-03).
+/// - [`is_failed`](TimeoutError::is_failed): `f` panicked first; the
+///   failure is consumed here, as a [`join`](crate::JoinHandle::join)
+///   consumes it (D-3), and is in
+///   [`join_error`](TimeoutError::join_error).
+/// - [`is_cancelled`](TimeoutError::is_cancelled): someone else cancelled
+///   `f`'s coroutine first.
+/// - [`is_interrupted`](TimeoutError::is_interrupted): the caller was
+///   cancelled first; `f` was cancelled and has finished.
+///
+/// A failure of `f` *after* the deadline passed (in its cleanup) is not
+/// this call's result: it goes through the error flow, from the call's
+/// scope to the caller's, like any failure nobody awaited.
+///
+/// # Panics
+///
+/// Outside a coroutine, if the caller's scope is closed (cancelled or
+/// disposed: it starts no new work, R-S4), or if the reactor cannot arm a
+/// timer.
+///
+/// # Cancellation
+///
+/// A cancellation point. If the caller is cancelled while it waits, `f` is
+/// cancelled and awaited before `with_timeout` returns
+/// [`is_interrupted`](TimeoutError::is_interrupted); if `f` had already
+/// returned its value when the caller saw its cancellation, the value is
+/// returned instead and the cancellation stays pending for the next
+/// suspension point (D-29, P-08). An outcome already there also wins over
+/// a deadline that passed at the same moment (D-20).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::time::with_timeout;
+/// use async_std_api::{coroutines, delay, run};
+///
+/// run(|| {
+///     assert_eq!(with_timeout(1_000, || 6 * 7).unwrap(), 42);
+///
+///     let err = with_timeout(10, || {
+///         if let Err(c) = delay(60_000) {
+///             assert_eq!(c.reason(), Some("deadline of 10 ms passed"));
+///         }
+///     })
+///     .unwrap_err();
+///     assert!(err.is_elapsed());
+///     assert_eq!(err.to_string(), format!("deadline of 10 ms passed: coroutine {} was cancelled", err.id()));
+///     assert_eq!(coroutines().len(), 1); // nothing left behind
+/// })
+/// .unwrap();
+/// ```
+#[track_caller]
+pub fn with_timeout<T, F>(ms: u64, f: F) -> Result<T, TimeoutError>
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    let mut owned = Owned::start("with_timeout", "its closure", vec![Box::new(f)]);
+    let id = owned.branch(0).id();
+    let deadline = timeout(ms);
+    let decided = owned.decide(Some(Box::new(deadline)));
+    let finished = owned.finish(|| match &decided {
+        Decided::Until => format!("deadline of {ms} ms passed"),
+        Decided::Won(..) => String::from("with_timeout: its closure returned"),
+        Decided::Interrupted(_) => String::from("with_timeout: the caller was cancelled"),
+    });
+    let join = |e| Err(TimeoutError(TimeoutRepr::Join(e)));
+    if let Err(c) = finished {
+        return join(JoinError::interrupted(id, c)); // SL3: a deadlock
+    }
+    match decided {
+        Decided::Won(_, Ok(v)) => Ok(v),
+        Decided::Won(_, Err(e)) => join(e),
+        Decided::Until => Err(TimeoutError(TimeoutRepr::Elapsed { id, ms })),
+        Decided::Interrupted(c) => join(JoinError::interrupted(id, c)),
+    }
+}
+
+#[derive(Clone)]
+enum TimeoutRepr {
+    /// The deadline passed: the coroutine was cancelled and has finished.
+    Elapsed { id: CoroutineId, ms: u64 },
+    /// What joining the coroutine gave instead.
+    Join(JoinError),
+}
+
+/// Why [`with_timeout`] gave no value: the deadline passed (tokio's
+/// `Elapsed`), or what joining the closure's coroutine gave instead.
+///
+/// Opaque, with predicates; exactly one of
+/// [`is_elapsed`](Self::is_elapsed), [`is_failed`](Self::is_failed),
+/// [`is_cancelled`](Self::is_cancelled) and
+/// [`is_interrupted`](Self::is_interrupted) is true. Its
+/// [`source`](std::error::Error::source) is the [`JoinError`] unless it
+/// elapsed, so `?` inside a [`spawn_try`](crate::spawn_try) body ends
+/// that coroutine cancelled when the caller was interrupted (P-01) and
+/// failed when the deadline passed (P-03).
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::time::with_timeout;
+/// use async_std_api::run;
+///
+/// run(|| {
+///     let err = with_timeout(1_000, || -> u8 { panic!("bad request") }).unwrap_err();
+///     assert!(err.is_failed() && !err.is_elapsed());
+///     assert_eq!(err.failure().and_then(|f| f.panic_message()), Some("bad request"));
+/// })
+/// .unwrap();
+/// ```
+#[derive(Clone)]
+pub struct TimeoutError(TimeoutRepr);
+
+impl TimeoutError {
+    /// True if the deadline passed first: the coroutine was cancelled and
+    /// has finished (with everything it spawned).
+    pub fn is_elapsed(&self) -> bool {
+        matches!(self.0, TimeoutRepr::Elapsed { .. })
+    }
+
+    /// True if the closure failed (it panicked) before the deadline:
+    /// [`failure`](Self::failure) has the failure.
+    pub fn is_failed(&self) -> bool {
+        self.join_error().is_some_and(JoinError::is_failed)
+    }
+
+    /// True if someone else cancelled the closure's coroutine first.
+    pub fn is_cancelled(&self) -> bool {
+        self.join_error().is_some_and(JoinError::is_cancelled)
+    }
+
+    /// True if the caller was cancelled while it waited; the closure's
+    /// coroutine was cancelled and has finished.
+    pub fn is_interrupted(&self) -> bool {
+        self.join_error().is_some_and(JoinError::is_interrupted)
+    }
+
+    /// The closure's failure, if [`is_failed`](Self::is_failed): the same
+    /// object every observer gets (R-CO5).
+    pub fn failure(&self) -> Option<&Failure> {
+        self.join_error().and_then(JoinError::failure)
+    }
+
+    /// What joining the closure's coroutine gave, unless the deadline
+    /// passed.
+    pub fn join_error(&self) -> Option<&JoinError> {
+        match &self.0 {
+            TimeoutRepr::Join(e) => Some(e),
+            TimeoutRepr::Elapsed { .. } => None,
+        }
+    }
+
+    /// The [`JoinError`], by value, unless the deadline passed.
+    pub fn into_join_error(self) -> Option<JoinError> {
+        match self.0 {
+            TimeoutRepr::Join(e) => Some(e),
+            TimeoutRepr::Elapsed { .. } => None,
+        }
+    }
+
+    /// The coroutine that ran the closure.
+    pub fn id(&self) -> CoroutineId {
+        match &self.0 {
+            TimeoutRepr::Elapsed { id, .. } => *id,
+            TimeoutRepr::Join(e) => e.id(),
+        }
+    }
+}
+
+impl fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            TimeoutRepr::Elapsed { id, ms } => {
+                write!(
+                    f,
+                    "deadline of {ms} ms passed: coroutine {id} was cancelled"
+                )
+            }
+            TimeoutRepr::Join(e) => e.fmt(f),
+        }
+    }
+}
+
+impl fmt::Debug for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TimeoutError")
+            .field(&self.to_string())
+            .finish()
+    }
+}
+
+impl std::error::Error for TimeoutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            TimeoutRepr::Join(e) => Some(e),
+            // An ordinary error, not a cancellation (P-03).
+            TimeoutRepr::Elapsed { .. } => None,
+        }
+    }
+}
+
 /// A periodic timer: [`tick`](Interval::tick) suspends until the next
 /// period has elapsed. Made by [`interval`].
 ///
@@ -337,11 +567,13 @@ pub fn interval(period: Duration) -> Interval {
                 }
             }),
         )
-    })
-    .unwrap_or_else(|| {
-        panic!("interval called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
-    .unwrap_or_else(|s| panic!("cannot arm an interval timer: {}", runtime::status_text(s)));
+    });
+    // Not in a closure: the panic names the caller's line.
+    let Some(timer) = timer else {
+        outside_runtime("interval")
+    };
+    let timer = timer
+        .unwrap_or_else(|s| panic!("cannot arm an interval timer: {}", runtime::status_text(s)));
     Interval {
         period,
         state,

@@ -420,6 +420,7 @@ impl JoinError {
     ///
     /// Panics if the error is not a panic ([`is_panic`](Self::is_panic) is
     /// false).
+    #[track_caller]
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.try_into_panic() {
             Ok(p) => p,

@@ -20,6 +20,7 @@ use super::wait::{join_what, wait_for, wait_for_inlined, with_me, WaitEnd, JOIN_
 
 /// Waits for `target` (and `until`), then reads its outcome without taking
 /// the value.
+#[track_caller]
 pub(crate) fn wait_state(
     target: &Rc<CoroState>,
     until: Option<&dyn Awaitable>,
@@ -32,6 +33,7 @@ pub(crate) fn wait_state(
 /// Waits for `target` to finish (or `until`); the errors are the waiter's
 /// own (interrupted, await-cancelled), not the target's outcome.
 #[inline]
+#[track_caller]
 fn wait_end(
     target: &Rc<CoroState>,
     until: Option<&dyn Awaitable>,
@@ -77,6 +79,7 @@ fn wait_end(
 /// join with its wait loop (`wait::wait_for_inlined` says why): the same
 /// steps and errors.
 #[inline(always)]
+#[track_caller]
 fn wait_finished(target: &Rc<CoroState>, at: &'static Location<'static>) -> Result<(), JoinError> {
     if target.is_finished() {
         return wait_end(target, None, at);

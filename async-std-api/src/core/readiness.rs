@@ -257,6 +257,7 @@ impl Readiness {
     /// Runs `op` until it does not fail with `WouldBlock`, waiting for
     /// `dir` in between (RD1-RD4). `what` names the wait in deadlock and
     /// watchdog reports (made only when the call waits).
+    #[track_caller]
     pub(crate) fn io<R>(
         &self,
         dir: Direction,
@@ -270,6 +271,7 @@ impl Readiness {
     /// [`Readiness::io`], giving up with `WouldBlock` (std's error for a
     /// socket timeout on Unix) once `timeout` has passed without the
     /// operation completing.
+    #[track_caller]
     pub(crate) fn io_timeout<R>(
         &self,
         dir: Direction,
@@ -308,6 +310,7 @@ impl Readiness {
 
     /// Waits until the descriptor is ready for `dir` (a readiness already
     /// seen returns at once). A cancellation point.
+    #[track_caller]
     pub(crate) fn wait(
         &self,
         dir: Direction,
@@ -318,6 +321,7 @@ impl Readiness {
     }
 
     /// [`Readiness::wait`] that gives up with `TimedOut` after `timeout`.
+    #[track_caller]
     pub(crate) fn wait_timeout(
         &self,
         dir: Direction,

@@ -8,7 +8,7 @@ use async_abi::AA_OK;
 use super::coroutine::Coroutine;
 use super::error::Cancelled;
 use super::runtime;
-use super::wait::{self, with_me};
+use super::wait::{self, outside_runtime, with_me};
 
 /// The running coroutine.
 ///
@@ -154,16 +154,18 @@ pub fn on_finally(f: impl FnOnce() + 'static) {
 /// ```
 #[track_caller]
 pub fn coroutines() -> Vec<Coroutine> {
-    runtime::with_runtime(|rt| {
+    let live = runtime::with_runtime(|rt| {
         rt.sched
             .live_coroutines()
             .into_iter()
             .map(|state| Coroutine { state })
             .collect()
-    })
-    .unwrap_or_else(|| {
-        panic!("coroutines called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
+    });
+    // Not in a closure: the panic names the caller's line.
+    let Some(live) = live else {
+        outside_runtime("coroutines")
+    };
+    live
 }
 
 /// How many of the reactor's events keep the loop alive now (timers,
@@ -191,7 +193,8 @@ pub fn coroutines() -> Vec<Coroutine> {
 /// ```
 #[track_caller]
 pub fn live_events() -> usize {
-    runtime::with_runtime(|rt| rt.reactor.alive() as usize).unwrap_or_else(|| {
-        panic!("live_events called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
+    let Some(alive) = runtime::with_runtime(|rt| rt.reactor.alive() as usize) else {
+        outside_runtime("live_events")
+    };
+    alive
 }

@@ -58,6 +58,25 @@ fn not_in_coroutine(what: &str) -> ! {
     panic!("{what} called outside a coroutine: call it from a coroutine of async_std_api::run")
 }
 
+/// Panics unless a coroutine is running, as [`with_me`] would: for a public
+/// call whose own wait is reached through a closure (where a panic names the
+/// closure's line, not the user's), so it checks first, at its top.
+#[track_caller]
+#[inline]
+pub(crate) fn require_coroutine(what: &str) {
+    with_me(what, |_, _| ());
+}
+
+/// The misuse panic of a call that needs a runtime (not necessarily a
+/// coroutine), raised at the caller's line through `#[track_caller]`; call
+/// it outside closures (`let ... else`), whose own line a panic would name.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn outside_runtime(what: &str) -> ! {
+    panic!("{what} called outside a coroutine runtime: run the program inside async_std_api::run")
+}
+
 /// W1: delivers a pending cancellation; under a forced shutdown (GS3),
 /// unwinds the coroutine's stack instead (unless it is already unwinding:
 /// a `Drop` that blocks then gets the cancellation as an error).

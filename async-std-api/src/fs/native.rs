@@ -73,6 +73,7 @@ impl AsRawFd for Cwd {
 
 /// Submits one request; an ABI status (the reactor refused it) is
 /// [`Refused`], an errno std's error.
+#[track_caller]
 fn submit(
     fd: &impl AsRawFd,
     req: IoReq<'_>,

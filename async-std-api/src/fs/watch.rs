@@ -44,7 +44,7 @@ use crate::core::awaitable::{sealed, Awaitable};
 use crate::core::error::Cancelled;
 use crate::core::runtime::{self, FsWatchEvent, Runtime};
 use crate::core::state::CoroState;
-use crate::core::wait::{checkpoint, suspend_once, with_me};
+use crate::core::wait::{checkpoint, outside_runtime, suspend_once, with_me};
 use crate::core::waiters::{Completion, Notify, NotifySubscription, Subscription};
 
 /// How many events a [`Watcher`] keeps for its reader (WA2).
@@ -319,10 +319,11 @@ pub fn watch<P: AsRef<Path>>(path: P) -> io::Result<Watcher> {
         rt.reactor
             .fs_watch(shared.root.as_os_str().as_bytes(), on_change)
             .map_err(|status| watch_error(path, status))
-    })
-    .unwrap_or_else(|| {
-        panic!("fs::watch called outside a coroutine runtime: run the program inside async_std_api::run")
     });
+    // Not in a closure: the panic names the caller's line.
+    let Some(made) = made else {
+        outside_runtime("fs::watch")
+    };
     Ok(Watcher {
         shared,
         _event: made?,
@@ -406,6 +407,7 @@ impl Watcher {
         self.wait(Some(until.completion()), Location::caller())
     }
 
+    #[track_caller]
     fn wait(
         &self,
         until: Option<&Completion>,

@@ -258,6 +258,7 @@ impl<T: AsFd> Async<T> {
         run_on(r, fd, Direction::Write, "write", at, || op(io))
     }
 
+    #[track_caller]
     fn run<R>(
         &self,
         dir: Direction,
@@ -271,6 +272,7 @@ impl<T: AsFd> Async<T> {
     }
 
     /// The watch, made on first use.
+    #[track_caller]
     fn watch(&self) -> io::Result<&Readiness> {
         if let Some(r) = self.readiness.get() {
             return Ok(r);
@@ -281,6 +283,7 @@ impl<T: AsFd> Async<T> {
     }
 }
 
+#[track_caller]
 fn run_on<R>(
     r: &Readiness,
     fd: RawFd,

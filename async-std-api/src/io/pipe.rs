@@ -59,6 +59,7 @@ impl PipeFd {
 
     /// Reads what is there (at most `buf.len()` bytes), suspending until
     /// something is; 0 at the end of the stream.
+    #[track_caller]
     pub(crate) fn read_at(
         &self,
         buf: &mut [u8],
@@ -73,6 +74,7 @@ impl PipeFd {
     }
 
     /// Writes some of `buf`, suspending while the pipe is full.
+    #[track_caller]
     pub(crate) fn write_at(&self, buf: &[u8], at: &'static Location<'static>) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);

@@ -93,6 +93,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
 
     /// Runs `op` until it does not fail with `WouldBlock`, waiting for
     /// readability (bounded by the read timeout) in between.
+    #[track_caller]
     pub(crate) fn read_op<R>(
         &self,
         what: &str,
@@ -104,6 +105,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
 
     /// As [`read_op`](Evented::read_op), for writability and the write
     /// timeout.
+    #[track_caller]
     pub(crate) fn write_op<R>(
         &self,
         what: &str,
@@ -119,6 +121,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     /// the reactor's request
     /// (native on a completion reactor), through the read lane (D-42); with
     /// a read timeout, by readiness and a timer.
+    #[track_caller]
     pub(crate) fn stream_read(
         &self,
         buf: &mut [u8],
@@ -164,6 +167,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     }
 
     /// A read request through the reactor (`recv` on a socket).
+    #[track_caller]
     pub(crate) fn request_read(
         &self,
         buf: &mut [u8],
@@ -174,6 +178,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     }
 
     /// A stream write; see [`stream_read`](Evented::stream_read).
+    #[track_caller]
     pub(crate) fn stream_write(
         &self,
         buf: &[u8],
@@ -267,6 +272,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     }
 
     /// Waits until writable, for at most `timeout` (`TimedOut` after).
+    #[track_caller]
     pub(crate) fn wait_writable(
         &self,
         timeout: Option<Duration>,
@@ -277,6 +283,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         r.wait_timeout(Direction::Write, timeout, &|| what.to_owned(), at)
     }
 
+    #[track_caller]
     fn op<R>(
         &self,
         dir: Direction,
@@ -291,6 +298,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         r.io_timeout(dir, timeout, &|| format!("{what} fd {fd}"), at, || op(sock))
     }
 
+    #[track_caller]
     fn watch(&self) -> io::Result<&Readiness> {
         if let Some(r) = self.ready.get() {
             return Ok(r);

@@ -97,6 +97,7 @@ const AF_INET6: u16 = 10;
 
 /// Runs one request for the current coroutine and applies the cancellation
 /// policy (C-6 in `cancel`): data first, then the cancellation.
+#[track_caller]
 pub(crate) fn submit(
     fd: &impl AsRawFd,
     req: IoReq<'_>,

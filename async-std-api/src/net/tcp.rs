@@ -13,6 +13,7 @@ use super::addr::{addrs_of, ToSocketAddrs};
 use super::evented::Evented;
 use super::{from_aa, submit, to_aa};
 use crate::core::runtime::io::{accepted_fd, FdWait, IoReq};
+use crate::core::wait::require_coroutine;
 
 /// `EINPROGRESS` on Linux: a non-blocking connect under way.
 const EINPROGRESS: i32 = 115;
@@ -358,6 +359,9 @@ impl TcpStream {
     #[track_caller]
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let at = Location::caller();
+        // Checked here: inside `each_addr`'s closure a panic would name the
+        // runtime's line, not the caller's.
+        require_coroutine("TcpStream::connect");
         each_addr(addr, at, |a| {
             let s = Evented::new(std::net::TcpStream::from(new_socket(a)?));
             let target = to_aa(a);

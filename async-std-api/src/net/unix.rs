@@ -245,6 +245,7 @@ impl UnixStream {
     }
 }
 
+#[track_caller]
 fn connect_at(addr: &SocketAddr, at: &'static Location<'static>) -> io::Result<UnixStream> {
     let target = unix_aa(addr)?;
     let s = Evented::new(std::os::unix::net::UnixStream::from(OwnedFd::from(

@@ -91,6 +91,7 @@ impl<T: Send + 'static> LoopSender<T> {
     /// # Panics
     ///
     /// Outside a runtime.
+    #[track_caller]
     pub fn new(tx: &Sender<T>) -> io::Result<LoopSender<T>> {
         Ok(LoopSender {
             inner: tx.for_thread()?,

@@ -286,6 +286,7 @@ impl Child {
         self.wait_at(Location::caller())
     }
 
+    #[track_caller]
     pub(super) fn wait_at(&mut self, at: &'static Location<'static>) -> io::Result<ExitStatus> {
         drop(self.stdin.take());
         with_me("process wait", |_, me| checkpoint(me)).map_err(io::Error::from)?;
@@ -446,6 +447,7 @@ impl Child {
         self.wait_with_output_at(Location::caller())
     }
 
+    #[track_caller]
     pub(super) fn wait_with_output_at(
         mut self,
         at: &'static Location<'static>,
@@ -468,6 +470,7 @@ impl Child {
 
 /// Waits until the child's watch reported (PC1); `referenced(true)` while
 /// the caller waits, `false` however the wait ends.
+#[track_caller]
 fn wait_exit(
     exit: &ExitSlot,
     pid: u32,
@@ -510,6 +513,7 @@ fn read_all(mut r: impl Read) -> io::Result<Vec<u8>> {
 }
 
 /// Reads both pipes concurrently: standard error in a helper coroutine.
+#[track_caller]
 fn both(out: ChildStdout, err: ChildStderr) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let helper = spawn_in(&current_scope(), move || read_all(err))
         .map_err(|e| io::Error::other(format!("cannot read the child's stderr: {e}")))?;

@@ -1,6 +1,28 @@
 //! The async combinators: [`all`], [`any`], [`any_of`], [`capture_errors`]
 //! and [`ignore_errors`] (R-CB1), over lists of [`Trigger`]s or over an
-//! iterator that runs concurrently ([`concurrent`]).
+//! iterator that runs concurrently ([`concurrent`]); and [`select`], which
+//! runs closures and cancels the losers (D-44).
+//!
+//! # Two kinds of combinator
+//!
+//! The RFC's combinators wait for triggers they do not own: a coroutine,
+//! a timeout or a group stays its scope's, so a combinator never cancels
+//! an input (D-7), and the losers of [`any`] run on. That is the right
+//! default for things other code may also be waiting for, and the wrong
+//! one for work started only to get one answer. For that, two calls own
+//! what they start, in a scope made for the call, and cancel it (D-44):
+//!
+//! | call | runs | ends with | then |
+//! |---|---|---|---|
+//! | [`select`]`(branches)` | each closure in its own coroutine | the first to finish: `(index, value)` | cancels the others and waits for their cleanup |
+//! | [`time::with_timeout`](crate::time::with_timeout)`(ms, f)` | `f` in a coroutine | `f`'s value, or [`TimeoutError::is_elapsed`](crate::time::TimeoutError::is_elapsed) once `ms` passed | cancels `f` and waits for its cleanup |
+//!
+//! tokio's `select!` and `time::timeout` do the same by dropping the
+//! losing futures; Kotlin's `select` and `withTimeout` by cancelling child
+//! coroutines, which is what happens here. Neither call returns before
+//! what it started (the branches and whatever they spawned) has finished,
+//! cleanup included; if the caller is cancelled meanwhile, they are
+//! cancelled too and awaited the same way.
 //!
 //! Owns: the combinator objects ([`All`], [`Any`], [`AnyOf`],
 //! [`CaptureErrors`], [`IgnoreErrors`]), the engine that waits on their
@@ -12,9 +34,12 @@
 //!   (a [`Race`]) is asked once per input.
 //! - **CB2** A combinator owns nothing it waits for (D-7): finishing (or
 //!   being dropped) never cancels an input; the tasks go on in their
-//!   scopes, whose owners decide. The one exception is its own helper: the
+//!   scopes, whose owners decide. The exceptions are its own helpers: the
 //!   coroutine that runs a [`concurrent`] iterator is cancelled when the
-//!   combinator is dropped before the iterator ended.
+//!   combinator is dropped before the iterator ended, and the branches of
+//!   [`select`] (and `time::with_timeout`) are the call's own, run on this
+//!   engine by `first` and cancelled once it decided (SL1-SL4 in
+//!   `structured::select`).
 //! - **CB3** A join opens a *session*: each pending input is polled once,
 //!   in input order, and subscribed with a tagged waiter (WL3 in
 //!   `core::waiters`) for the rest of the join; an input that completes or
@@ -43,6 +68,7 @@ use std::fmt;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
 use std::rc::Rc;
 
+pub use super::select::{select, Branches};
 use super::spawn::spawn;
 use super::task_group::{FirstResult, GroupAll, Race, TaskGroup, TaskGroupError};
 use crate::core::awaitable::{Awaitable, Latch};
@@ -554,6 +580,7 @@ impl<A: Trigger> Engine<A> {
 
     /// The next outcome (in the order the inputs completed; inputs found
     /// complete together come in input order), or the end.
+    #[track_caller]
     fn next(&mut self, at: &'static Location<'static>) -> Next<A> {
         self.begin();
         let mut first = true;
@@ -646,6 +673,29 @@ impl<A: Trigger> Drop for Engine<A> {
     }
 }
 
+/// The first of `inputs` to complete, with its index: one join of
+/// [`any`]'s engine (CB3, D-20), for the calls that own their inputs
+/// ([`select`], `time::with_timeout`). The session, and with it every
+/// subscription, has ended when it returns (SL4 in `structured::select`
+/// relies on it).
+#[track_caller]
+pub(crate) fn first<A: Trigger>(
+    inputs: Vec<A>,
+    until: Option<Box<dyn Awaitable>>,
+    at: &'static Location<'static>,
+) -> Result<Outcome1<A>, CombineError<A::Error>> {
+    let mut engine = Engine::new(Inputs {
+        list: inputs,
+        feed: None,
+    });
+    engine.until = until;
+    let next = engine.session().next(at)?;
+    match next {
+        Event::Item(i, r) => Ok((i, r)),
+        Event::End => Err(CombineError::new(Repr::Exhausted)),
+    }
+}
+
 /// What [`capture_errors`] and [`ignore_errors`] accept: [`All`], [`Any`],
 /// [`AnyOf`], each with its *lenient* result (the errors of its inputs
 /// left out).
@@ -658,6 +708,7 @@ pub trait Combinator {
     /// successes, by input index).
     type Lenient;
     #[doc(hidden)]
+    #[track_caller]
     fn run_lenient(
         self,
         _: Token,
@@ -757,6 +808,7 @@ impl<A: Trigger> All<A> {
 impl<A: Trigger> Combinator for All<A> {
     type Error = A::Error;
     type Lenient = Vec<Option<A::Output>>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,
@@ -873,6 +925,7 @@ impl<A: Trigger> Any<A> {
 impl<A: Trigger> Combinator for Any<A> {
     type Error = A::Error;
     type Lenient = Option<A::Output>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,
@@ -981,6 +1034,7 @@ impl<A: Trigger> AnyOf<A> {
 impl<A: Trigger> Combinator for AnyOf<A> {
     type Error = A::Error;
     type Lenient = Vec<(usize, A::Output)>;
+    #[track_caller]
     fn run_lenient(
         mut self,
         _: Token,
@@ -1145,13 +1199,15 @@ impl<C, F> fmt::Debug for IgnoreErrors<C, F> {
 #[non_exhaustive]
 pub enum CombineErrorKind {
     /// An input failed: [`CombineError::input`] has its index and error.
+    /// For [`select`]: the branch that finished first failed or was
+    /// cancelled (by someone else), and the others were cancelled.
     Input,
     /// The caller was cancelled while it waited.
     Interrupted,
     /// The [`concurrent`] iterator returned an error or panicked (D-24).
     Iterator,
-    /// [`Any`] was awaited again with no input left, or [`AnyOf`] had
-    /// fewer than `n`.
+    /// [`Any`] was awaited again with no input left, [`AnyOf`] had
+    /// fewer than `n`, or [`select`] was given no branch.
     Exhausted,
     /// The trigger given to `until` completed first (the RFC's
     /// `AwaitCancelledException`); the inputs go on (R-AU3, D-7).
@@ -1175,6 +1231,21 @@ pub struct CombineError<E> {
 impl<E> CombineError<E> {
     fn new(repr: Repr<E>) -> Self {
         CombineError { repr }
+    }
+
+    /// Kind `Input`: input `i` ended with `e` (for [`select`]).
+    pub(crate) fn failed_input(i: usize, e: E) -> Self {
+        CombineError::new(Repr::Input(i, e))
+    }
+
+    /// Kind `Interrupted`: the caller's own cancellation (for [`select`]).
+    pub(crate) fn interrupted_by(c: Cancelled) -> Self {
+        CombineError::new(Repr::Interrupted(c))
+    }
+
+    /// Kind `Exhausted`: nothing to wait for (for [`select`]).
+    pub(crate) fn exhausted() -> Self {
+        CombineError::new(Repr::Exhausted)
     }
 
     /// Which error it is.

@@ -72,6 +72,7 @@ use super::scope::current_scope;
 use super::scope::state::ScopeState;
 use crate::core::events::{self, Event};
 use crate::core::runtime;
+use crate::core::wait::outside_runtime;
 
 // ---- keys ----
 
@@ -917,6 +918,9 @@ pub(crate) fn of_scope(scope: &ScopeState) -> Context {
 /// ```
 #[track_caller]
 pub fn current_context() -> Context {
+    if runtime::with_runtime(|_| ()).is_none() {
+        outside_runtime("current_context");
+    }
     current_scope().context()
 }
 
@@ -950,6 +954,9 @@ pub fn current_context() -> Context {
 /// ```
 #[track_caller]
 pub fn root_context() -> Context {
+    if runtime::with_runtime(|_| ()).is_none() {
+        outside_runtime("root_context");
+    }
     let mut scope = current_scope().state;
     while let Some(p) = scope.parent.clone() {
         if p.is_global {
@@ -1008,15 +1015,19 @@ impl Drop for LocalOwner {
 /// ```
 #[track_caller]
 pub fn coroutine_context() -> Context {
-    runtime::with_running(|_, me| {
+    let context = runtime::with_running(|_, me| {
         me.with_local_context(
-            || LocalOwner(Context {
-                record: Record::new(None),
-            }),
+            || {
+                LocalOwner(Context {
+                    record: Record::new(None),
+                })
+            },
             |owner: &mut LocalOwner| owner.0.clone(),
         )
-    })
-    .unwrap_or_else(|| {
+    });
+    // Not in a closure: the panic names the caller's line.
+    let Some(context) = context else {
         panic!("coroutine_context called outside a coroutine: run the program inside async_std_api::run")
-    })
+    };
+    context
 }

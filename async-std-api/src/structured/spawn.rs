@@ -194,6 +194,7 @@ where
 
 /// [`spawn_in`] with the spawn location given (a task group's queued task
 /// keeps the location of its `queue` call).
+#[track_caller]
 pub(crate) fn spawn_in_at<S, F, T>(
     target: &S,
     f: F,
@@ -316,6 +317,7 @@ fn spawn_into(
     Ok(state)
 }
 
+#[track_caller]
 fn spawn_with_strategy<S: SpawnStrategy + ?Sized>(
     target: &S,
     body: Body,

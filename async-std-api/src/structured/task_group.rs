@@ -78,7 +78,7 @@ use crate::core::failure::Failure;
 use crate::core::runtime::with_runtime;
 use crate::core::slab::Slab;
 use crate::core::state::{CoroState, GroupSink, Outcome, IN_GROUP};
-use crate::core::wait::{checkpoint, suspend_once, with_me};
+use crate::core::wait::{checkpoint, outside_runtime, suspend_once, with_me};
 use crate::core::waiters::{Notify, NotifySubscription};
 
 /// One running explicit task (TG1).
@@ -299,6 +299,7 @@ impl<T: 'static> GroupCore<T> {
     /// A waiter's loop over the group (W1-W4 of `task::wait`): `ready`
     /// is asked after every wake-up; the waiter is counted as an await of
     /// the group (TG2), not as a responsibility point of its scope (D-27).
+    #[track_caller]
     fn wait<R>(
         &self,
         what: &str,
@@ -446,6 +447,7 @@ impl<T: 'static> TaskGroupBuilder<T> {
     /// })
     /// .unwrap();
     /// ```
+    #[track_caller]
     pub fn concurrency(mut self, n: usize) -> Self {
         assert!(n > 0, "a task group's concurrency limit must be at least 1");
         self.concurrency = Some(n);
@@ -459,7 +461,18 @@ impl<T: 'static> TaskGroupBuilder<T> {
     /// Outside a runtime, when it has to make its own scope.
     #[track_caller]
     pub fn build(self) -> TaskGroup<T> {
-        let owner = self.scope.unwrap_or_else(Scope::new);
+        // A `match`, not `unwrap_or_else(Scope::new)`: called from inside
+        // another function, `Scope::new` would name that function's line
+        // in its panic instead of the caller's.
+        let owner = match self.scope {
+            Some(s) => s,
+            None => {
+                if with_runtime(|_| ()).is_none() {
+                    outside_runtime("TaskGroup::new");
+                }
+                Scope::new()
+            }
+        };
         let scope = ScopeRef::clone(&owner);
         let limit = self.concurrency;
         TaskGroup {

@@ -7,9 +7,15 @@
 //!   `reject` wins; a later one is an error to its caller, with the value
 //!   back. Dropping every resolver (or promise) of a pending one settles it
 //!   as abandoned, so no waiter waits forever.
-//! - **DF2** A wait is a cancellation point; a cancelled wait takes nothing:
-//!   the value stays in the deferred for a later wait. Resolving a deferred
-//!   whose receiving side is gone gives the value back to the resolver.
+//! - **DF2** A wait is a cancellation point. A wait cancelled while the
+//!   deferred is still pending takes nothing: the value, when it comes,
+//!   stays in the deferred for a later wait. A wait whose deferred was
+//!   settled before the waiter saw its cancellation (both in the same tick)
+//!   completes: it takes the value (or its rejection) and the cancellation
+//!   stays pending for the next suspension point (D-29, as I/O keeps data
+//!   that arrived, P-08), so a resolver told the value was delivered is
+//!   never wrong. Resolving a deferred whose receiving side is gone gives
+//!   the value back to the resolver.
 //! - **DF3** A future's outcome is shared, not cloned: every awaiter gets
 //!   the same `Rc<T>`, or the same [`Failure`] (R-CO5).
 
@@ -73,6 +79,7 @@ impl<T> Shared<T> {
     }
 
     /// Suspends until settled (DF2); `what` for deadlock reports.
+    #[track_caller]
     fn wait(&self, what: &str, at: &'static Location<'static>) -> Result<(), Cancelled> {
         with_me(what, |rt, me| {
             checkpoint(me)?;
@@ -84,7 +91,14 @@ impl<T> Shared<T> {
                 .what
                 .get(|| format!("{what} (created at {})", self.created_at));
             while !self.done.is_done() {
-                suspend_once(rt, me, what.as_bytes(), at)?;
+                if let Err(c) = suspend_once(rt, me, what.as_bytes(), at) {
+                    if !self.done.is_done() {
+                        return Err(c);
+                    }
+                    // DF2: settled before the cancellation was seen: the
+                    // wait completes, the cancellation waits (D-29).
+                    me.repend_cancel();
+                }
             }
             Ok(())
         })
@@ -142,8 +156,8 @@ impl<T> Deferred<T> {
     ///
     /// A [`DeferredError`]: rejected (with the failure), abandoned (every
     /// resolver dropped), already taken by an earlier wait, or interrupted
-    /// (the caller's cancellation; the value, if it comes, stays for a later
-    /// wait, DF2).
+    /// (the caller's cancellation while it was still pending; the value, if
+    /// it comes, stays for a later wait, DF2).
     ///
     /// # Panics
     ///
@@ -151,7 +165,29 @@ impl<T> Deferred<T> {
     ///
     /// # Cancellation
     ///
-    /// A cancellation point.
+    /// A cancellation point. A deferred settled in the same tick as the
+    /// caller's cancellation, before the caller resumed, is taken: `wait`
+    /// returns its outcome and the cancellation stays pending for the next
+    /// suspension point (DF2, D-29).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::sync::Deferred;
+    /// use async_std_api::{check_cancelled, current, run, spawn};
+    ///
+    /// run(|| {
+    ///     let (deferred, resolver) = Deferred::new();
+    ///     let me = current();
+    ///     spawn(move || {
+    ///         resolver.resolve(7).unwrap();
+    ///         me.cancel(); // the same tick: the value was handed over first
+    ///     });
+    ///     assert_eq!(deferred.wait().unwrap(), 7);
+    ///     assert!(check_cancelled().is_err()); // still pending, delivered here
+    /// })
+    /// .unwrap();
+    /// ```
     #[track_caller]
     pub fn wait(&self) -> Result<T, DeferredError> {
         self.shared
@@ -377,7 +413,8 @@ impl<T> Future<T> {
     /// # Errors
     ///
     /// A [`DeferredError`]: rejected (the same failure for everyone),
-    /// abandoned, or interrupted (the caller's cancellation).
+    /// abandoned, or interrupted (the caller's cancellation while it was
+    /// still pending).
     ///
     /// # Panics
     ///
@@ -385,7 +422,8 @@ impl<T> Future<T> {
     ///
     /// # Cancellation
     ///
-    /// A cancellation point.
+    /// A cancellation point; one settled in the same tick as the caller's
+    /// cancellation gives its outcome, as [`Deferred::wait`] (DF2, D-29).
     #[track_caller]
     pub fn wait(&self) -> Result<Rc<T>, DeferredError> {
         self.shared

@@ -211,6 +211,7 @@ impl<P: Grantor + ?Sized> Drop for Leave<'_, P> {
 /// The wait of every primitive (Q2-Q5): `t` was pushed by the caller,
 /// which found it had to wait; suspends until granted or cancelled.
 /// `what` describes the wait for deadlock reports ("lock sync::Mutex").
+#[track_caller]
 pub(crate) fn wait_for_grant<P: Grantor + ?Sized>(
     p: &P,
     t: Ticket,

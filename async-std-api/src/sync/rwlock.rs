@@ -149,6 +149,7 @@ impl<T: ?Sized> RwLock<T> {
         self.value.get_mut()
     }
 
+    #[track_caller]
     fn wait(&self, access: Access, at: &'static Location<'static>) -> Result<(), Cancelled> {
         let t = with_coroutine("RwLock", |me| self.waiters.borrow_mut().push(me, access));
         let (text, verb) = match access {

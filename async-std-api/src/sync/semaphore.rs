@@ -112,6 +112,7 @@ impl Semaphore {
         self.acquire_many_at(n, Location::caller())
     }
 
+    #[track_caller]
     fn acquire_many_at(
         &self,
         n: usize,

@@ -27,6 +27,7 @@ use super::channel::{SendError, Sender, TrySendError};
 use super::deferred::Resolver;
 use crate::core::runtime::remote::{Port, Promise};
 use crate::core::runtime::with_runtime;
+use crate::core::wait::outside_runtime;
 use crate::structured::scope::current_scope;
 use crate::structured::spawn::spawn_in;
 
@@ -89,6 +90,7 @@ impl<T: Send + 'static> Resolver<T> {
     /// # Panics
     ///
     /// Outside a runtime.
+    #[track_caller]
     pub fn for_thread(self) -> io::Result<ThreadResolver<T>> {
         let registered = with_runtime(|rt| {
             rt.remote.register(move |s: Option<Settle<T>>| match s {
@@ -96,8 +98,11 @@ impl<T: Send + 'static> Resolver<T> {
                 Some(Settle::Reject(e)) => drop(self.reject(e)),
                 None => drop(self), // TH3
             })
-        })
-        .unwrap_or_else(|| outside("Resolver::for_thread"));
+        });
+        // Not in a closure: the panic names the caller's line.
+        let Some(registered) = registered else {
+            outside_runtime("Resolver::for_thread")
+        };
         let (_, promise) = registered.map_err(|s| no_trigger("Resolver::for_thread", s))?;
         Ok(ThreadResolver { promise })
     }
@@ -168,6 +173,7 @@ impl<T: Send + 'static> ThreadSender<T> {
     /// # Panics
     ///
     /// On a thread that runs a coroutine runtime (TH2).
+    #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<Option<T>>> {
         if with_runtime(|_| ()).is_some() {
             panic!(
@@ -209,6 +215,7 @@ impl<T: Send + 'static> Sender<T> {
     /// # Panics
     ///
     /// Outside a runtime.
+    #[track_caller]
     pub fn for_thread(&self) -> io::Result<ThreadSender<T>> {
         let tx = self.clone();
         let port = with_runtime(|rt| {
@@ -219,8 +226,11 @@ impl<T: Send + 'static> Sender<T> {
                 // `None`: the last thread sender is gone; `tx` drops with
                 // this callback, which may close the channel (CH3).
             })
-        })
-        .unwrap_or_else(|| outside("Sender::for_thread"));
+        });
+        // Not in a closure: the panic names the caller's line.
+        let Some(port) = port else {
+            outside_runtime("Sender::for_thread")
+        };
         let port = port.map_err(|s| no_trigger("Sender::for_thread", s))?;
         Ok(ThreadSender { port })
     }
@@ -250,10 +260,6 @@ fn deliver<T: 'static>(tx: &Sender<T>, m: Msg<T>) {
             }
         }
     }
-}
-
-fn outside(what: &str) -> ! {
-    panic!("{what} called outside a coroutine runtime: run the program inside async_std_api::run")
 }
 
 fn no_trigger(what: &str, status: async_abi::AaStatus) -> io::Error {

@@ -9,3 +9,4 @@ mod coroutine_order;
 mod coroutine_stack;
 mod coroutine_state;
 mod coroutine_types;
+mod coroutine_misuse;

@@ -212,6 +212,39 @@ fn r_s8_awaiting_a_scope_from_inside_it_or_a_child_is_an_error() {
 }
 
 #[test]
+fn r_s8_d11_a_coroutine_that_cancelled_its_own_scope_gets_from_inside_and_keeps_its_cancellation() {
+    run(|| {
+        let scope = Scope::new();
+        let s = scope.clone();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let log = seen.clone();
+        let inside = spawn_in(&scope, move || {
+            s.cancel(); // D-11: nothing happens at the call
+            for _ in 0..2 {
+                let e = s.await_after_cancellation(None, None).unwrap_err();
+                log.borrow_mut().push(format!("{:?}", e.kind()));
+            }
+            let e = s.await_completion(&timeout(1_000)).unwrap_err();
+            log.borrow_mut().push(format!("{:?}", e.kind()));
+            // The misuse did not consume the cancellation: it is delivered
+            // at the next cancellation point, once (D-1).
+            let c = async_std_api::check_cancelled().unwrap_err();
+            log.borrow_mut().push(format!("{:?}", c.cause()));
+            log.borrow_mut()
+                .push(format!("{}", async_std_api::check_cancelled().is_ok()));
+        })
+        .unwrap();
+        let c = join_cancelled(inside);
+        assert_eq!(c.cause(), CancelCause::Scope);
+        assert_eq!(
+            *seen.borrow(),
+            ["FromInside", "FromInside", "FromInside", "Scope", "true"]
+        );
+    })
+    .unwrap();
+}
+
+#[test]
 fn r_s7_the_rfc_await_after_cancellation_example() {
     let rec = Recorder::new();
     let r = rec.clone();

@@ -1,10 +1,11 @@
 //! `Deferred` and `Future` (DF1-DF3 in `sync::deferred`).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use async_std_api::combinators::all;
 use async_std_api::sync::{Deferred, DeferredErrorKind, Future};
-use async_std_api::{run, spawn, Failure};
+use async_std_api::{check_cancelled, run, spawn, Failure};
 use tests::support::{join_cancelled, yield_until_waiting};
 
 #[test]
@@ -52,6 +53,53 @@ fn df2_a_cancelled_wait_leaves_the_value_for_a_later_wait() {
         let _ = join_cancelled(waiter);
         resolver.resolve(9).unwrap();
         assert_eq!(deferred.wait().unwrap(), 9);
+    })
+    .unwrap();
+}
+
+#[test]
+fn d29_df2_a_wait_settled_in_the_same_tick_as_its_cancellation_completes_and_the_cancellation_waits(
+) {
+    run(|| {
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        // A deferred: its value is taken by this wait, not left behind for
+        // a later one that may never come (the resolver was told `Ok`).
+        let (deferred, resolver) = Deferred::new();
+        let log = seen.clone();
+        let waiter = spawn(move || {
+            let got = deferred.wait().map_err(|e| e.kind());
+            log.borrow_mut().push(format!("deferred {got:?}"));
+            let pending = check_cancelled().map_err(|c| c.cause());
+            log.borrow_mut().push(format!("then {pending:?}"));
+        });
+        yield_until_waiting(&[&waiter.coroutine()]);
+        resolver.resolve(5u8).unwrap(); // handed over first...
+        waiter.cancel(); // ...then cancelled, in the same tick, before it resumed
+        let _ = join_cancelled(waiter); // it returned after its cancellation (D-25)
+
+        // A future: the same.
+        let (future, promise) = Future::new();
+        let log = seen.clone();
+        let waiter = spawn(move || {
+            let got = future.wait().map(|v| *v).map_err(|e| e.kind());
+            log.borrow_mut().push(format!("future {got:?}"));
+            let pending = check_cancelled().map_err(|c| c.cause());
+            log.borrow_mut().push(format!("then {pending:?}"));
+        });
+        yield_until_waiting(&[&waiter.coroutine()]);
+        promise.resolve(6u8).unwrap();
+        waiter.cancel();
+        let _ = join_cancelled(waiter);
+
+        assert_eq!(
+            *seen.borrow(),
+            [
+                "deferred Ok(5)",
+                "then Err(Explicit)",
+                "future Ok(6)",
+                "then Err(Explicit)"
+            ]
+        );
     })
     .unwrap();
 }

@@ -73,6 +73,7 @@ use crate::core::failure::Failure;
 use crate::core::id::ScopeId;
 use crate::core::runtime;
 use crate::core::state::CoroState;
+use crate::core::wait::outside_runtime;
 
 /// A reference to a scope that does not own it: the RFC's `Async\Scope` as
 /// seen from inside (what coroutines hold).
@@ -176,7 +177,7 @@ impl Scope {
     #[allow(clippy::new_without_default)] // creating a scope registers it in the running runtime: not a default value
     pub fn new() -> Scope {
         let at = Location::caller();
-        Scope::create(|rt, _| global(rt), at)
+        Scope::create("Scope::new", |rt, _| global(rt), at)
     }
 
     /// Creates a child scope of the current coroutine's scope: the RFC's
@@ -204,6 +205,7 @@ impl Scope {
     pub fn inherit() -> Scope {
         let at = Location::caller();
         Scope::create(
+            "Scope::inherit",
             |rt, me| me.and_then(|m| scope_of(m)).unwrap_or_else(|| global(rt)),
             at,
         )
@@ -235,22 +237,23 @@ impl Scope {
     pub fn inherit_from(parent: &ScopeRef) -> Scope {
         let at = Location::caller();
         let p = parent.state.clone();
-        Scope::create(move |_, _| p, at)
+        Scope::create("Scope::inherit_from", move |_, _| p, at)
     }
 
+    // Track the caller: outside a runtime the panic names the user's line.
+    #[track_caller]
     fn create(
+        what: &str,
         parent: impl FnOnce(&runtime::Runtime, Option<&Rc<CoroState>>) -> Rc<ScopeState>,
         at: &'static Location<'static>,
     ) -> Scope {
         let state = runtime::with_current(|rt, me| {
             let parent = parent(rt, me);
             ScopeState::new(next_scope_id(rt), Some(parent), at)
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "Scope created outside a coroutine runtime: run the program inside async_std_api::run"
-            )
         });
+        let Some(state) = state else {
+            outside_runtime(what)
+        };
         Scope {
             owner: Rc::new(Owner {
                 scope: ScopeRef { state },
@@ -368,12 +371,13 @@ fn tree_members(s: &ScopeState) -> Vec<Rc<CoroState>> {
 /// ```
 #[track_caller]
 pub fn current_scope() -> ScopeRef {
-    runtime::with_current(|rt, me| ScopeRef {
+    let scope = runtime::with_current(|rt, me| ScopeRef {
         state: me.and_then(|m| scope_of(m)).unwrap_or_else(|| global(rt)),
-    })
-    .unwrap_or_else(|| {
-        panic!("current_scope called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
+    });
+    let Some(scope) = scope else {
+        outside_runtime("current_scope")
+    };
+    scope
 }
 
 /// The global scope: the root of every scope, where the main coroutine
@@ -397,12 +401,10 @@ pub fn current_scope() -> ScopeRef {
 /// ```
 #[track_caller]
 pub fn global_scope() -> ScopeRef {
-    runtime::with_runtime(|rt| ScopeRef {
-        state: global(rt),
-    })
-    .unwrap_or_else(|| {
-        panic!("global_scope called outside a coroutine runtime: run the program inside async_std_api::run")
-    })
+    let Some(state) = runtime::with_runtime(global) else {
+        outside_runtime("global_scope")
+    };
+    ScopeRef { state }
 }
 
 impl ScopeRef {

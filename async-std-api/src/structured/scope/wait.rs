@@ -8,7 +8,10 @@
 //!
 //! Precedence when several things are ready at once (D-20): the waiter's own
 //! cancellation, then a delivered failure, then the scope's cancellation,
-//! then the scope's completion, then the token.
+//! then the scope's completion, then the token. A wait from inside the
+//! scope (R-S8) is refused before all of them: it is a misuse that never
+//! waits, so, like a self-await (R-CO6), it is not a cancellation point and
+//! leaves a pending cancellation pending.
 //!
 //! A delivered failure does not end `await_completion` at once (D-26): the
 //! scope was cancelled by it, and the wait goes on until the scope and its
@@ -53,14 +56,18 @@ fn check_outside(s: &ScopeState, me: &CoroState) -> Result<(), ScopeError> {
 }
 
 /// The RFC's `Scope::awaitCompletion(cancellation)`.
+#[track_caller]
 pub(super) fn await_completion(
     s: &Rc<ScopeState>,
     until: &dyn Awaitable,
     at: &'static Location<'static>,
 ) -> Result<(), ScopeError> {
     with_me("await_completion", |rt, me| {
-        checkpoint(me).map_err(|c| ScopeError::interrupted(s.id, c))?;
+        // R-S8 first: a wait from inside is a mistake that never waits (as
+        // R-CO6's self-await), so it must not consume the caller's pending
+        // cancellation, which stays for its next suspension point.
         check_outside(s, me)?;
+        checkpoint(me).map_err(|c| ScopeError::interrupted(s.id, c))?;
         if let Some(c) = s.cancel_record() {
             return Err(cancelled(s, c));
         }
@@ -116,6 +123,7 @@ pub(super) fn await_completion(
 }
 
 /// The RFC's `Scope::awaitAfterCancellation(errorHandler, cancellation)`.
+#[track_caller]
 pub(super) fn await_after_cancellation(
     s: &Rc<ScopeState>,
     error_handler: Option<&dyn Fn(Failure)>,
@@ -123,8 +131,10 @@ pub(super) fn await_after_cancellation(
     at: &'static Location<'static>,
 ) -> Result<(), ScopeError> {
     with_me("await_after_cancellation", |rt, me| {
-        checkpoint(me).map_err(|c| ScopeError::interrupted(s.id, c))?;
+        // R-S8 before the cancellation point, as above: a coroutine that
+        // cancelled its own scope gets `FromInside`, not its cancellation.
         check_outside(s, me)?;
+        checkpoint(me).map_err(|c| ScopeError::interrupted(s.id, c))?;
         if !s.is_cancelled() {
             return Err(ScopeError::plain(s.id, ScopeErrorKind::NotCancelled));
         }
