@@ -35,7 +35,7 @@ fn cancelled_in<T: 'static>(f: impl FnOnce() -> T + 'static) -> (T, bool) {
 }
 
 #[test]
-fn a_cancelled_std_read_fails_with_ecanceled() {
+fn d45_a_cancelled_std_read_fails_with_ecanceled() {
     hooked()
         .run(|| {
             let l = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -54,7 +54,7 @@ fn a_cancelled_std_read_fails_with_ecanceled() {
 }
 
 #[test]
-fn a_cancelled_std_sleep_ends_early() {
+fn d45_a_cancelled_std_sleep_ends_early() {
     hooked()
         .run(|| {
             let (took, raised) = cancelled_in(|| {
@@ -69,7 +69,7 @@ fn a_cancelled_std_sleep_ends_early() {
 }
 
 #[test]
-fn a_cancelled_accept_connect_and_poll_fail_with_ecanceled() {
+fn d45_a_cancelled_accept_and_poll_fail_with_ecanceled() {
     hooked()
         .run(|| {
             let l = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -100,7 +100,7 @@ fn a_cancelled_accept_connect_and_poll_fail_with_ecanceled() {
 }
 
 #[test]
-fn a_cancelled_wait_for_a_child_fails_and_the_child_can_still_be_reaped() {
+fn d45_a_cancelled_wait_for_a_child_fails_and_the_child_can_still_be_reaped() {
     hooked()
         .run(|| {
             let mut child = std::process::Command::new("sleep")
@@ -122,7 +122,7 @@ fn a_cancelled_wait_for_a_child_fails_and_the_child_can_still_be_reaped() {
 }
 
 #[test]
-fn an_already_cancelled_coroutine_fails_its_hooked_calls_at_once() {
+fn d45_an_already_cancelled_coroutine_fails_its_hooked_calls_at_once() {
     hooked()
         .run(|| {
             let out: Rc<RefCell<Option<(Duration, bool)>>> = Rc::default();

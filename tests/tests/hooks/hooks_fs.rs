@@ -21,7 +21,7 @@ impl Drop for Scratch {
 }
 
 #[test]
-fn writing_and_reading_200_mib_with_std_fs_keeps_the_ticker_going() {
+fn d45_writing_and_reading_200_mib_with_std_fs_keeps_the_ticker_going() {
     let file = Scratch::new("big");
     let path = file.0.clone();
     let (same, took, (ticks, worst)) = hooked()

@@ -7,7 +7,7 @@ use async_std_api::{hooks, spawn, spawn_blocking, Builder};
 use crate::{hooked, Ticker};
 
 #[test]
-fn with_hooks_off_a_std_sleep_blocks_the_loop_as_before() {
+fn d45_with_hooks_off_a_std_sleep_blocks_the_loop_as_before() {
     let (ticks, worst) = Builder::new()
         .hooks(false)
         .run(|| {
@@ -26,7 +26,7 @@ fn with_hooks_off_a_std_sleep_blocks_the_loop_as_before() {
 }
 
 #[test]
-fn outside_a_coroutine_hooked_calls_are_the_real_calls() {
+fn d45_outside_a_coroutine_hooked_calls_are_the_real_calls() {
     assert!(!hooks::active());
     let start = Instant::now();
     std::thread::sleep(Duration::from_millis(20));

@@ -23,7 +23,7 @@ fn flags(fd: i32) -> i32 {
 }
 
 #[test]
-fn a_blocking_socket_still_looks_blocking_after_a_hooked_wait() {
+fn d45_a_blocking_socket_still_looks_blocking_after_a_hooked_wait() {
     hooked()
         .run(|| {
             let (mut a, mut b) = pair();
@@ -44,7 +44,7 @@ fn a_blocking_socket_still_looks_blocking_after_a_hooked_wait() {
 }
 
 #[test]
-fn a_socket_the_user_made_non_blocking_still_returns_would_block() {
+fn d45_a_socket_the_user_made_non_blocking_still_returns_would_block() {
     hooked()
         .run(|| {
             let (_a, mut b) = pair();
@@ -62,7 +62,7 @@ fn a_socket_the_user_made_non_blocking_still_returns_would_block() {
 }
 
 #[test]
-fn a_read_timeout_ends_the_wait_with_would_block_while_others_run() {
+fn d45_a_read_timeout_ends_the_wait_with_would_block_while_others_run() {
     let (kind, waited, ticks) = hooked()
         .run(|| {
             let (_a, mut b) = pair();
@@ -82,7 +82,7 @@ fn a_read_timeout_ends_the_wait_with_would_block_while_others_run() {
 }
 
 #[test]
-fn end_of_stream_resets_and_partial_reads_are_the_real_calls() {
+fn d45_end_of_stream_resets_and_partial_reads_are_the_real_calls() {
     hooked()
         .run(|| {
             let (mut a, mut b) = pair();
@@ -116,7 +116,7 @@ fn end_of_stream_resets_and_partial_reads_are_the_real_calls() {
 }
 
 #[test]
-fn a_closed_descriptors_number_reused_inherits_nothing() {
+fn d45_a_closed_descriptors_number_reused_inherits_nothing() {
     hooked()
         .run(|| {
             let (_a, b) = pair();

@@ -82,3 +82,25 @@ fn c_sleeps_sleep_their_time() {
         })
         .expect("runtime");
 }
+
+#[test]
+fn every_loop_of_run_per_core_has_the_hooks() {
+    let start = Instant::now();
+    let per_loop = hooked()
+        .threads(2)
+        .run_per_core(|_loop| {
+            let sleepers: Vec<_> = (0..100)
+                .map(|_| spawn(|| std::thread::sleep(Duration::from_millis(100))))
+                .collect();
+            let n = sleepers.len();
+            for s in sleepers {
+                s.join().expect("sleeper");
+            }
+            (async_std_api::hooks::active(), n)
+        })
+        .expect("loops");
+    let took = start.elapsed();
+    assert_eq!(per_loop, vec![(true, 100), (true, 100)]);
+    // 200 sleeps of 100 ms on two loops: about 100 ms, not 10 s.
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}

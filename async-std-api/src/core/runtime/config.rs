@@ -702,6 +702,70 @@ mod tests {
     }
 
     #[test]
+    fn hooks_come_from_the_builder_the_environment_or_the_file_in_that_order() {
+        let path = std::env::temp_dir().join(format!("aa-cfg-hooks-{}.toml", std::process::id()));
+        std::fs::write(&path, "[runtime]\nhooks = true\n").unwrap();
+        let file = path.to_str().unwrap().to_owned();
+        let file_env = move |k: &str| (k == "ASYNC_CONFIG").then(|| file.clone());
+        let with_env = |v: &'static str| {
+            let file = path.to_str().unwrap().to_owned();
+            move |k: &str| match k {
+                "ASYNC_CONFIG" => Some(file.clone()),
+                "ASYNC_HOOKS" => Some(v.to_owned()),
+                _ => None,
+            }
+        };
+        let off = Explicit {
+            hooks: Some(false),
+            ..Explicit::default()
+        };
+        let none = Explicit::default();
+        let r = (
+            resolve(&none, &env_of(&[])).map(|r| r.hooks),
+            resolve(&none, &file_env).map(|r| r.hooks),
+            resolve(&none, &with_env("0")).map(|r| r.hooks),
+            resolve(&off, &with_env("1")).map(|r| r.hooks),
+            resolve(&none, &with_env("maybe")).map(|r| r.hooks),
+        );
+        std::fs::remove_file(&path).unwrap();
+        let bad = Err("invalid ASYNC_HOOKS \"maybe\": expected 1 or 0".to_owned());
+        if cfg!(feature = "hooks") {
+            assert_eq!(r, (Ok(false), Ok(true), Ok(false), Ok(false), bad));
+        } else {
+            // Asking without the feature built in is refused, naming the
+            // source and the fix.
+            let refused = |source: &str| {
+                Err(format!(
+                    "{source} asks for hooks, but async-std-api was built without its `hooks` \
+                     feature: add features = [\"hooks\"] to its dependency"
+                ))
+            };
+            assert_eq!(
+                r,
+                (
+                    Ok(false),
+                    refused("hooks = true in the config file"),
+                    Ok(false),
+                    Ok(false),
+                    bad
+                )
+            );
+            let on = Explicit {
+                hooks: Some(true),
+                ..Explicit::default()
+            };
+            assert_eq!(
+                resolve(&on, &env_of(&[])).map(|r| r.hooks),
+                refused("Builder::hooks(true)")
+            );
+            assert_eq!(
+                resolve(&none, &env_of(&[("ASYNC_HOOKS", "1")])).map(|r| r.hooks),
+                refused("ASYNC_HOOKS")
+            );
+        }
+    }
+
+    #[test]
     fn an_unquoted_dotted_option_key_in_a_config_file_is_the_dotted_key() {
         let path = std::env::temp_dir().join(format!("aa-cfg-dotted-{}.toml", std::process::id()));
         std::fs::write(
