@@ -1,6 +1,8 @@
-//! What the hooks remember about a descriptor number: only whether it is
-//! a regular file, to route its transfers (the page cache and the blocking
-//! pool) without asking the kernel on every call.
+//! What the hooks remember about a descriptor number: whether it is a
+//! regular file, to route its transfers (the page cache and the blocking
+//! pool) without asking the kernel on every call; and whether it is
+//! *plain* (blocking, no socket timeouts), so a transfer that must wait
+//! does not ask the kernel for its mode and timeouts every time.
 //!
 //! - **FD1** An entry is a hint, never a descriptor's state: the hooks
 //!   change nothing about a descriptor, and a wrong hint only routes a
@@ -13,6 +15,14 @@
 //!   inherits the old descriptor's kind. Descriptors made or closed behind
 //!   the hooks' back (raw system calls, the C library's own `fopen`) are
 //!   learned again from `fstat` only when their entry is unknown.
+//! - **FD4** *Plain* is learned from the kernel (`F_GETFL`, `SO_RCVTIMEO`,
+//!   `SO_SNDTIMEO`) when a transfer first has to wait, and forgotten by
+//!   every hooked call that could change it, on any thread, hooks on or
+//!   off: `fcntl(F_SETFL)`, `ioctl(FIONBIO)`, `setsockopt` of a timeout,
+//!   and whatever ends the number (FD2). A change made behind the hooks'
+//!   back (a raw system call, another process sharing the file) is seen
+//!   only once the number is forgotten: until then a descriptor made
+//!   non-blocking that way waits instead of returning `EAGAIN`.
 //! - **FD3** Lock-free: one relaxed atomic byte per number, in chunks
 //!   allocated on first use and never freed; numbers beyond the table are
 //!   always unknown. Forgetting never allocates (safe from a signal
@@ -69,9 +79,15 @@ fn slot(fd: c_int, make: bool) -> Option<&'static AtomicU8> {
     Some(unsafe { &(*p)[i] })
 }
 
+/// The kind bits of an entry; the rest is [`PLAIN`].
+const KIND: u8 = 3;
+
+/// FD4: blocking, no socket timeouts.
+const PLAIN: u8 = 4;
+
 /// The hint for `fd`, learning it from `fstat` when there is none.
 pub(super) fn kind(fd: c_int) -> Kind {
-    match slot(fd, false).map(|s| s.load(Ordering::Relaxed)) {
+    match slot(fd, false).map(|s| s.load(Ordering::Relaxed) & KIND) {
         Some(1) => Kind::File,
         Some(2) => Kind::Other,
         Some(3) => Kind::Written,
@@ -95,14 +111,36 @@ pub(super) fn set(fd: c_int, k: Kind) {
         Kind::Written => 3,
     };
     if let Some(s) = slot(fd, true) {
-        s.store(v, Ordering::Relaxed);
+        let _ = s.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+            Some((old & !KIND) | v)
+        });
+    }
+}
+
+/// FD4: whether `fd` is known to be plain.
+#[inline]
+pub(super) fn is_plain(fd: c_int) -> bool {
+    slot(fd, false).is_some_and(|s| s.load(Ordering::Relaxed) & PLAIN != 0)
+}
+
+/// FD4: `fd` was found plain.
+pub(super) fn set_plain(fd: c_int) {
+    if let Some(s) = slot(fd, true) {
+        s.fetch_or(PLAIN, Ordering::Relaxed);
+    }
+}
+
+/// FD4: `fd`'s mode or timeouts may have changed.
+pub(super) fn unplain(fd: c_int) {
+    if let Some(s) = slot(fd, false) {
+        s.fetch_and(!PLAIN, Ordering::Relaxed);
     }
 }
 
 /// Forgets `fd` (FD2): it was closed, or is about to be replaced.
 /// Returns what it was known to be.
 pub(super) fn forget(fd: c_int) -> Option<Kind> {
-    match slot(fd, false)?.swap(0, Ordering::Relaxed) {
+    match slot(fd, false)?.swap(0, Ordering::Relaxed) & KIND {
         1 => Some(Kind::File),
         2 => Some(Kind::Other),
         3 => Some(Kind::Written),

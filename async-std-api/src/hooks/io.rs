@@ -72,16 +72,26 @@ pub(super) fn drive(
                 return f();
             }
         }
+        // FD4: a plain descriptor is blocking and has no timeouts.
+        let known_plain = fds::is_plain(fd);
         if unsupported {
-            if way == Way::Out || user_nonblocking(fd) {
+            if way == Way::Out || (!known_plain && user_nonblocking(fd)) {
                 return plain();
             }
             after_ready = true;
-        } else if user_nonblocking(fd) {
+        } else if !known_plain && user_nonblocking(fd) {
             return fail(libc::EAGAIN);
         }
-        let deadline =
-            *deadline.get_or_insert_with(|| sock_timeout(fd, way).map(|t| Instant::now() + t));
+        let deadline = *deadline.get_or_insert_with(|| {
+            if known_plain {
+                return None;
+            }
+            let t = sock_timeout(fd, way);
+            if t.is_none() && sock_timeout(fd, way.other()).is_none() {
+                fds::set_plain(fd);
+            }
+            t.map(|t| Instant::now() + t)
+        });
         let left = match deadline {
             None => None,
             Some(d) => match d.checked_duration_since(Instant::now()) {

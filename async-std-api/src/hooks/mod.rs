@@ -62,6 +62,7 @@
 //! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more on the blocking pool |
 //! | `open`, `openat`, `fsync`, `fdatasync` | on the blocking pool |
 //! | `waitpid`, `wait4`, `wait`, `waitid` | a child's pidfd on the reactor (a specific child), else polled with a growing pause |
+//! | `close`, `dup`, `dup2`, `dup3`, `socket`, `socketpair`, `fcntl`, `ioctl`, `setsockopt` | the C library's call, and the hints kept per descriptor number forgotten (any thread, hooks on or off); `close` of a regular file written through the hooks runs on the blocking pool (ext4 and NFS flush on close) |
 //!
 //! Everything else is the C library's own call, and so is every hooked
 //! call made outside a coroutine (other threads, the blocking pool, the
@@ -84,7 +85,13 @@
 //! everything, as the kernel's does. The only state a wait keeps is a
 //! watch on a duplicate of the descriptor, made for that wait and gone
 //! when it returns, so a descriptor closed by any path and its number
-//! reused never inherits anything. `connect` and `accept` on a blocking
+//! reused never inherits anything. Per number the hooks keep two hints:
+//! whether it is a regular file, and whether it is blocking with no
+//! socket timeouts; `close`, `dup2`, `dup3`, `fcntl(F_SETFL)`,
+//! `ioctl(FIONBIO)` and `setsockopt` (hooked for this, on any thread)
+//! forget them. A mode changed behind the hooks' back (a raw system call,
+//! another process sharing the descriptor) is seen once the number is
+//! forgotten. `connect` and `accept` on a blocking
 //! socket turn `O_NONBLOCK` on for the duration of the one call (Linux has
 //! no per-call flag for them), which another process sharing that
 //! listening socket could observe in that instant.
@@ -210,6 +217,13 @@ enum Way {
 }
 
 impl Way {
+    fn other(self) -> Way {
+        match self {
+            Way::In => Way::Out,
+            Way::Out => Way::In,
+        }
+    }
+
     fn interest(self) -> u32 {
         match self {
             Way::In => async_abi::AA_POLL_READABLE,
@@ -242,7 +256,55 @@ fn sock_timeout(fd: c_int, way: Way) -> Option<Duration> {
 }
 
 /// Text naming a hooked wait (`"hooked read(fd 7)"`), for deadlock
-/// reports and `Coroutine::awaiting_info`.
-fn what(call: &str, fd: c_int) -> String {
-    format!("hooked {call}(fd {fd})")
+/// reports and `Coroutine::awaiting_info`: written on the stack (a wait on
+/// a hot path allocates nothing for it).
+struct What {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl What {
+    fn push(&mut self, b: &[u8]) {
+        let n = b.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+        self.len += n;
+    }
+}
+
+impl std::ops::Deref for What {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Pushed from `&str`s and ASCII digits, cut at a char boundary
+        // only if a call name were longer than the buffer (they are short).
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("hooked call")
+    }
+}
+
+fn what(call: &str, fd: c_int) -> What {
+    let mut w = What {
+        buf: [0; 64],
+        len: 0,
+    };
+    w.push(b"hooked ");
+    w.push(call.as_bytes());
+    w.push(b"(fd ");
+    let mut digits = [0u8; 11];
+    let mut i = digits.len();
+    let mut n = i64::from(fd).unsigned_abs();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if fd < 0 {
+        i -= 1;
+        digits[i] = b'-';
+    }
+    w.push(&digits[i..]);
+    w.push(b")");
+    w
 }

@@ -553,3 +553,72 @@ pub unsafe extern "C" fn dup3(fd: c_int, to: c_int, flags: c_int) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { real::dup3(fd, to, flags) }
 }
+
+/// Hooked `fcntl(2)`: FD4 (`F_SETFL` may change the mode) and FD2 (the
+/// `F_DUPFD` commands make a descriptor), on any thread, hooks on or off.
+/// Declared with the argument as a fixed third parameter, which the x86-64
+/// and AArch64 Linux calling conventions pass where a variadic call puts
+/// it; the argument is passed on as the caller gave it.
+///
+/// # Safety
+///
+/// As `fcntl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    if cmd == libc::F_SETFL {
+        fds::unplain(fd);
+    }
+    // SAFETY: the caller's contract.
+    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    if r >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
+        let _ = fds::forget(r);
+    }
+    r
+}
+
+/// Hooked `fcntl64`, the name `fcntl` has in code built with 64-bit file
+/// offsets.
+///
+/// # Safety
+///
+/// As `fcntl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { fcntl(fd, cmd, arg) }
+}
+
+/// Hooked `ioctl(2)`: FD4 (`FIONBIO` changes the mode), on any thread.
+/// Declared as `fcntl` is.
+///
+/// # Safety
+///
+/// As `ioctl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: libc::c_ulong, arg: usize) -> c_int {
+    if request == libc::FIONBIO {
+        fds::unplain(fd);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { real::ioctl(fd, request, arg) }
+}
+
+/// Hooked `setsockopt(2)`: FD4 (a receive or send timeout), on any thread.
+///
+/// # Safety
+///
+/// As `setsockopt(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    value: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    if level == libc::SOL_SOCKET && (name == libc::SO_RCVTIMEO || name == libc::SO_SNDTIMEO) {
+        fds::unplain(fd);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { real::setsockopt(fd, level, name, value, len) }
+}

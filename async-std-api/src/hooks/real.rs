@@ -122,6 +122,8 @@ real! {
     epoll_wait: fn(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> c_int;
     epoll_pwait: fn(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int;
     fcntl: fn(fd: c_int, cmd: c_int; arg: usize) -> c_int;
+    ioctl: fn(fd: c_int, request: libc::c_ulong; arg: usize) -> c_int;
+    setsockopt: fn(fd: c_int, level: c_int, name: c_int, value: *const c_void, len: socklen_t) -> c_int;
     sleep: fn(secs: c_uint) -> c_uint;
     usleep: fn(us: libc::useconds_t) -> c_int;
     nanosleep: fn(req: *const timespec, rem: *mut timespec) -> c_int;

@@ -221,3 +221,41 @@ fn a_traced_hooked_wait_keeps_the_whole_stack() {
         })
         .expect("runtime");
 }
+
+#[test]
+fn d45_a_mode_or_timeout_set_after_a_wait_is_honoured() {
+    hooked()
+        .run(|| {
+            let (mut a, b) = pair();
+            let b = std::rc::Rc::new(b);
+            // A first wait: the hooks learn the socket is plain (FD4).
+            let r = b.clone();
+            let reader = spawn(move || (&*r).read(&mut [0u8; 4]).expect("read"));
+            async_std_api::delay(10).expect("delay");
+            a.write_all(b"x").expect("write");
+            assert_eq!(reader.join().expect("reader"), 1);
+            // Then a timeout: the next wait ends with WouldBlock.
+            b.set_read_timeout(Some(Duration::from_millis(30)))
+                .expect("timeout");
+            let e = (&*b).read(&mut [0u8; 4]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::WouldBlock);
+            // Then non-blocking mode (ioctl FIONBIO): at once.
+            b.set_read_timeout(None).expect("no timeout");
+            b.set_nonblocking(true).expect("nonblocking");
+            let start = Instant::now();
+            assert_eq!(
+                (&*b).read(&mut [0u8; 4]).unwrap_err().kind(),
+                ErrorKind::WouldBlock
+            );
+            assert!(start.elapsed() < Duration::from_millis(25));
+            // And back to blocking (fcntl F_SETFL): it waits again.
+            b.set_nonblocking(false).expect("blocking");
+            let r = b.clone();
+            let reader = spawn(move || (&*r).read(&mut [0u8; 4]).expect("read"));
+            async_std_api::delay(10).expect("delay");
+            assert!(!reader.coroutine().is_finished(), "the read did not wait");
+            a.write_all(b"y").expect("write");
+            assert_eq!(reader.join().expect("reader"), 1);
+        })
+        .expect("runtime");
+}
