@@ -52,6 +52,10 @@ pub(super) fn drive(
     plain: &mut dyn FnMut() -> ssize_t,
     mut file: Option<&mut dyn FnMut() -> ssize_t>,
 ) -> ssize_t {
+    // HK6: one unit of the cooperative budget per transfer.
+    if !wait::spend() {
+        return fail(libc::ECANCELED);
+    }
     let mut deadline: Option<Option<Instant>> = None;
     let mut after_ready = false;
     loop {

@@ -18,6 +18,13 @@
 //!   descriptor that the reactor owns and closes (RD5), and disposed before
 //!   the wait returns: nothing of a wait outlives it, so a descriptor
 //!   closed and its number reused never meets an old registration.
+//! - **HK6** A hooked transfer spends one unit of the coroutine's
+//!   cooperative budget (B2 in `core::budget`), as this crate's own I/O
+//!   does: a coroutine whose hooked reads keep finding data gives the loop
+//!   back (until the reactor has run) every `BUDGET` transfers, so a
+//!   streaming connection read with plain std code cannot starve the
+//!   others. A cancellation met there fails the transfer before it is
+//!   made, and stays pending (HK3).
 //! - **HK5** Work handed to the blocking pool that writes into the caller's
 //!   memory is waited for to its end ([`on_pool_fixed`]): neither a
 //!   cancellation nor a shutdown returns before the pool thread is done
@@ -33,8 +40,9 @@ use std::time::Duration;
 
 use async_abi::AA_OK;
 
+use crate::core::budget;
 use crate::core::offload::{offload, OffloadError};
-use crate::core::runtime::{self, Quiet, Runtime, WakeRec};
+use crate::core::runtime::{self, io::Interrupt, Quiet, Runtime, WakeRec};
 use crate::core::state::CoroState;
 use crate::core::wait::ForcedUnwind;
 
@@ -250,6 +258,39 @@ pub(super) fn sleep(d: Duration, what: &str) -> bool {
             }
         }
         true
+    })
+    .unwrap_or(false)
+}
+
+/// HK6: takes one unit of the budget, giving the loop back first when it
+/// is spent. `false` if the coroutine was cancelled (or the runtime is
+/// shutting down) there: the transfer is not made.
+#[track_caller]
+#[inline]
+pub(super) fn spend() -> bool {
+    if runtime::take_budget() {
+        return true;
+    }
+    give_back()
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn give_back() -> bool {
+    let at = Location::caller();
+    guarded(|rt, me| match budget::give_back(rt, me, at) {
+        Ok(()) => true,
+        Err(Interrupt::Shutdown) => {
+            me.force_shutdown();
+            false
+        }
+        Err(_) => {
+            // Delivered by the give-back: pending again, for the runtime's
+            // next suspension point (HK3).
+            me.repend_cancel();
+            false
+        }
     })
     .unwrap_or(false)
 }

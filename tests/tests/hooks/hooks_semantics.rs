@@ -259,3 +259,35 @@ fn d45_a_mode_or_timeout_set_after_a_wait_is_honoured() {
         })
         .expect("runtime");
 }
+
+#[test]
+fn hooked_reads_that_always_find_data_still_give_the_loop_back() {
+    let (bytes, turns) = hooked()
+        .run(|| {
+            let (mut r, mut w) = std::io::pipe().expect("pipe");
+            w.write_all(&[7u8; 60_000]).expect("fill the pipe");
+            drop(w);
+            let done = std::rc::Rc::new(std::cell::Cell::new(false));
+            let turns = std::rc::Rc::new(std::cell::Cell::new(0u32));
+            let (d, t) = (done.clone(), turns.clone());
+            let other = spawn(move || {
+                while !d.get() {
+                    t.set(t.get() + 1);
+                    async_std_api::suspend().expect("yield");
+                }
+            });
+            // Every read finds a byte: nothing would ever wait.
+            let mut n = 0;
+            let mut byte = [0u8; 1];
+            while r.read(&mut byte).expect("read") == 1 {
+                n += 1;
+            }
+            done.set(true);
+            other.join().expect("other");
+            (n, turns.get())
+        })
+        .expect("runtime");
+    assert_eq!(bytes, 60_000);
+    // One give-back per budget of transfers (64): hundreds of turns.
+    assert!(turns > 100, "the other coroutine ran {turns} times");
+}
