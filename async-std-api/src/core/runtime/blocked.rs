@@ -133,15 +133,32 @@ impl Frame {
         }
     }
 
-    /// std, core, alloc, the C library, or this crate (BL2).
+    /// std, core, alloc, the C library, this crate, or the plugins and
+    /// the crates they run on (BL2).
     fn is_runtime(&self) -> bool {
+        const RUNTIME: &[&str] = &[
+            "std::",
+            "core::",
+            "alloc::",
+            "async_std_api::",
+            "async_scheduler::",
+            "async_abi::",
+            "reactor_sdk::",
+            "reactor_mio::",
+            "reactor_uring::",
+            "reactor_example::",
+            "mio::",
+            "io_uring::",
+            "context::",
+            "corosensei::",
+            "tracing",
+            "libloading::",
+            "backtrace::",
+            "__",
+        ];
         let n = self.name.trim_start_matches('<');
         let file = self.file.as_deref().unwrap_or("");
-        n.starts_with("std::")
-            || n.starts_with("core::")
-            || n.starts_with("alloc::")
-            || n.starts_with("async_std_api::")
-            || n.starts_with("__")
+        RUNTIME.iter().any(|p| n.starts_with(p))
             || file.starts_with("/rustc/")
             // This crate's own frames, the C library hooks among them
             // (`#[no_mangle]`, so their names carry no path).
@@ -183,6 +200,9 @@ pub(crate) fn calling_code(sp: u64) -> Option<String> {
         if !code.iter().any(|&(lo, hi)| addr > lo && addr < hi) {
             continue;
         }
+        if !after_call(&mem, addr) {
+            continue;
+        }
         resolved += 1;
         if resolved > MAX_RESOLVED {
             break;
@@ -203,6 +223,33 @@ pub(crate) fn calling_code(sp: u64) -> Option<String> {
         }
     }
     outside.map(|f| f.show())
+}
+
+/// Whether `addr` follows a call instruction, as a return address does (a
+/// pointer to a function's start, left in a slot, does not): the x86-64
+/// forms `call rel32` and `call r/m64`; on other targets every address
+/// counts.
+fn after_call(mem: &File, addr: u64) -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return true;
+    }
+    let mut before = [0u8; 7];
+    let Some(start) = addr.checked_sub(before.len() as u64) else {
+        return false;
+    };
+    if mem.read_exact_at(&mut before, start).is_err() {
+        return false;
+    }
+    // `E8 rel32`, five bytes before.
+    if before[2] == 0xE8 {
+        return true;
+    }
+    // `FF /2` (ModRM reg field 2) with 0 to 5 bytes after the ModRM byte
+    // (SIB, displacement): the opcode sits 2 to 7 bytes before.
+    (2..=7).any(|len| {
+        let at = before.len() - len;
+        before[at] == 0xFF && (before[at + 1] >> 3) & 7 == 2
+    })
 }
 
 /// The address ranges of executable mappings (`r-xp` in
