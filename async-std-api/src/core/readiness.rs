@@ -558,7 +558,7 @@ fn poll_error(rt: &Runtime, fd: RawFd, status: async_abi::AaStatus) -> io::Error
 }
 
 /// The budget's interruption as the error an I/O call returns.
-fn interrupted(me: &CoroState, i: Interrupt) -> io::Error {
+pub(crate) fn interrupted(me: &CoroState, i: Interrupt) -> io::Error {
     match i {
         Interrupt::Shutdown if !std::thread::panicking() => forced_unwind(),
         Interrupt::Deadlock => me.deadlocked().into(),

@@ -92,7 +92,10 @@
 //! - io_uring: reads, writes and the file requests above are ring
 //!   operations; the rest is the pool.
 //! - mio (and any reactor without `AA_CAP_IO_NATIVE` and `AA_CAP_IO_FILE`):
-//!   everything is the pool.
+//!   a read first takes what the page cache holds, at once on the loop
+//!   thread (`preadv2` with `RWF_NOWAIT`, up to 256 KiB; a cancellation
+//!   point that spends the cooperative budget), and goes to the pool only
+//!   when it would wait for the disk; everything else is the pool.
 //! - The pool needs the reactor's trigger (`AA_CAP_TRIGGER`); [`watch`]
 //!   needs `AA_CAP_FS_WATCH`. Without them the calls fail with an
 //!   [`io::Error`] of kind [`Unsupported`](io::ErrorKind::Unsupported)
@@ -101,6 +104,7 @@
 mod dir;
 mod file;
 mod native;
+mod nowait;
 mod options;
 mod pool;
 mod raw;

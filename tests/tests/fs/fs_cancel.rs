@@ -14,6 +14,45 @@ use tests::support::{join_cancelled, yield_until, yield_until_waiting};
 
 use crate::scratch::Scratch;
 
+/// Makes `path`'s pages leave the page cache (written back, then dropped),
+/// so a read of it has to wait for the disk: it goes to the blocking pool
+/// on a reactor without native reads (FI5 in `fs/rw.rs`).
+fn drop_from_page_cache(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: an open descriptor; advice touches no memory.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0, "posix_fadvise");
+    // Checked with mincore on a mapping, which loads nothing (a probing
+    // read would start the readahead that brings the pages back).
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a fresh read-only shared mapping of the open file, unmapped
+    // below; mincore writes one byte per page into `pages`.
+    let resident = unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED, "mmap");
+        let mut pages = vec![0u8; len.div_ceil(4096)];
+        let r = libc::mincore(p, len, pages.as_mut_ptr());
+        libc::munmap(p, len);
+        assert_eq!(r, 0, "mincore");
+        pages.iter().filter(|&&b| b & 1 != 0).count()
+    };
+    assert_eq!(
+        resident,
+        0,
+        "{} stayed in the page cache (a memory file system?): the read would not reach the pool",
+        path.display()
+    );
+}
+
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8).collect()
 }
@@ -57,6 +96,9 @@ fn d31_a_read_cancelled_in_flight_keeps_the_buffer_rules_and_the_cursor() {
     let path = dir.join("f");
     let data = pattern(8192);
     std::fs::write(&path, &data).unwrap();
+    // A read the page cache can answer returns at once, without the pool
+    // (FI5): the file leaves the cache, so this read goes to the pool.
+    drop_from_page_cache(&path);
     let expected = data.clone();
     with_blocked_pool(move |release| {
         let f = Rc::new(File::from(std::fs::File::open(&path).unwrap()));
