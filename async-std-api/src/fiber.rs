@@ -67,7 +67,7 @@ use crate::core::runtime::with_running;
 /// The default fiber stack (a guard page below it): the coroutines' own
 /// default, [`crate::DEFAULT_STACK_SIZE`] (2 MiB in a debug build, 256 KiB
 /// in a release build).
-pub const DEFAULT_STACK_SIZE: usize = crate::DEFAULT_STACK_SIZE;
+pub const DEFAULT_STACK_SIZE: usize = crate::core::runtime::DEFAULT_STACK_SIZE;
 
 /// What a fiber is resumed with; the value itself waits in the fiber's
 /// slot (no allocation per transfer).
