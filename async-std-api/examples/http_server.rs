@@ -110,7 +110,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("error: {e}\n{USAGE}");
+            eprintln!("error: {e} (http_server --help shows the usage)");
             return ExitCode::from(2);
         }
     };

@@ -375,3 +375,45 @@ fn http_server_shuts_down_closing_idle_connections_and_finishing_busy_ones() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn http_server_answers_help_and_refuses_bad_input_in_one_line() {
+    let run = |args: &[&str]| {
+        let out = Command::new(SERVER)
+            .args(args)
+            .env_remove("ASYNC_PLUGIN_NOTICE")
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, stdout, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.starts_with("usage: http_server [ADDR]"), "{stdout}");
+    let (code, _, stderr) = run(&["--bogus"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: unknown argument \"--bogus\" (http_server --help shows the usage)\n"
+    );
+    let (code, _, stderr) = run(&["127.0.0.1:0", "--request-timeout", "soon"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: invalid --request-timeout \"soon\": expected milliseconds (http_server --help \
+         shows the usage)\n"
+    );
+    // An address it cannot listen on: one line (after the plugin notice of
+    // a `.so` cell), exit status 1.
+    let (code, _, stderr) = run(&["192.0.2.1:9"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("async-std-api: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: cannot listen on 192.0.2.1:9: "),
+        "{stderr}"
+    );
+}
