@@ -190,6 +190,8 @@ mod blocking;
 
 pub mod fiber;
 pub mod fs;
+#[cfg(all(feature = "hooks", target_os = "linux", target_env = "gnu"))]
+pub mod hooks;
 pub mod io;
 pub mod net;
 pub mod per_core;

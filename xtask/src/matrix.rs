@@ -26,7 +26,12 @@
 //!    the reactor conformance kit and the io_uring proof (they do not
 //!    exercise scheduling order) and without tests named `fifo_` (they rely
 //!    on FIFO order); `cargo xtask chaos` runs more seeds;
-//! 6. print one row per cell: combination, passed, failed, skipped, time.
+//! 6. run the real-software tests (`tests-real`: the postgres and redis
+//!    crates, ureq, libcurl and libpq, unchanged, with the C library hooks
+//!    on, against PostgreSQL and Redis servers the tests start) on the
+//!    embedded default and on io_uring, one test at a time (each starts its
+//!    servers, and the timing they assert wants the cores);
+//! 7. print one row per cell: combination, passed, failed, skipped, time.
 //!    A chaos cell counts the tests it leaves out as skipped.
 //!
 //! With cargo-nextest installed each test runs in its own process with a
@@ -41,6 +46,9 @@ use crate::cmd::{cargo, have_nextest, run_capture, run_inherit};
 /// One scheduler x reactor combination.
 struct Cell {
     label: String,
+    /// The package whose tests the cell runs: the suite (`tests`), or the
+    /// real-software tests (`tests-real`).
+    package: &'static str,
     env: Vec<(&'static str, String)>,
     /// Only the chaos selection of the suite (`chaos.rs`).
     chaos: bool,
@@ -146,9 +154,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // Build the suite once, so cell times measure tests, not compilation.
     let mut build_suite = cargo();
     if nextest {
-        build_suite.args(["nextest", "run", "-p", "tests", "--no-run"]);
+        build_suite.args([
+            "nextest",
+            "run",
+            "-p",
+            "tests",
+            "-p",
+            "tests-real",
+            "--no-run",
+        ]);
     } else {
-        build_suite.args(["test", "-p", "tests", "--no-run"]);
+        build_suite.args(["test", "-p", "tests", "-p", "tests-real", "--no-run"]);
     }
     run_inherit(build_suite, "building the tests suite")?;
 
@@ -195,6 +211,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
     let mut cells = vec![
         Cell {
             label: "embedded scheduler + embedded mio (no configuration)".into(),
+            package: "tests",
             env: vec![],
             chaos: false,
             skips: &[],
@@ -204,6 +221,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
         // into it, beside the linked mio (one process, two reactors' code).
         Cell {
             label: "embedded scheduler + linked uring (a name, no plugin files)".into(),
+            package: "tests",
             env: vec![("ASYNC_REACTOR", "uring".into())],
             chaos: false,
             skips: &[],
@@ -221,6 +239,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + mio .so"),
+                package: "tests",
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "mio".into()),
@@ -235,6 +254,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + uring .so"),
+                package: "tests",
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "uring".into()),
@@ -248,6 +268,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
     if sched {
         cells.push(Cell {
             label: "scheduler .so (context engine) + C reactor .so".into(),
+            package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", c_reactor.display().to_string()),
@@ -262,6 +283,7 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
         let example = c_reactor.with_file_name("libreactor_example.so");
         cells.push(Cell {
             label: "scheduler .so (context engine) + Rust example reactor .so (reactor-sdk)".into(),
+            package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", example.display().to_string()),
@@ -277,11 +299,32 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
             env.push(files.clone());
             cells.push(Cell {
                 label: format!("scheduler .so (chaos seed {seed}) + mio .so"),
+                package: "tests",
                 env,
                 chaos: true,
                 skips: &[],
             });
         }
+    }
+    cells.push(Cell {
+        label: "real software with hooks: embedded scheduler + embedded mio".into(),
+        package: "tests-real",
+        env: vec![],
+        chaos: false,
+        skips: &[],
+    });
+    if sched && uring {
+        cells.push(Cell {
+            label: "real software with hooks: scheduler .so (context engine) + uring .so".into(),
+            package: "tests-real",
+            env: vec![
+                ("ASYNC_SCHEDULER", "context".into()),
+                ("ASYNC_REACTOR", "uring".into()),
+                files.clone(),
+            ],
+            chaos: false,
+            skips: &[],
+        });
     }
     cells
 }
@@ -295,6 +338,8 @@ fn unit_row() -> Result<Row, String> {
         "--workspace",
         "--exclude",
         "tests",
+        "--exclude",
+        "tests-real",
         "--no-fail-fast",
     ]);
     let out = run_capture(cmd, "cargo test --workspace")?;
@@ -357,11 +402,14 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
             "nextest",
             "run",
             "-p",
-            "tests",
+            cell.package,
             "--profile",
             "ci",
             "--no-fail-fast",
         ]);
+        if cell.package == "tests-real" {
+            cmd.args(["--test-threads", "1"]);
+        }
         if cell.chaos {
             cmd.args(["-E", &crate::chaos::nextest_filter()]);
         }
@@ -369,7 +417,7 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
             cmd.args(["-E", &skip_filter(cell.skips)]);
         }
     } else {
-        cmd.args(["test", "-p", "tests", "--no-fail-fast"]);
+        cmd.args(["test", "-p", cell.package, "--no-fail-fast"]);
         if cell.chaos {
             for target in crate::chaos::libtest_targets()? {
                 cmd.args(["--test", &target]);

@@ -355,6 +355,9 @@ impl fmt::Debug for Handler {
 /// Sends `event` to the handler, `tracing`, and, if neither listens,
 /// standard error (see the module doc).
 pub(crate) fn report(handler: Option<&Handler>, event: Event) {
+    // The log's descriptors are the program's, maybe blocking: written with
+    // the C library's own calls, never a hooked wait inside the runtime (K5).
+    let _quiet = super::runtime::Quiet::new();
     if let Some(h) = handler {
         let _ = catch_unwind(AssertUnwindSafe(|| (h.0)(&event)));
     }
@@ -402,6 +405,7 @@ pub(crate) fn subscribed() -> bool {
 /// <target>: <line>` only if `RUST_LOG` asks for info (or more) globally or
 /// for `async_std_api`, the variable such programs are run with to see more.
 pub(crate) fn info_fallback(target: &str, line: &str) {
+    let _quiet = super::runtime::Quiet::new();
     if !subscribed() && info_wanted(std::env::var("RUST_LOG").ok().as_deref()) {
         eprintln!("INFO {target}: {line}");
     }

@@ -302,6 +302,21 @@ impl Builder {
         self
     }
 
+    /// Makes blocking calls of the C library (`read`, `recv`, `connect`,
+    /// `poll`, `nanosleep`, `getaddrinfo`, ...) suspend only the calling
+    /// coroutine, so code written for threads (`std::net`,
+    /// `std::thread::sleep`, database drivers, C libraries) runs unchanged
+    /// without blocking the loop: see the `hooks` module
+    /// (the crate's `hooks` feature). Overrides `ASYNC_HOOKS` (`1`/`0`) and
+    /// the config file's `[runtime] hooks`.
+    ///
+    /// Without the `hooks` feature, `run` refuses `true` with one line
+    /// saying how to turn the feature on.
+    pub fn hooks(mut self, on: bool) -> Builder {
+        self.explicit.hooks = Some(on);
+        self
+    }
+
     /// Installs a handler for the runtime's [`Event`](crate::events::Event)s
     /// (zombies, disposals, unhandled failures, deadlocks, stuck
     /// cancellations, the activity watchdog): see [`events`](crate::events).

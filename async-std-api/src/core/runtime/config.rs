@@ -31,6 +31,8 @@ pub(crate) struct Explicit {
     pub(crate) blocking_threads: Option<usize>,
     /// Capture stacks at suspensions (`Coroutine::trace`).
     pub(crate) trace: Option<bool>,
+    /// Blocking C library calls suspend only their coroutine (`hooks`).
+    pub(crate) hooks: Option<bool>,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
     /// The stderr notice for a plugin loaded from a file (`Some(false)`:
@@ -83,6 +85,8 @@ pub(crate) struct Resolved {
     pub(crate) trace: bool,
     /// Print the one-line notice when a plugin comes from a file.
     pub(crate) plugin_notice: bool,
+    /// Blocking C library calls suspend only their coroutine (`hooks`).
+    pub(crate) hooks: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +107,7 @@ struct RuntimeTable {
     blocking_threads: Option<usize>,
     trace: Option<bool>,
     plugin_notice: Option<bool>,
+    hooks: Option<bool>,
 }
 
 /// `scheduler = "name-or-path"` or a `[scheduler]` table. Written by hand
@@ -234,26 +239,36 @@ pub(crate) fn resolve(
         .or(env_threads)
         .or(file_runtime.blocking_threads)
         .unwrap_or_else(super::pool::default_threads);
-    let env_switch = |var: &str| -> Result<Option<bool>, String> {
-        match env(var).filter(|v| !v.trim().is_empty()) {
-            None => Ok(None),
-            Some(v) => match v.trim() {
-                "1" | "true" | "on" => Ok(Some(true)),
-                "0" | "false" | "off" => Ok(Some(false)),
-                _ => Err(format!("invalid {var} \"{v}\": expected 1 or 0")),
-            },
-        }
-    };
+    let env_trace = env_flag(env, "ASYNC_TRACE")?;
     let trace = explicit
         .trace
-        .or(env_switch("ASYNC_TRACE")?)
+        .or(env_trace)
         .or(file_runtime.trace)
         .unwrap_or(false);
     let plugin_notice = explicit
         .plugin_notice
-        .or(env_switch("ASYNC_PLUGIN_NOTICE")?)
+        .or(env_flag(env, "ASYNC_PLUGIN_NOTICE")?)
         .or(file_runtime.plugin_notice)
         .unwrap_or(true);
+    let env_hooks = env_flag(env, "ASYNC_HOOKS")?;
+    let hooks = explicit
+        .hooks
+        .or(env_hooks)
+        .or(file_runtime.hooks)
+        .unwrap_or(false);
+    if hooks && !cfg!(feature = "hooks") {
+        let source = if explicit.hooks.is_some() {
+            "Builder::hooks(true)"
+        } else if env_hooks.is_some() {
+            "ASYNC_HOOKS"
+        } else {
+            "hooks = true in the config file"
+        };
+        return Err(format!(
+            "{source} asks for hooks, but async-std-api was built without its `hooks` \
+             feature: add features = [\"hooks\"] to its dependency"
+        ));
+    }
     if blocking_threads == 0 {
         return Err(
             "invalid blocking_threads 0: the blocking pool needs at least one thread".into(),
@@ -298,7 +313,21 @@ pub(crate) fn resolve(
         blocking_threads,
         trace,
         plugin_notice,
+        hooks,
     })
+}
+
+/// A boolean variable: `1`/`true`/`on` or `0`/`false`/`off`; unset or blank
+/// is `None`.
+fn env_flag(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool>, String> {
+    match env(name).filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(v) => match v.trim() {
+            "1" | "true" | "on" => Ok(Some(true)),
+            "0" | "false" | "off" => Ok(Some(false)),
+            _ => Err(format!("invalid {name} \"{v}\": expected 1 or 0")),
+        },
+    }
 }
 
 /// Applies precedence (first layer wins) to the choice and merges options

@@ -96,6 +96,9 @@ unsafe extern "C" fn host_log(
         if !enabled(lvl) {
             return;
         }
+        // A plugin's record is written with the C library's own calls
+        // (K5): a plugin logs from inside the runtime.
+        let _quiet = super::Quiet::new();
         // SAFETY: the plugin passes strings borrowed for this call (AA-R2),
         // and they are copied before it returns.
         let (target, msg, file) = unsafe { (text(target), text(msg), text(file)) };

@@ -54,8 +54,10 @@ use async_abi::{AaStatus, AA_E_SHUTDOWN};
 
 pub use builder::{Builder, DEFAULT_STACK_SIZE};
 pub(crate) use config::Explicit;
+#[cfg(feature = "hooks")]
+pub(crate) use ffi::current::hooked;
 pub(crate) use ffi::current::{
-    installed, running, take_budget, with_current, with_running, with_runtime,
+    installed, running, take_budget, with_current, with_running, with_runtime, Quiet,
 };
 pub(crate) use ffi::fs_watch::FsWatchEvent;
 pub(crate) use ffi::io;
@@ -200,6 +202,8 @@ pub(crate) struct Runtime {
     pub(crate) sched: Scheduler,
     pub(crate) reactor: Rc<Reactor>,
     pub(crate) stack_size: usize,
+    /// Blocking C library calls suspend only their coroutine (`hooks`).
+    pub(crate) hooks: bool,
     /// The zombie timeout, for the layer above (`structured::zombie`).
     pub(crate) zombie_timeout: std::time::Duration,
     /// The shutdown phase and what ended the run (`lifecycle`).
@@ -642,6 +646,7 @@ impl Runtime {
             sched,
             reactor,
             stack_size: cfg.stack_size,
+            hooks: cfg.hooks,
             zombie_timeout: cfg.zombie_timeout,
             lifecycle: lifecycle::Lifecycle::new(),
             watchdog: cfg

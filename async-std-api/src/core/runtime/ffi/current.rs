@@ -27,6 +27,12 @@
 //!   So the `&Rc<CoroState>` that [`with_running`] lends (a `ManuallyDrop`
 //!   view of that pointer, no count taken) is valid for the closure.
 //!
+//! - **K5** `hooks` is the installed runtime's hooks setting (false when
+//!   none is installed). The C library hooks (`crate::hooks`) act only when
+//!   it is set, a coroutine is `running` (K2) and no `Quiet` section is
+//!   open; a coroutine's stack runs the scheduler's tick and reactor
+//!   callbacks with `running` null, so the runtime's own system calls there
+//!   pass straight through. `quiet` counts nested sections.
 //! - **K4** `watch` is non-null only while `installed` runs with a watchdog,
 //!   and points into the watchdog's shared `Arc`, which the runtime keeps
 //!   alive longer (K1). `enter` stores one word into it (WD1), `mark_idle`
@@ -67,6 +73,10 @@ struct Cells {
     /// The running coroutine's cooperative budget (`core::budget`): reset
     /// each time a coroutine gets control.
     budget: Cell<u32>,
+    /// K5: the installed runtime turned the C library hooks on.
+    hooks: Cell<bool>,
+    /// K5: host code that must not be hooked runs (nested count).
+    quiet: Cell<u32>,
 }
 
 thread_local! {
@@ -77,6 +87,8 @@ thread_local! {
             watch: Cell::new(ptr::null()),
             seq: Cell::new(0),
             budget: Cell::new(crate::core::budget::BUDGET),
+            hooks: Cell::new(false),
+            quiet: Cell::new(0),
         }
     };
 }
@@ -90,6 +102,7 @@ impl Drop for Uninstall {
             c.running.set(ptr::null());
             c.runtime.set(ptr::null());
             c.watch.set(ptr::null());
+            c.hooks.set(false);
         });
     }
 }
@@ -104,9 +117,44 @@ pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
     CURRENT.with(|c| {
         c.runtime.set(rt);
         c.watch.set(watch);
+        c.hooks.set(rt.hooks);
     });
     let _uninstall = Uninstall;
     f()
+}
+
+/// K5: whether a C library hook called now should make its call suspend
+/// the running coroutine: a runtime with hooks on is installed, a
+/// coroutine runs host or user code (K2: not the scheduler's tick, not a
+/// reactor callback), and no [`Quiet`] section is open. Two loads from one
+/// thread-local; safe to call on any thread at any time (a thread without
+/// a runtime reads the constant initial values).
+#[inline(always)]
+#[cfg(feature = "hooks")]
+pub(crate) fn hooked() -> bool {
+    CURRENT.with(|c| c.hooks.get() && c.quiet.get() == 0 && !c.running.get().is_null())
+}
+
+/// K5: while alive, [`hooked`] is false on this thread: the hooks' own
+/// calls into the runtime, and host code that writes to descriptors the
+/// user may have left blocking (the log), run the real C library calls.
+#[derive(Debug)]
+pub(crate) struct Quiet(());
+
+impl Quiet {
+    /// Opens a quiet section; it closes when the value is dropped.
+    #[inline]
+    pub(crate) fn new() -> Quiet {
+        CURRENT.with(|c| c.quiet.set(c.quiet.get() + 1));
+        Quiet(())
+    }
+}
+
+impl Drop for Quiet {
+    #[inline]
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.quiet.set(c.quiet.get() - 1));
+    }
 }
 
 /// Whether a runtime is installed on this thread.

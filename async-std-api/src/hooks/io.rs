@@ -1,0 +1,720 @@
+//! `read`, `write` and their vectored and positioned forms: the transfer
+//! loop every hooked transfer shares ([`drive`]), and the regular-file
+//! route (page cache at once, the rest on the blocking pool).
+//!
+//! - **IO1** A transfer is tried without blocking first (`RWF_NOWAIT`, or
+//!   `MSG_DONTWAIT` for the socket calls): the descriptor's own mode is
+//!   never changed. On `EAGAIN` a descriptor the user made non-blocking
+//!   returns it; a blocking one waits for readiness (bounded by the
+//!   socket's timeout, which ends the call with `EAGAIN` as the kernel's
+//!   would) and tries again.
+//! - **IO2** A descriptor without per-call non-blocking transfers
+//!   (`EOPNOTSUPP`: terminals, inotify) is read after a readiness wait with
+//!   the plain call, and written with the plain call (terminal output
+//!   rarely waits, and a wait per line would cost more than it saves).
+//! - **IO3** A blocking write writes everything, as the kernel's does:
+//!   short transfers are continued, and a failure after some bytes went
+//!   returns the count.
+//! - **IO4** Regular files: a read takes at most 256 KiB from the page cache
+//!   at once (`RWF_NOWAIT`); a larger read, one that would wait for the
+//!   disk, and the rest of one the page cache held only in part go to the
+//!   blocking pool, so the call still returns everything up to the end of
+//!   the file. A write of at most 64 KiB is made at once (to the page
+//!   cache); a larger one goes to the pool. Pool work writes into the
+//!   caller's buffer and is waited for to its end (HK5).
+#![allow(unsafe_code)]
+// The `#[no_mangle]` entry points are public to the linker, not to Rust.
+#![allow(unreachable_pub)]
+
+use std::ffi::{c_int, c_void};
+use std::time::Instant;
+
+use libc::{iovec, off64_t, off_t, size_t, ssize_t};
+
+use super::fds::{self, Kind};
+use super::wait::{self, Woke};
+use super::{errno, fail, real, sock_timeout, user_nonblocking, what, Way};
+
+/// The most a hooked read takes from the page cache on the loop thread.
+pub(super) const FILE_READ_INLINE: usize = 256 * 1024;
+
+/// The most a hooked write gives the page cache on the loop thread.
+pub(super) const FILE_WRITE_INLINE: usize = 64 * 1024;
+
+/// The transfer loop (IO1, IO2): `nowait` tries without blocking, `plain`
+/// is the C library's blocking call, `file` the regular-file route when
+/// the call can meet one. Returns the C call's result, `errno` set on -1.
+pub(super) fn drive(
+    fd: c_int,
+    way: Way,
+    call: &'static str,
+    nowait: &mut dyn FnMut() -> ssize_t,
+    plain: &mut dyn FnMut() -> ssize_t,
+    mut file: Option<&mut dyn FnMut() -> ssize_t>,
+) -> ssize_t {
+    let mut deadline: Option<Option<Instant>> = None;
+    let mut after_ready = false;
+    loop {
+        let r = if after_ready { plain() } else { nowait() };
+        if r >= 0 {
+            return r;
+        }
+        let e = errno();
+        if e == libc::EINTR {
+            continue;
+        }
+        let unsupported = !after_ready && e == libc::EOPNOTSUPP;
+        if e != libc::EAGAIN && !unsupported {
+            return -1;
+        }
+        if let Some(f) = file.as_mut() {
+            if fds::is_file(fds::kind(fd)) {
+                return f();
+            }
+        }
+        if unsupported {
+            if way == Way::Out || user_nonblocking(fd) {
+                return plain();
+            }
+            after_ready = true;
+        } else if user_nonblocking(fd) {
+            return fail(libc::EAGAIN);
+        }
+        let deadline =
+            *deadline.get_or_insert_with(|| sock_timeout(fd, way).map(|t| Instant::now() + t));
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return fail(libc::EAGAIN),
+            },
+        };
+        match wait::fd_ready(fd, way.interest(), left, &what(call, fd)) {
+            Woke::Ready => {}
+            Woke::TimedOut => return fail(libc::EAGAIN),
+            Woke::Cancelled => return fail(libc::ECANCELED),
+            Woke::Unavailable => return plain(),
+        }
+    }
+}
+
+/// IO3: repeats `step(done)` (one transfer of the bytes after `done`)
+/// until `n` bytes went, the user's descriptor is non-blocking, or it
+/// fails.
+pub(super) fn all(fd: c_int, n: usize, mut step: impl FnMut(usize) -> ssize_t) -> ssize_t {
+    let mut done = 0usize;
+    loop {
+        let r = step(done);
+        if r < 0 {
+            return if done > 0 { done as ssize_t } else { -1 };
+        }
+        done += r as usize;
+        if done >= n || r == 0 || user_nonblocking(fd) {
+            return done as ssize_t;
+        }
+    }
+}
+
+/// A pointer that crosses to a pool thread; the waiter keeps the memory
+/// alive until the pool is done with it (HK5).
+#[derive(Clone, Copy)]
+struct Lent(usize);
+
+/// IO4: reads `n` bytes into `buf` (at `off`, or the file position) on the
+/// blocking pool, continuing short reads until the end of the file.
+fn file_read(fd: c_int, buf: *mut c_void, n: usize, off: Option<off64_t>) -> ssize_t {
+    let (b, ok) = (Lent(buf as usize), off);
+    let work = move || {
+        let buf = b.0 as *mut u8;
+        let mut done = 0usize;
+        while done < n {
+            // SAFETY: `buf` has `n` writable bytes, lent by the waiting
+            // caller until this closure returns (HK5).
+            let r = unsafe {
+                let p = buf.add(done).cast::<c_void>();
+                match ok {
+                    Some(o) => real::pread64(fd, p, n - done, o + done as off64_t),
+                    None => real::read(fd, p, n - done),
+                }
+            };
+            if r < 0 {
+                if super::errno() == libc::EINTR {
+                    continue;
+                }
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(super::errno())
+                };
+            }
+            if r == 0 {
+                break;
+            }
+            done += r as usize;
+        }
+        Ok(done)
+    };
+    finish(
+        wait::on_pool_fixed("hooked read (file, on the blocking pool)", work).unwrap_or_else(
+            || {
+                // The pool could not take it: read here.
+                // SAFETY: as above, on this thread.
+                let r = unsafe {
+                    match off {
+                        Some(o) => real::pread64(fd, buf, n, o),
+                        None => real::read(fd, buf, n),
+                    }
+                };
+                if r < 0 {
+                    Err(super::errno())
+                } else {
+                    Ok(r as usize)
+                }
+            },
+        ),
+    )
+}
+
+/// IO4: writes `n` bytes of `buf` (at `off`, or the file position) on the
+/// blocking pool.
+fn file_write(fd: c_int, buf: *const c_void, n: usize, off: Option<off64_t>) -> ssize_t {
+    let b = Lent(buf as usize);
+    let work = move || {
+        let buf = b.0 as *const u8;
+        let mut done = 0usize;
+        while done < n {
+            // SAFETY: `buf` has `n` readable bytes, lent by the waiting
+            // caller until this closure returns (HK5).
+            let r = unsafe {
+                let p = buf.add(done).cast::<c_void>();
+                match off {
+                    Some(o) => real::pwrite64(fd, p, n - done, o + done as off64_t),
+                    None => real::write(fd, p, n - done),
+                }
+            };
+            if r < 0 {
+                if super::errno() == libc::EINTR {
+                    continue;
+                }
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(super::errno())
+                };
+            }
+            if r == 0 {
+                break;
+            }
+            done += r as usize;
+        }
+        Ok(done)
+    };
+    finish(
+        wait::on_pool_fixed("hooked write (file, on the blocking pool)", work).unwrap_or_else(
+            || {
+                // SAFETY: as above, on this thread.
+                let r = unsafe {
+                    match off {
+                        Some(o) => real::pwrite64(fd, buf, n, o),
+                        None => real::write(fd, buf, n),
+                    }
+                };
+                if r < 0 {
+                    Err(super::errno())
+                } else {
+                    Ok(r as usize)
+                }
+            },
+        ),
+    )
+}
+
+fn finish(r: Result<usize, c_int>) -> ssize_t {
+    match r {
+        Ok(n) => n as ssize_t,
+        Err(e) => fail(e),
+    }
+}
+
+/// A read of one buffer, at `off` or the file position.
+fn read_one(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: Option<off64_t>,
+    call: &'static str,
+) -> ssize_t {
+    if n > FILE_READ_INLINE && fds::is_file(fds::kind(fd)) {
+        return file_read(fd, buf, n, off);
+    }
+    let iov = iovec {
+        iov_base: buf,
+        iov_len: n,
+    };
+    let at = off.unwrap_or(-1);
+    let mut nowait = || {
+        // SAFETY: the caller's buffer, as the caller passed it.
+        unsafe { libc::preadv2(fd, &iov, 1, at, libc::RWF_NOWAIT) }
+    };
+    let mut plain = || {
+        // SAFETY: as above.
+        unsafe {
+            match off {
+                Some(o) => real::pread64(fd, buf, n, o),
+                None => real::read(fd, buf, n),
+            }
+        }
+    };
+    let mut file = || file_read(fd, buf, n, off);
+    let r = drive(fd, Way::In, call, &mut nowait, &mut plain, Some(&mut file));
+    // IO4: a file read the page cache held only in part goes on.
+    if r > 0 && (r as usize) < n && fds::is_file(fds::kind(fd)) {
+        let rest = file_read(
+            fd,
+            // SAFETY: within the caller's `n`-byte buffer.
+            unsafe { buf.cast::<u8>().add(r as usize) }.cast(),
+            n - r as usize,
+            off.map(|o| o + r as off64_t),
+        );
+        return if rest > 0 { r + rest } else { r };
+    }
+    r
+}
+
+/// A write of one buffer, at `off` or the file position.
+fn write_one(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    off: Option<off64_t>,
+    call: &'static str,
+) -> ssize_t {
+    if fds::is_file(fds::kind(fd)) {
+        fds::set(fd, Kind::Written);
+        if n > FILE_WRITE_INLINE {
+            return file_write(fd, buf, n, off);
+        }
+        // SAFETY: the caller's buffer, as the caller passed it.
+        return unsafe {
+            match off {
+                Some(o) => real::pwrite64(fd, buf, n, o),
+                None => real::write(fd, buf, n),
+            }
+        };
+    }
+    all(fd, n, |done| {
+        // SAFETY: `done` is below `n`: within the caller's buffer.
+        let p = unsafe { buf.cast::<u8>().add(done) }.cast::<c_void>();
+        let left = n - done;
+        let at = off.map(|o| o + done as off64_t);
+        let iov = iovec {
+            iov_base: p.cast_mut(),
+            iov_len: left,
+        };
+        let mut nowait = || {
+            // SAFETY: the caller's buffer, as the caller passed it.
+            unsafe { libc::pwritev2(fd, &iov, 1, at.unwrap_or(-1), libc::RWF_NOWAIT) }
+        };
+        let mut plain = || {
+            // SAFETY: as above.
+            unsafe {
+                match at {
+                    Some(o) => real::pwrite64(fd, p, left, o),
+                    None => real::write(fd, p, left),
+                }
+            }
+        };
+        let mut file = || file_write(fd, p, left, at);
+        drive(fd, Way::Out, call, &mut nowait, &mut plain, Some(&mut file))
+    })
+}
+
+/// Total length of an iovec array (`None` if it does not fit).
+///
+/// # Safety
+///
+/// `iov` points to `n` iovecs (or `n` is not positive).
+unsafe fn iov_len(iov: *const iovec, n: c_int) -> Option<usize> {
+    if n <= 0 || iov.is_null() {
+        return Some(0);
+    }
+    // SAFETY: the caller's `n` iovecs.
+    let v = unsafe { std::slice::from_raw_parts(iov, n as usize) };
+    v.iter().try_fold(0usize, |a, e| a.checked_add(e.iov_len))
+}
+
+/// A vectored read, at `off` or the file position.
+///
+/// # Safety
+///
+/// As `readv(2)`.
+unsafe fn readv_any(
+    fd: c_int,
+    iov: *const iovec,
+    n: c_int,
+    off: Option<off64_t>,
+    call: &'static str,
+) -> ssize_t {
+    let at = off.unwrap_or(-1);
+    let mut nowait = || {
+        // SAFETY: the caller's iovecs, as the caller passed them.
+        unsafe { libc::preadv2(fd, iov, n, at, libc::RWF_NOWAIT) }
+    };
+    let mut plain = || {
+        // SAFETY: as above.
+        unsafe {
+            match off {
+                Some(o) => real::preadv64(fd, iov, n, o),
+                None => real::readv(fd, iov, n),
+            }
+        }
+    };
+    // A vectored file read that would wait is made whole on the pool, one
+    // iovec after the other, into the caller's buffers.
+    let mut file = || {
+        // SAFETY: the caller's `n` iovecs.
+        let v = unsafe { std::slice::from_raw_parts(iov, n.max(0) as usize) };
+        let mut total = 0isize;
+        for e in v {
+            let r = file_read(fd, e.iov_base, e.iov_len, off.map(|o| o + total as off64_t));
+            if r < 0 {
+                return if total > 0 { total } else { -1 };
+            }
+            total += r;
+            if (r as usize) < e.iov_len {
+                break;
+            }
+        }
+        total
+    };
+    drive(fd, Way::In, call, &mut nowait, &mut plain, Some(&mut file))
+}
+
+/// A vectored write, at `off` or the file position; a blocking one writes
+/// everything (IO3).
+///
+/// # Safety
+///
+/// As `writev(2)`.
+unsafe fn writev_any(
+    fd: c_int,
+    iov: *const iovec,
+    n: c_int,
+    off: Option<off64_t>,
+    call: &'static str,
+) -> ssize_t {
+    // SAFETY: the caller's iovecs.
+    let Some(total) = (unsafe { iov_len(iov, n) }) else {
+        return fail(libc::EINVAL);
+    };
+    let file = fds::is_file(fds::kind(fd));
+    if file {
+        fds::set(fd, Kind::Written);
+    }
+    if file && total <= FILE_WRITE_INLINE {
+        // SAFETY: as `writev`.
+        return unsafe {
+            match off {
+                Some(o) => real::pwritev64(fd, iov, n, o),
+                None => real::writev(fd, iov, n),
+            }
+        };
+    }
+    // SAFETY: the caller's `n` iovecs (read, never written).
+    let whole = unsafe { std::slice::from_raw_parts(iov, n.max(0) as usize) };
+    all(fd, total, |done| {
+        // The iovecs after the first `done` bytes, the first one shortened:
+        // a short transfer goes on without touching the caller's array.
+        let mut skip = done;
+        let mut v: Vec<iovec> = Vec::with_capacity(whole.len());
+        for e in whole {
+            if skip >= e.iov_len {
+                skip -= e.iov_len;
+                continue;
+            }
+            v.push(iovec {
+                // SAFETY: `skip` is below this iovec's length.
+                iov_base: unsafe { e.iov_base.cast::<u8>().add(skip) }.cast(),
+                iov_len: e.iov_len - skip,
+            });
+            skip = 0;
+        }
+        let cnt = v.len() as c_int;
+        let at = off.map(|o| o + done as off64_t);
+        let mut nowait = || {
+            // SAFETY: iovecs within the caller's buffers.
+            unsafe { libc::pwritev2(fd, v.as_ptr(), cnt, at.unwrap_or(-1), libc::RWF_NOWAIT) }
+        };
+        let mut plain = || {
+            // SAFETY: as above.
+            unsafe {
+                match at {
+                    Some(o) => real::pwritev64(fd, v.as_ptr(), cnt, o),
+                    None => real::writev(fd, v.as_ptr(), cnt),
+                }
+            }
+        };
+        let mut file = || {
+            let mut sent = 0isize;
+            for e in &v {
+                let r = file_write(fd, e.iov_base, e.iov_len, at.map(|o| o + sent as off64_t));
+                if r < 0 {
+                    return if sent > 0 { sent } else { -1 };
+                }
+                sent += r;
+                if (r as usize) < e.iov_len {
+                    break;
+                }
+            }
+            sent
+        };
+        drive(fd, Way::Out, call, &mut nowait, &mut plain, Some(&mut file))
+    })
+}
+
+// The exported entry points. Each passes straight through unless a
+// coroutine of a runtime with hooks on calls it (HK1).
+
+/// Hooked `read(2)`.
+///
+/// # Safety
+///
+/// As `read(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    if !wait::active() || n == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { real::read(fd, buf, n) };
+    }
+    read_one(fd, buf, n, None, "read")
+}
+
+/// Hooked `__read_chk`, what `read` becomes in C code built with
+/// `_FORTIFY_SOURCE`.
+///
+/// # Safety
+///
+/// As `read(2)`; `buflen` is the buffer's size.
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        chk_fail();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { read(fd, buf, n) }
+}
+
+/// Hooked `pread(2)`.
+///
+/// # Safety
+///
+/// As `pread(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t {
+    // SAFETY: the caller's contract.
+    unsafe { pread64(fd, buf, n, off as off64_t) }
+}
+
+/// Hooked `pread64`.
+///
+/// # Safety
+///
+/// As `pread(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: off64_t) -> ssize_t {
+    if !wait::active() || n == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pread64(fd, buf, n, off) };
+    }
+    read_one(fd, buf, n, Some(off), "pread")
+}
+
+/// Hooked `__pread_chk`.
+///
+/// # Safety
+///
+/// As `pread(2)`; `buflen` is the buffer's size.
+#[no_mangle]
+pub unsafe extern "C" fn __pread_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: off_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        chk_fail();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { pread64(fd, buf, n, off as off64_t) }
+}
+
+/// Hooked `__pread64_chk`.
+///
+/// # Safety
+///
+/// As `pread(2)`; `buflen` is the buffer's size.
+#[no_mangle]
+pub unsafe extern "C" fn __pread64_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: off64_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        chk_fail();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { pread64(fd, buf, n, off) }
+}
+
+/// Hooked `readv(2)`.
+///
+/// # Safety
+///
+/// As `readv(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    // SAFETY: the caller's iovecs.
+    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+        // SAFETY: the caller's contract.
+        return unsafe { real::readv(fd, iov, n) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { readv_any(fd, iov, n, None, "readv") }
+}
+
+/// Hooked `preadv(2)`.
+///
+/// # Safety
+///
+/// As `preadv(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn preadv(fd: c_int, iov: *const iovec, n: c_int, off: off_t) -> ssize_t {
+    // SAFETY: the caller's contract.
+    unsafe { preadv64(fd, iov, n, off as off64_t) }
+}
+
+/// Hooked `preadv64`.
+///
+/// # Safety
+///
+/// As `preadv(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, n: c_int, off: off64_t) -> ssize_t {
+    // SAFETY: the caller's iovecs.
+    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+        // SAFETY: the caller's contract.
+        return unsafe { real::preadv64(fd, iov, n, off) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { readv_any(fd, iov, n, Some(off), "preadv") }
+}
+
+/// Hooked `write(2)`.
+///
+/// # Safety
+///
+/// As `write(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if !wait::active() || n == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { real::write(fd, buf, n) };
+    }
+    write_one(fd, buf, n, None, "write")
+}
+
+/// Hooked `pwrite(2)`.
+///
+/// # Safety
+///
+/// As `pwrite(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t {
+    // SAFETY: the caller's contract.
+    unsafe { pwrite64(fd, buf, n, off as off64_t) }
+}
+
+/// Hooked `pwrite64`.
+///
+/// # Safety
+///
+/// As `pwrite(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pwrite64(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    off: off64_t,
+) -> ssize_t {
+    if !wait::active() || n == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pwrite64(fd, buf, n, off) };
+    }
+    write_one(fd, buf, n, Some(off), "pwrite")
+}
+
+/// Hooked `writev(2)`.
+///
+/// # Safety
+///
+/// As `writev(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    // SAFETY: the caller's iovecs.
+    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+        // SAFETY: the caller's contract.
+        return unsafe { real::writev(fd, iov, n) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { writev_any(fd, iov, n, None, "writev") }
+}
+
+/// Hooked `pwritev(2)`.
+///
+/// # Safety
+///
+/// As `pwritev(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, n: c_int, off: off_t) -> ssize_t {
+    // SAFETY: the caller's contract.
+    unsafe { pwritev64(fd, iov, n, off as off64_t) }
+}
+
+/// Hooked `pwritev64`.
+///
+/// # Safety
+///
+/// As `pwritev(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pwritev64(
+    fd: c_int,
+    iov: *const iovec,
+    n: c_int,
+    off: off64_t,
+) -> ssize_t {
+    // SAFETY: the caller's iovecs.
+    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pwritev64(fd, iov, n, off) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { writev_any(fd, iov, n, Some(off), "pwritev") }
+}
+
+/// What glibc's fortified entry points do when the length exceeds the
+/// buffer: end the process.
+pub(super) fn chk_fail() -> ! {
+    extern "C" {
+        fn __chk_fail() -> !;
+    }
+    // SAFETY: glibc's `__chk_fail` takes nothing and does not return.
+    unsafe { __chk_fail() }
+}

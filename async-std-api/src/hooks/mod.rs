@@ -1,0 +1,248 @@
+//! Unmodified blocking code cooperates: hooks at the C library boundary.
+//!
+//! With the crate's `hooks` feature built in and hooks turned on at run
+//! time, a blocking call of the C library made inside a coroutine (a
+//! `read` on a socket with nothing to read, a `connect`, a `poll`, a
+//! `nanosleep`, a `getaddrinfo`, a large file read) suspends only that
+//! coroutine instead of the thread, so code written for threads runs
+//! unchanged: `std::net`, `std::thread::sleep`, `std::fs`,
+//! `std::process::Command`, synchronous database drivers and HTTP
+//! clients, C libraries reached through FFI (libpq, libcurl).
+//!
+//! # Turning them on
+//!
+//! One line in `Cargo.toml`, one switch at run time:
+//!
+//! ```toml
+//! async-std-api = { version = "0.1", features = ["hooks"] }
+//! ```
+//!
+//! then `ASYNC_HOOKS=1 ./my-server` (no code change), or
+//! [`Builder::hooks(true)`](crate::Builder::hooks), or `hooks = true` in
+//! the config file's `[runtime]` table (the usual precedence: builder,
+//! environment, file). Without the feature, asking for hooks is refused
+//! with one line saying how to turn the feature on.
+//!
+//! ```
+//! # #[cfg(feature = "hooks")] {
+//! use std::io::{Read, Write};
+//! use async_std_api::{spawn, Builder};
+//!
+//! Builder::new().hooks(true).run(|| {
+//!     // Plain std: the listener, the streams and the sleep suspend only
+//!     // their coroutine.
+//!     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     let server = spawn(move || {
+//!         let (mut conn, _) = listener.accept().unwrap();
+//!         std::thread::sleep(std::time::Duration::from_millis(20));
+//!         conn.write_all(b"hello").unwrap();
+//!     });
+//!     let mut client = std::net::TcpStream::connect(addr).unwrap();
+//!     let mut reply = String::new();
+//!     client.read_to_string(&mut reply).unwrap();
+//!     server.join().unwrap();
+//!     assert_eq!(reply, "hello");
+//! })
+//! .unwrap();
+//! # }
+//! ```
+//!
+//! # What is hooked, and how
+//!
+//! | calls | inside a coroutine, with hooks on |
+//! |---|---|
+//! | `read`, `readv`, `write`, `writev` on sockets, pipes, FIFOs, eventfds | tried without blocking (`RWF_NOWAIT`); when it would block, the coroutine waits for readiness and tries again |
+//! | `recv`, `recvfrom`, `recvmsg`, `send`, `sendto`, `sendmsg` | the same, with `MSG_DONTWAIT` |
+//! | `accept`, `accept4`, `connect` | the same; `connect` waits for the handshake and reports `SO_ERROR` |
+//! | `poll`, `ppoll`, `select`, `pselect`, `epoll_wait`, `epoll_pwait` | the coroutine waits on the reactor for any of the descriptors, then the real call reports them |
+//! | `sleep`, `usleep`, `nanosleep`, `clock_nanosleep` | a reactor timer |
+//! | `getaddrinfo`, `gethostbyname`, `gethostbyname2` | run on the blocking pool |
+//! | `read`, `pread`, `readv`, `preadv` on regular files | up to 256 KiB from the page cache at once (`RWF_NOWAIT`), the rest on the blocking pool |
+//! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more on the blocking pool |
+//! | `open`, `openat`, `fsync`, `fdatasync` | on the blocking pool |
+//! | `waitpid`, `wait4`, `wait`, `waitid` | a child's pidfd on the reactor (a specific child), else polled with a growing pause |
+//!
+//! Everything else is the C library's own call, and so is every hooked
+//! call made outside a coroutine (other threads, the blocking pool, the
+//! scheduler's and the reactor's own calls) or in a runtime with hooks
+//! off: a hook that passes through costs a thread-local check and an
+//! indirect call (`cargo xtask bench`, "hooks").
+//!
+//! # What a descriptor looks like
+//!
+//! The hooks never change a descriptor: they pass `RWF_NOWAIT` or
+//! `MSG_DONTWAIT` per call instead of setting `O_NONBLOCK`, so
+//! `fcntl(F_GETFL)` shows what the user set, a descriptor shared with
+//! another process (a duplicate, one inherited across `fork`) keeps its
+//! mode there, and nothing has to be undone when it is closed. A
+//! descriptor the user made non-blocking returns `EAGAIN` as before; a
+//! socket's `SO_RCVTIMEO`/`SO_SNDTIMEO` end a wait with `EAGAIN`
+//! (`EINPROGRESS` for `connect`, as Linux's blocking connect) at the same
+//! time the kernel would; results, partial transfers, errors and end of
+//! stream are the real call's. A blocking `write`/`send` writes
+//! everything, as the kernel's does. The only state a wait keeps is a
+//! watch on a duplicate of the descriptor, made for that wait and gone
+//! when it returns, so a descriptor closed by any path and its number
+//! reused never inherits anything. `connect` and `accept` on a blocking
+//! socket turn `O_NONBLOCK` on for the duration of the one call (Linux has
+//! no per-call flag for them), which another process sharing that
+//! listening socket could observe in that instant.
+//!
+//! # Cancellation
+//!
+//! A hooked wait is a cancellation point that does not consume the
+//! cancellation: a coroutine cancelled while it waits in a hooked call, or
+//! already cancelled when it makes one, yields once and the call fails as
+//! if the operation had failed, with `-1` and `errno` set to `ECANCELED`
+//! (`getaddrinfo` returns `EAI_SYSTEM` with `errno` `ECANCELED`,
+//! `gethostbyname` returns null with `h_errno` `TRY_AGAIN`). The
+//! cancellation itself is raised at the coroutine's next suspension point
+//! in the runtime's API, as usual. Two families differ because their
+//! callers treat anything else as a bug: the sleeps end early and report
+//! an interruption with nothing left to sleep (`EINTR`, `*rem` zero;
+//! `sleep` returns 0), since std's `thread::sleep` asserts `EINTR`; and
+//! `epoll_wait`/`epoll_pwait` return `EINTR`, which an embedded event
+//! loop (tokio, inside a synchronous client) retries. A shutdown of the
+//! runtime is delivered the same way and unwinds the coroutine at its next
+//! suspension point in the runtime's API. Memory a pool thread writes into
+//! (a file read into the caller's buffer) is never given back early: such
+//! a wait lasts until the pool thread is done, and a cancellation that
+//! came meanwhile stays pending.
+//!
+//! # What the hooks cannot do
+//!
+//! - Locks: std's `Mutex`, `Condvar`, `RwLock`, channels and thread joins
+//!   wait on futexes, which are not C library calls the hooks see. A lock
+//!   held across a hooked call that suspends, and then taken by another
+//!   coroutine of the same thread, deadlocks the thread; so does any
+//!   thread-local state that assumes one call at a time per thread (a
+//!   tokio runtime entered by one coroutine while another enters it).
+//! - Busy loops, and long computations, hold the loop as before
+//!   ([`spawn_blocking`](crate::spawn_blocking)).
+//! - Calls the C library makes to itself (`fopen`/`fread` through `FILE`,
+//!   `system`, `getaddrinfo`'s own sockets), raw `syscall()`, statically
+//!   linked C libraries that carry their own C library, and programs built
+//!   for musl (the hooks are built for glibc on Linux only).
+//! - Descriptors closed by raw system calls while a coroutine waits on
+//!   them wait on: the hooks' watch is on a duplicate.
+
+// The hooks are system calls and C ABI entry points: unsafe throughout,
+// each block with its argument.
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+use std::time::Duration;
+
+mod dns;
+mod fds;
+mod file;
+mod io;
+mod net;
+mod poll;
+mod process;
+mod real;
+mod sleep;
+mod wait;
+
+/// Whether the C library hooks are on for the running coroutine: the
+/// `hooks` feature is built in, the runtime turned them on, and a
+/// coroutine runs.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{hooks, run};
+///
+/// assert!(!hooks::active()); // outside a runtime
+/// run(|| assert!(!hooks::active())).unwrap(); // hooks off by default
+/// ```
+pub fn active() -> bool {
+    wait::active()
+}
+
+/// The calling thread's `errno`.
+fn errno() -> c_int {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's `errno`.
+fn set_errno(e: c_int) {
+    // SAFETY: as `errno`.
+    unsafe { *libc::__errno_location() = e }
+}
+
+/// `-1` with `errno` set to `e`: how a hooked call fails.
+fn fail<T: From<i8>>(e: c_int) -> T {
+    set_errno(e);
+    T::from(-1)
+}
+
+/// Whether the user made `fd` non-blocking (`O_NONBLOCK` in its file
+/// status flags): such a descriptor's calls are passed through, `EAGAIN`
+/// included. An error reading the flags counts as non-blocking, so the
+/// real call reports it.
+fn user_nonblocking(fd: c_int) -> bool {
+    // SAFETY: F_GETFL takes no argument and touches no memory.
+    let flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    flags < 0 || flags & libc::O_NONBLOCK != 0
+}
+
+/// Whether `fd` is a regular file (or a block device): always "ready", so
+/// its waits go to the blocking pool, not the reactor.
+fn is_file(fd: c_int) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a valid out pointer for one `stat`.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstat succeeded, so it filled `st`.
+    let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
+    mode == libc::S_IFREG || mode == libc::S_IFBLK
+}
+
+/// Which way a transfer goes: which socket timeout bounds its wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    In,
+    Out,
+}
+
+impl Way {
+    fn interest(self) -> u32 {
+        match self {
+            Way::In => async_abi::AA_POLL_READABLE,
+            Way::Out => async_abi::AA_POLL_WRITABLE,
+        }
+    }
+}
+
+/// The socket's `SO_RCVTIMEO` or `SO_SNDTIMEO` (none for a zero timeout
+/// or a descriptor that is not a socket).
+fn sock_timeout(fd: c_int, way: Way) -> Option<Duration> {
+    let opt = match way {
+        Way::In => libc::SO_RCVTIMEO,
+        Way::Out => libc::SO_SNDTIMEO,
+    };
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: `tv` and `len` are valid out pointers of the sizes given.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut tv).cast(), &mut len) };
+    if r != 0 || (tv.tv_sec == 0 && tv.tv_usec == 0) {
+        return None;
+    }
+    Some(Duration::new(
+        tv.tv_sec as u64,
+        (tv.tv_usec as u32).saturating_mul(1000),
+    ))
+}
+
+/// Text naming a hooked wait (`"hooked read(fd 7)"`), for deadlock
+/// reports and `Coroutine::awaiting_info`.
+fn what(call: &str, fd: c_int) -> String {
+    format!("hooked {call}(fd {fd})")
+}

@@ -1,0 +1,325 @@
+//! The coroutine side of a hooked call: the waits a hook makes instead of
+//! blocking the thread, and the rules they keep.
+//!
+//! - **HK1** A hook waits only when [`active`] (K5 in `core::runtime`): a
+//!   runtime with hooks on is installed, a coroutine runs, no quiet
+//!   section is open. Everywhere else it is the C library's call.
+//! - **HK2** A wait never unwinds into the hook's caller (C frames, or
+//!   std's behind an `extern "C"` boundary): every call into the runtime is
+//!   under `catch_unwind`. A forced shutdown caught there is recorded
+//!   (`force_shutdown`) so the coroutine's next suspension point in the
+//!   runtime's API unwinds it; the hooked call fails as cancelled.
+//! - **HK3** Cancellation: a hooked wait is a cancellation point that does
+//!   not consume the cancellation. A wait that finds one pending, or is
+//!   cancelled while it waits, yields once (so a retry loop cannot starve
+//!   the loop) and reports [`Woke::Cancelled`]; the cancellation stays
+//!   pending for the next suspension point in the runtime's API.
+//! - **HK4** Watches are made per wait on a duplicate of the caller's
+//!   descriptor that the reactor owns and closes (RD5), and disposed before
+//!   the wait returns: nothing of a wait outlives it, so a descriptor
+//!   closed and its number reused never meets an old registration.
+//! - **HK5** Work handed to the blocking pool that writes into the caller's
+//!   memory is waited for to its end ([`on_pool_fixed`]): neither a
+//!   cancellation nor a shutdown returns before the pool thread is done
+//!   with the buffer. Work that owns what it touches ([`on_pool`]) may be
+//!   left to finish on its own when the waiter is cancelled.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::rc::Rc;
+use std::time::Duration;
+
+use async_abi::AA_OK;
+
+use crate::core::offload::{offload, OffloadError};
+use crate::core::runtime::{self, Quiet, Runtime, WakeRec};
+use crate::core::state::CoroState;
+use crate::core::wait::ForcedUnwind;
+
+/// HK1: whether a hook called now should make its call suspend the
+/// running coroutine.
+#[inline(always)]
+pub(super) fn active() -> bool {
+    runtime::hooked()
+}
+
+/// How a hooked wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Woke {
+    /// What was waited for happened (or may have: the caller checks).
+    Ready,
+    /// The timeout passed first.
+    TimedOut,
+    /// The coroutine is cancelled (HK3) or the runtime shuts down (HK2).
+    Cancelled,
+    /// The wait could not be set up (no watch for this descriptor, no
+    /// timer, no descriptor left for the duplicate): the caller does the
+    /// C library's blocking call instead.
+    Unavailable,
+}
+
+/// Runs `f` with the runtime and the running coroutine, catching whatever
+/// unwinds (HK2). `None` if nothing runs or `f` unwound.
+fn guarded<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
+    match catch_unwind(AssertUnwindSafe(|| runtime::with_running(f))) {
+        Ok(r) => r,
+        Err(payload) => {
+            if payload.is::<ForcedUnwind>() {
+                // HK2: the next suspension point in the runtime's API
+                // unwinds the coroutine.
+                let _ = runtime::with_running(|_, me| me.force_shutdown());
+            } else {
+                let _quiet = Quiet::new();
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                tracing::error!(target: "async_std_api::hooks", "a hooked call failed inside the runtime: {msg}");
+            }
+            None
+        }
+    }
+}
+
+/// HK3: a pending cancellation ends the wait before it starts; the
+/// coroutine yields once on the way out.
+fn cancelled_before(
+    rt: &Runtime,
+    me: &Rc<CoroState>,
+    what: &[u8],
+    at: &'static Location<'static>,
+) -> bool {
+    if !me.has_pending_cancel() {
+        return false;
+    }
+    let _ = rt.sched.yield_now(me, what, at);
+    true
+}
+
+/// Suspends once; `false` if the coroutine was resumed with an error
+/// (cancelled, shut down, deadlocked), which stays recorded for the next
+/// suspension point in the runtime's API (HK3).
+fn suspend(rt: &Runtime, me: &Rc<CoroState>, what: &[u8], at: &'static Location<'static>) -> bool {
+    let status = rt.sched.suspend(me, what, at);
+    if status >= AA_OK {
+        return true;
+    }
+    match status {
+        async_abi::AA_E_SHUTDOWN => me.force_shutdown(),
+        async_abi::AA_E_DEADLOCK => {
+            // Records the deadlock as the coroutine's cancellation; it is
+            // delivered at the next suspension point.
+            let _ = me.deadlocked();
+            me.repend_cancel();
+        }
+        _ => {}
+    }
+    false
+}
+
+/// Waits until one of `fds` is ready for its interest (`AA_POLL_*` bits),
+/// `timeout` passes, or the coroutine is cancelled. `what` names the wait
+/// in deadlock reports and `Coroutine::awaiting_info`.
+#[track_caller]
+pub(super) fn fds_ready(fds: &[(RawFd, u32)], timeout: Option<Duration>, what: &str) -> Woke {
+    let at = Location::caller();
+    guarded(|rt, me| wait_fds(rt, me, fds, timeout, what.as_bytes(), at)).unwrap_or(Woke::Cancelled)
+}
+
+/// [`fds_ready`] for one descriptor.
+#[track_caller]
+pub(super) fn fd_ready(fd: RawFd, interest: u32, timeout: Option<Duration>, what: &str) -> Woke {
+    let at = Location::caller();
+    guarded(|rt, me| wait_fds(rt, me, &[(fd, interest)], timeout, what.as_bytes(), at))
+        .unwrap_or(Woke::Cancelled)
+}
+
+fn wait_fds(
+    rt: &Runtime,
+    me: &Rc<CoroState>,
+    fds: &[(RawFd, u32)],
+    timeout: Option<Duration>,
+    what: &[u8],
+    at: &'static Location<'static>,
+) -> Woke {
+    if cancelled_before(rt, me, what, at) {
+        return Woke::Cancelled;
+    }
+    let fired = Rc::new(Cell::new(false));
+    let mut watches = Vec::with_capacity(fds.len());
+    {
+        let _quiet = Quiet::new();
+        for &(fd, interest) in fds {
+            // SAFETY: the caller's descriptor, open for the duration of
+            // this call (the hooked call received it); borrowed only to
+            // duplicate it.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            // HK4: a duplicate the reactor owns and closes.
+            let Ok(dup) = borrowed.try_clone_to_owned() else {
+                return Woke::Unavailable;
+            };
+            let (f, who) = (fired.clone(), me.clone());
+            let watch = rt.reactor.poll_owned(
+                dup,
+                interest,
+                0,
+                Box::new(move |_status, _bits| {
+                    f.set(true);
+                    runtime::wake(&who);
+                }),
+            );
+            match watch {
+                Ok(w) => watches.push(w),
+                Err(_) => return Woke::Unavailable,
+            }
+        }
+    }
+    let rec = WakeRec::new(me);
+    let _timer = match timeout {
+        Some(t) => {
+            let _quiet = Quiet::new();
+            match rt.reactor.wake_timer(nanos(t), &rec) {
+                Ok(timer) => Some(timer),
+                Err(_) => return Woke::Unavailable,
+            }
+        }
+        None => None,
+    };
+    loop {
+        if !suspend(rt, me, what, at) {
+            return Woke::Cancelled;
+        }
+        if fired.get() {
+            return Woke::Ready;
+        }
+        if rec.fired() {
+            return Woke::TimedOut;
+        }
+    }
+}
+
+/// Suspends the coroutine for `d` (a zero duration yields). `false` if it
+/// was cancelled first (HK3).
+#[track_caller]
+pub(super) fn sleep(d: Duration, what: &str) -> bool {
+    let at = Location::caller();
+    guarded(|rt, me| {
+        if cancelled_before(rt, me, what.as_bytes(), at) {
+            return false;
+        }
+        if d.is_zero() {
+            return rt.sched.yield_now(me, what.as_bytes(), at) >= AA_OK;
+        }
+        let rec = WakeRec::new(me);
+        let timer = {
+            let _quiet = Quiet::new();
+            rt.reactor.wake_timer(nanos(d), &rec)
+        };
+        let Ok(_timer) = timer else {
+            return false;
+        };
+        while !rec.fired() {
+            if !suspend(rt, me, what.as_bytes(), at) {
+                return false;
+            }
+        }
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// Why pool work gave no value.
+#[derive(Debug)]
+pub(super) enum PoolError {
+    /// The waiter was cancelled; the work runs to its end on its own.
+    Cancelled,
+    /// The pool could not take it: the caller does the work itself.
+    Unavailable,
+}
+
+/// Runs `f` on the blocking pool and waits for it; `f` owns everything it
+/// touches, so a cancelled waiter may leave it to finish alone (HK5).
+#[track_caller]
+pub(super) fn on_pool<T, F>(what: &'static str, f: F) -> Result<T, PoolError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let at = Location::caller();
+    let out = guarded(move |rt, me| {
+        if cancelled_before(rt, me, what.as_bytes(), at) {
+            return Err(PoolError::Cancelled);
+        }
+        match offload(what, f) {
+            Ok(Ok(v)) => Ok(v),
+            // A panic in the C library call: not ours to unwind through C.
+            Ok(Err(_panic)) => Err(PoolError::Unavailable),
+            Err(OffloadError::Cancelled(_)) => {
+                me.repend_cancel();
+                Err(PoolError::Cancelled)
+            }
+            Err(OffloadError::Unavailable(_)) => Err(PoolError::Unavailable),
+        }
+    });
+    out.unwrap_or(Err(PoolError::Cancelled))
+}
+
+/// Runs `f` on the blocking pool and waits for it to its end whatever
+/// happens to the coroutine meanwhile (HK5): `f` writes into memory the
+/// caller lent, which must outlive it. `None` if the pool could not take
+/// it (the caller does the work itself); a cancellation that arrived in
+/// the meantime stays pending.
+#[track_caller]
+pub(super) fn on_pool_fixed<T, F>(what: &'static str, f: F) -> Option<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let at = Location::caller();
+    guarded(move |rt, me| {
+        let done: Rc<Cell<Option<Option<std::thread::Result<T>>>>> = Rc::new(Cell::new(None));
+        let (id, promise) = {
+            let _quiet = Quiet::new();
+            let (d, who) = (done.clone(), me.clone());
+            rt.remote
+                .register(move |v: Option<std::thread::Result<T>>| {
+                    d.set(Some(v));
+                    runtime::wake(&who);
+                })
+                .ok()?
+        };
+        let submitted = {
+            let _quiet = Quiet::new();
+            rt.pool.submit(Box::new(move || {
+                let r = catch_unwind(AssertUnwindSafe(f));
+                promise.keep(r);
+            }))
+        };
+        if submitted.is_err() {
+            rt.remote.forget(id);
+            return None;
+        }
+        // HK5: no early return from here until the work has ended; a
+        // resumption with an error is recorded (`suspend`) and waited past.
+        loop {
+            if let Some(v) = done.take() {
+                rt.remote.forget(id);
+                return match v {
+                    Some(Ok(value)) => Some(value),
+                    // Dropped before it ran (the runtime is stopping), or
+                    // the C call panicked: nothing touches the memory now.
+                    _ => None,
+                };
+            }
+            let _ = suspend(rt, me, what.as_bytes(), at);
+        }
+    })
+    .flatten()
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,144 @@
+//! Cancellation of a coroutine waiting in a hooked call: the call fails
+//! (`ECANCELED`, or `EINTR` with nothing left for a sleep) and the
+//! cancellation is raised at the next suspension point in the runtime's
+//! API.
+
+use std::cell::RefCell;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use async_std_api::{spawn, suspend};
+use tests::support::join_cancelled;
+
+use crate::hooked;
+
+/// Spawns `f`, lets it reach its wait, cancels it; returns what the
+/// hooked call gave and whether the next runtime call was cancelled. The
+/// coroutine ends cancelled.
+fn cancelled_in<T: 'static>(f: impl FnOnce() -> T + 'static) -> (T, bool) {
+    let out: Rc<RefCell<Option<(T, bool)>>> = Rc::default();
+    let o = out.clone();
+    let h = spawn(move || {
+        let got = f();
+        let next = suspend();
+        *o.borrow_mut() = Some((got, next.is_err()));
+    });
+    async_std_api::delay(30).expect("delay");
+    assert!(h.coroutine().is_suspended(), "the coroutine is not waiting");
+    h.cancel();
+    join_cancelled(h);
+    let got = out.borrow_mut().take();
+    got.expect("the coroutine recorded what its calls gave")
+}
+
+#[test]
+fn a_cancelled_std_read_fails_with_ecanceled() {
+    hooked()
+        .run(|| {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+            let (s, _) = l.accept().expect("accept");
+            let (r, raised) =
+                cancelled_in(move || (&s).read(&mut [0u8; 8]).map_err(|e| e.raw_os_error()));
+            assert_eq!(r, Err(Some(libc::ECANCELED)));
+            assert!(
+                raised,
+                "the cancellation was not raised at the next suspend"
+            );
+            drop(c);
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn a_cancelled_std_sleep_ends_early() {
+    hooked()
+        .run(|| {
+            let (took, raised) = cancelled_in(|| {
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_secs(30));
+                start.elapsed()
+            });
+            assert!(took < Duration::from_secs(5), "slept {took:?}");
+            assert!(raised);
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn a_cancelled_accept_connect_and_poll_fail_with_ecanceled() {
+    hooked()
+        .run(|| {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let (r, raised) =
+                cancelled_in(move || l.accept().map(|_| ()).map_err(|e| e.raw_os_error()));
+            assert_eq!(r, Err(Some(libc::ECANCELED)));
+            assert!(raised);
+
+            let (a, _b) = {
+                let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+                let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+                (c, l.accept().expect("accept").0)
+            };
+            let (r, raised) = cancelled_in(move || {
+                let mut p = [libc::pollfd {
+                    fd: a.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                }];
+                // SAFETY: one valid pollfd.
+                let n = unsafe { libc::poll(p.as_mut_ptr(), 1, -1) };
+                (n, std::io::Error::last_os_error().raw_os_error())
+            });
+            assert_eq!(r, (-1, Some(libc::ECANCELED)));
+            assert!(raised);
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn a_cancelled_wait_for_a_child_fails_and_the_child_can_still_be_reaped() {
+    hooked()
+        .run(|| {
+            let mut child = std::process::Command::new("sleep")
+                .arg("0.5")
+                .spawn()
+                .expect("spawn");
+            let pid = child.id() as i32;
+            let (r, raised) = cancelled_in(move || {
+                let mut status = 0;
+                // SAFETY: a valid status pointer.
+                let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                (r, std::io::Error::last_os_error().raw_os_error())
+            });
+            assert_eq!(r, (-1, Some(libc::ECANCELED)));
+            assert!(raised);
+            assert!(child.wait().expect("wait").success());
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn an_already_cancelled_coroutine_fails_its_hooked_calls_at_once() {
+    hooked()
+        .run(|| {
+            let out: Rc<RefCell<Option<(Duration, bool)>>> = Rc::default();
+            let o = out.clone();
+            let h = spawn(move || {
+                async_std_api::current().cancel();
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_secs(30));
+                let slept = start.elapsed();
+                // Still pending: the runtime's next suspension point raises it.
+                *o.borrow_mut() = Some((slept, suspend().is_err()));
+            });
+            join_cancelled(h);
+            let (slept, raised) = out.borrow_mut().take().expect("recorded");
+            assert!(slept < Duration::from_secs(5), "slept {slept:?}");
+            assert!(raised);
+        })
+        .expect("runtime");
+}
