@@ -24,7 +24,7 @@
 // On the unsafe inventory (lib.rs): see the `# Safety` section above.
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CStr};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -61,11 +61,11 @@ static DESC: AaPluginDesc = AaPluginDesc {
     get_interface: Some(get_interface),
 };
 
-/// The plugin descriptor, for a host that links this crate statically.
+/// The plugin descriptor, for a host that links this crate statically, and
+/// for the entry symbol of `libasync_scheduler.so` (the `cdylib/` package).
 ///
-/// The same static descriptor [`aa_scheduler_entry_v1`] returns: a
-/// statically linked scheduler goes through the same negotiation as a loaded
-/// one. The pointer is valid for the life of the process (AA-R7).
+/// A statically linked scheduler goes through the same negotiation as a
+/// loaded one. The pointer is valid for the life of the process (AA-R7).
 ///
 /// # Examples
 ///
@@ -77,12 +77,25 @@ pub fn plugin_desc() -> *const AaPluginDesc {
     &DESC
 }
 
-/// The scheduler entry symbol (`AA_SCHEDULER_ENTRY_SYMBOL`): returns the
-/// static descriptor; no side effects. `[init]`
-#[no_mangle]
-pub extern "C" fn aa_scheduler_entry_v1() -> *const AaPluginDesc {
-    &DESC
-}
+/// Which build of the scheduler this is: `async-scheduler <version>
+/// <debug|release> <source digest>` (made by `build.rs`).
+///
+/// `libasync_scheduler.so` exports it as `async_runtime_build_id`; a host
+/// that links this crate and finds that library by name loads it only if
+/// the two ids are equal, so a plugin file built from other sources or with
+/// another profile is refused instead of run.
+///
+/// # Examples
+///
+/// ```
+/// let id = async_scheduler::BUILD_ID.to_str().unwrap();
+/// assert!(id.starts_with(concat!("async-scheduler ", env!("CARGO_PKG_VERSION"), " ")));
+/// ```
+pub const BUILD_ID: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("RUNTIME_BUILD_ID"), "\0").as_bytes()) {
+        Ok(id) => id,
+        Err(_) => panic!("the build id contains a NUL byte"),
+    };
 
 /// Live plugin contexts: the host API is forgotten when the last goes.
 static CONTEXTS: AtomicUsize = AtomicUsize::new(0);

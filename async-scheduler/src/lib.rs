@@ -9,11 +9,16 @@
 //!                                                    reactor plugin
 //! ```
 //!
-//! The crate is built twice: as `libasync_scheduler.so`, which the host loads
-//! at run time through [`aa_scheduler_entry_v1`], and as an rlib the host links
-//! statically as its embedded default, through [`plugin_desc`]. Both return
-//! the same static descriptor, so a statically linked scheduler goes through
-//! the same negotiation as a loaded one.
+//! This crate is an rlib: the host links it statically (the `embedded`
+//! scheduler and every scheduler name) through [`plugin_desc`]. The package
+//! `async-scheduler-cdylib` (`cdylib/`) wraps it into
+//! `libasync_scheduler.so`, whose entry symbol `aa_scheduler_entry_v1`
+//! returns the same static descriptor, so a statically linked scheduler goes
+//! through the same negotiation as a loaded one. The library is a package of
+//! its own because a package that is both a cdylib and an rlib gets an rlib
+//! without a hash in its file name, which a dependent's build and the
+//! runtime's own build overwrite in a shared target directory (E0308,
+//! ARCHITECTURE "Plugins, names and configuration").
 //!
 //! # How it works
 //!
@@ -79,4 +84,4 @@ mod stack;
 mod switch;
 mod tick;
 
-pub use ffi::{aa_scheduler_entry_v1, plugin_desc, stats, SchedulerStats};
+pub use ffi::{plugin_desc, stats, SchedulerStats, BUILD_ID};

@@ -33,7 +33,7 @@ use crate::event::{Event, Request};
 use crate::ops::Submitted;
 use crate::reactor::Reactor;
 
-reactor_sdk::export_reactor!(Reactor);
+reactor_sdk::export_reactor!(linked Reactor);
 
 /// Capabilities: every event kind of the ABI, inline completion, and
 /// datagram requests; not file requests (regular files are not pollable, so

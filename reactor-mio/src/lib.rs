@@ -5,10 +5,13 @@
 //! cross-thread triggers, completion-level socket requests, signal watches,
 //! child process exits, filesystem watches and name resolution (every event
 //! kind of the ABI), and completes each by calling its typed callback from
-//! inside `run_once`. The same code
-//! is linked statically (the `embedded` reactor, through [`plugin_desc`])
-//! and built as `libreactor_mio.so` (through the entry symbol
-//! [`aa_reactor_entry_v1`]).
+//! inside `run_once`. The same code is linked statically (the `embedded`
+//! and `mio` reactors, through [`plugin_desc`]) and built as
+//! `libreactor_mio.so` by the package `reactor-mio-cdylib` (`cdylib/`),
+//! whose entry symbol `aa_reactor_entry_v1` returns the same descriptor.
+//! This crate is an rlib only, so a dependent's build and the runtime's own
+//! never write the same unhashed file (ARCHITECTURE "Plugins, names and
+//! configuration").
 //!
 //! ```
 //! use async_abi::{AA_ABI_MAJOR, AA_ROLE_REACTOR};
@@ -66,4 +69,25 @@ mod sys;
 mod timer;
 mod trigger;
 
-pub use ffi::{aa_reactor_entry_v1, plugin_desc};
+pub use ffi::plugin_desc;
+
+/// Which build of this reactor this is: `reactor-mio <version> <debug|release>
+/// <source digest>` (made by `build.rs`).
+///
+/// The library `libreactor_mio.so` (package `reactor-mio-cdylib`) exports it as
+/// `async_runtime_build_id`; a host that links this crate and finds that
+/// library by name loads it only if the two ids are equal, so a plugin file
+/// built from other sources or with another profile is refused instead of
+/// run.
+///
+/// # Examples
+///
+/// ```
+/// let id = reactor_mio::BUILD_ID.to_str().unwrap();
+/// assert!(id.starts_with(concat!("reactor-mio ", env!("CARGO_PKG_VERSION"), " ")));
+/// ```
+pub const BUILD_ID: &std::ffi::CStr =
+    match std::ffi::CStr::from_bytes_with_nul(concat!(env!("RUNTIME_BUILD_ID"), "\0").as_bytes()) {
+        Ok(id) => id,
+        Err(_) => panic!("the build id contains a NUL byte"),
+    };

@@ -924,16 +924,30 @@ unsafe extern "C" fn dispose<R: Reactor>(ev: *mut AaEvent) {
 /// `pub fn plugin_desc()` (for static linking) and the entry symbol
 /// `aa_reactor_entry_v1` (for a `cdylib`).
 ///
+/// With `linked`, the entry symbol is left out: for a reactor crate that a
+/// host links statically beside other reactors (two crates exporting the
+/// same `#[no_mangle]` symbol cannot be linked into one program), whose
+/// `cdylib` is a separate package that exports
+/// `aa_reactor_entry_v1` returning `plugin_desc()` (as `reactor-mio/cdylib`
+/// does).
+///
 /// ```ignore
 /// // A reactor implementing `reactor_sdk::Reactor` itself:
 /// reactor_sdk::export_reactor!(crate::reactor::Reactor);
 /// // A backend of the readiness driver (`reactor_sdk::readiness::Backend`),
 /// // exported as `Readiness<Epoll>`:
 /// reactor_sdk::export_reactor!(backend crate::Epoll);
+/// // Without the entry symbol:
+/// reactor_sdk::export_reactor!(linked crate::reactor::Reactor);
+/// reactor_sdk::export_reactor!(linked backend crate::Epoll);
 /// ```
 #[macro_export]
 macro_rules! export_reactor {
     (backend $backend:ty) => {
+        $crate::export_reactor!(linked backend $backend);
+        $crate::export_reactor!(@entry);
+    };
+    (linked backend $backend:ty) => {
         impl $crate::readiness::Exported for $backend {
             #[inline]
             fn vtable() -> &'static $crate::__abi::AaReactorVTable {
@@ -941,6 +955,15 @@ macro_rules! export_reactor {
             }
         }
         $crate::export_reactor!(@statics $crate::readiness::Readiness<$backend>);
+    };
+    (linked $reactor:ty) => {
+        impl $crate::ffi::Exported for $reactor {
+            #[inline]
+            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
+                &AA_REACTOR_VTABLE
+            }
+        }
+        $crate::export_reactor!(@statics $reactor);
     };
     (@statics $reactor:ty) => {
         pub(crate) static AA_REACTOR_VTABLE: $crate::__abi::AaReactorVTable =
@@ -959,7 +982,8 @@ macro_rules! export_reactor {
         pub fn plugin_desc() -> *const $crate::__abi::AaPluginDesc {
             &AA_REACTOR_DESC
         }
-
+    };
+    (@entry) => {
         /// The reactor entry symbol: returns the static descriptor, no side
         /// effects. `[init]`
         #[no_mangle]
@@ -968,12 +992,7 @@ macro_rules! export_reactor {
         }
     };
     ($reactor:ty) => {
-        impl $crate::ffi::Exported for $reactor {
-            #[inline]
-            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
-                &AA_REACTOR_VTABLE
-            }
-        }
-        $crate::export_reactor!(@statics $reactor);
+        $crate::export_reactor!(linked $reactor);
+        $crate::export_reactor!(@entry);
     };
 }

@@ -37,7 +37,7 @@ use crate::event::{Event, State, EVENT_MAGIC};
 use crate::ops::Request;
 use crate::reactor::Reactor;
 
-reactor_sdk::export_reactor!(Reactor);
+reactor_sdk::export_reactor!(linked Reactor);
 
 /// The vtable, for this crate's own tests.
 #[cfg(test)]

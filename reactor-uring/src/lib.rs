@@ -9,9 +9,10 @@
 //! calling its typed callback from inside `run_once`. Requests are
 //! real ring operations (`RECV`, `SEND`, `ACCEPT`, `CONNECT`, `CLOSE`, ...),
 //! not readiness emulation: the kernel does the I/O and reports a result.
-//! The host loads it as `libreactor_uring.so` (reactor name `uring`) through
-//! the entry symbol [`aa_reactor_entry_v1`]; [`plugin_desc`] gives the same
-//! descriptor to a program that links the crate.
+//! The host links it statically (reactor name `uring`) through
+//! [`plugin_desc`]; the package `reactor-uring-cdylib` (`cdylib/`) builds
+//! `libreactor_uring.so`, whose entry symbol `aa_reactor_entry_v1` returns
+//! the same descriptor.
 //!
 //! ```
 //! use async_abi::{AA_CAP_IO_NATIVE, AA_IFACE_REACTOR_V1, AaReactorVTable, AaStr};
@@ -80,4 +81,25 @@ mod signal;
 mod timer;
 mod trigger;
 
-pub use ffi::{aa_reactor_entry_v1, plugin_desc};
+pub use ffi::plugin_desc;
+
+/// Which build of this reactor this is: `reactor-uring <version> <debug|release>
+/// <source digest>` (made by `build.rs`).
+///
+/// The library `libreactor_uring.so` (package `reactor-uring-cdylib`) exports it as
+/// `async_runtime_build_id`; a host that links this crate and finds that
+/// library by name loads it only if the two ids are equal, so a plugin file
+/// built from other sources or with another profile is refused instead of
+/// run.
+///
+/// # Examples
+///
+/// ```
+/// let id = reactor_uring::BUILD_ID.to_str().unwrap();
+/// assert!(id.starts_with(concat!("reactor-uring ", env!("CARGO_PKG_VERSION"), " ")));
+/// ```
+pub const BUILD_ID: &std::ffi::CStr =
+    match std::ffi::CStr::from_bytes_with_nul(concat!(env!("RUNTIME_BUILD_ID"), "\0").as_bytes()) {
+        Ok(id) => id,
+        Err(_) => panic!("the build id contains a NUL byte"),
+    };

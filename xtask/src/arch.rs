@@ -4,7 +4,13 @@
 //!    of ours; the plugins (`async-scheduler`, `reactor-*`) depend on no crate
 //!    of ours except `async-abi`, and the Rust reactors also on the reactor
 //!    kit `reactor-sdk` (itself on `async-abi` only) (normal and build
-//!    dependencies; a plugin's dev-dependencies are its own business).
+//!    dependencies; a plugin's dev-dependencies are its own business); a
+//!    `<plugin>-cdylib` package on `async-abi` and `<plugin>` only.
+//!    And no package of ours depends, in any way, on a package that builds
+//!    a cdylib: cargo names such a package's rlib without a hash, so a
+//!    program depending on it and the runtime's own build would overwrite
+//!    each other's copy in a shared target directory (E0308 in the
+//!    program's next build); a cdylib is a leaf package of its own.
 //! 2. **Unsafe inventory** (STYLE S13, S26): the list of source files that
 //!    contain `unsafe` is committed in `xtask/unsafe-files.txt`; a new file
 //!    with unsafe code (or a stale entry) fails until the list is reviewed and
@@ -87,26 +93,45 @@ pub(crate) fn test_targets(package: &str) -> Result<Vec<String>, String> {
 pub(crate) fn cdylib_packages() -> Result<Vec<String>, String> {
     let meta = metadata()?;
     Ok(packages(&meta)
-        .filter(|p| {
-            p["targets"].as_array().into_iter().flatten().any(|t| {
-                t["crate_types"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|k| k == "cdylib")
-            })
-        })
+        .filter(|p| builds_cdylib(p))
         .filter_map(|p| p["name"].as_str().map(str::to_owned))
         .collect())
 }
 
+/// Whether package `p` (from `cargo metadata`) has a cdylib target.
+fn builds_cdylib(p: &Value) -> bool {
+    p["targets"].as_array().into_iter().flatten().any(|t| {
+        t["crate_types"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|k| k == "cdylib")
+    })
+}
+
 fn dependency_problems(meta: &Value) -> Vec<String> {
     let ours: BTreeSet<&str> = packages(meta).filter_map(|p| p["name"].as_str()).collect();
+    let cdylibs: BTreeSet<&str> = packages(meta)
+        .filter(|p| builds_cdylib(p))
+        .filter_map(|p| p["name"].as_str())
+        .collect();
     let mut problems = Vec::new();
     for p in packages(meta) {
         let name = p["name"].as_str().unwrap_or("");
+        for dep in p["dependencies"].as_array().into_iter().flatten() {
+            let dep_name = dep["name"].as_str().unwrap_or("");
+            if cdylibs.contains(dep_name) {
+                problems.push(format!(
+                    "{name} must not depend on {dep_name}: it builds a cdylib, whose rlib cargo \
+                     names without a hash (a dependent's build and the runtime's then overwrite \
+                     each other's in a shared target directory); depend on the crate it wraps"
+                ));
+            }
+        }
+        let wrapped = name.strip_suffix("-cdylib");
         let allowed: &[&str] = match name {
             "async-abi" => &[],
+            _ if wrapped.is_some() => &["async-abi"],
             n if n == "async-scheduler" || n == "reactor-sdk" => &["async-abi"],
             n if n.starts_with("reactor-") => &["async-abi", "reactor-sdk"],
             _ => continue,
@@ -114,9 +139,10 @@ fn dependency_problems(meta: &Value) -> Vec<String> {
         for dep in p["dependencies"].as_array().into_iter().flatten() {
             let dep_name = dep["name"].as_str().unwrap_or("");
             let dev = dep["kind"].as_str() == Some("dev");
-            if !dev && ours.contains(dep_name) && !allowed.contains(&dep_name) {
+            let own = wrapped == Some(dep_name);
+            if !dev && !own && ours.contains(dep_name) && !allowed.contains(&dep_name) {
                 problems.push(format!(
-                    "{name} must not depend on {dep_name}: plugins depend only on async-abi (reactors also on reactor-sdk), and async-abi on nothing of ours"
+                    "{name} must not depend on {dep_name}: plugins depend only on async-abi (reactors also on reactor-sdk, a -cdylib package also on the plugin it wraps), and async-abi on nothing of ours"
                 ));
             }
         }
@@ -267,7 +293,42 @@ fn unsafe_inventory_problems(meta: &Value, bless: bool) -> Result<Vec<String>, S
 
 #[cfg(test)]
 mod tests {
-    use super::contains_unsafe_code;
+    use super::{contains_unsafe_code, dependency_problems};
+
+    fn package(name: &str, crate_types: &[&str], deps: &[&str]) -> serde_json::Value {
+        serde_json::json!({
+            "name": name,
+            "targets": [{ "crate_types": crate_types }],
+            "dependencies": deps
+                .iter()
+                .map(|d| serde_json::json!({ "name": d, "kind": null }))
+                .collect::<Vec<_>>(),
+        })
+    }
+
+    #[test]
+    fn a_package_of_ours_depending_on_a_cdylib_package_is_refused() {
+        let meta = serde_json::json!({ "packages": [
+            package("async-abi", &["lib"], &[]),
+            package("reactor-mio", &["cdylib", "rlib"], &["async-abi"]),
+            package("async-std-api", &["lib"], &["async-abi", "reactor-mio"]),
+        ]});
+        let problems = dependency_problems(&meta);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("async-std-api must not depend on reactor-mio: it builds a cdylib"),
+            "{problems:?}"
+        );
+        // The split shape: the cdylib is a leaf that wraps the rlib.
+        let meta = serde_json::json!({ "packages": [
+            package("async-abi", &["lib"], &[]),
+            package("reactor-mio", &["lib"], &["async-abi"]),
+            package("reactor-mio-cdylib", &["cdylib"], &["async-abi", "reactor-mio"]),
+            package("async-std-api", &["lib"], &["async-abi", "reactor-mio"]),
+        ]});
+        assert_eq!(dependency_problems(&meta), Vec::<String>::new());
+    }
 
     #[test]
     fn unsafe_in_comments_and_identifiers_does_not_count() {

@@ -55,6 +55,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--",
     ]);
     cmd.args(&args);
+    // The rows that say "loaded as a plugin" measure the release plugin
+    // files just built: a built-in name runs the statically linked copy
+    // unless its library is on ASYNC_PLUGIN_PATH.
+    cmd.env(
+        "ASYNC_PLUGIN_PATH",
+        crate::conformance::target_dir()?.join("release"),
+    );
     if !report || listing {
         return run_inherit(cmd, "the benchmark harness");
     }

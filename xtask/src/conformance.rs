@@ -121,7 +121,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         run_inherit(build, "cargo build (the kit and the reactors)")?;
         let dir = target_dir()?.join("debug");
         for p in &reactors {
-            libraries.push(dir.join(format!("lib{}.so", p.replace('-', "_"))));
+            // `reactor-mio-cdylib` builds `libreactor_mio.so` (its lib name
+            // is the plugin crate's); `reactor-example` is its own cdylib.
+            let stem = p.trim_end_matches("-cdylib").replace('-', "_");
+            libraries.push(dir.join(format!("lib{stem}.so")));
         }
         libraries.push(build_c_reactor()?);
     } else {

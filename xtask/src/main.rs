@@ -22,6 +22,9 @@
 //! - `memcheck`: a representative part of the suite under valgrind.
 //! - `soak --secs N`: the echo server under steady load: requests/s,
 //!   errors, the RSS trend, then a graceful stop on SIGINT.
+//! - `check-dependent`: a scratch program depending on the runtime, built
+//!   into one target directory with the runtime's plugin libraries (in both
+//!   orders), runs every built-in name.
 
 use std::process::ExitCode;
 
@@ -32,6 +35,7 @@ mod bench_report;
 mod chaos;
 mod cmd;
 mod conformance;
+mod dependent;
 mod header;
 mod layers;
 mod matrix;
@@ -53,6 +57,7 @@ commands:
   check-semantics                         rule ids defined in docs/semantics.md and tested
   memcheck                                part of the suite under valgrind: 0 errors, 0 leaks
   soak --secs N [--reactor R] [--conns C] the echo server under load: requests/s, errors, RSS
+  check-dependent                         a program depending on the runtime, beside its plugins
 ";
 
 fn main() -> ExitCode {
@@ -73,6 +78,7 @@ fn main() -> ExitCode {
         "check-abi-rules" => abi_rules::run(&rest),
         "memcheck" => memcheck::run(&rest),
         "soak" => soak::run(&rest),
+        "check-dependent" => dependent::run(&rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

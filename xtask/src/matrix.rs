@@ -1,8 +1,14 @@
 //! `cargo xtask test-matrix`: the suite once per scheduler x reactor cell.
 //!
 //! Steps:
-//! 1. build every cdylib plugin of the workspace (found from `cargo metadata`),
-//!    so the suite can load them by name from `target/debug/`;
+//! 1. build every cdylib plugin of the workspace (found from `cargo metadata`:
+//!    the `*-cdylib` packages and `reactor-example`) into `target/debug/`.
+//!    A built-in name runs the copy linked into the test binary unless its
+//!    library is on `ASYNC_PLUGIN_PATH`, so every `.so` cell sets
+//!    `ASYNC_PLUGIN_PATH=target/debug`: the cells named `.so` load the files
+//!    with libloading (each one's build id checked against the linked copy),
+//!    and one cell runs `uring` as the linked copy a program that depends on
+//!    the runtime gets;
 //! 2. run every crate's own tests once (unit, doc, ABI header and C checks)
 //!    and the architecture check;
 //! 3. build the `tests` suite once, then run it once per cell, selecting the
@@ -98,6 +104,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 
     let plugins = crate::arch::cdylib_packages()?;
+    let plugin_dir = crate::conformance::target_dir()?.join("debug");
     eprintln!("xtask: building plugins: {}", plugins.join(", "));
     let mut build = cargo();
     build.arg("build");
@@ -161,13 +168,27 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     run_inherit(build_suite, "building the tests suite")?;
 
-    for cell in cells(&plugins, &c_reactor) {
+    for cell in cells(&plugins, &c_reactor, &plugin_dir) {
         if let Some(f) = &filter {
             if !cell.label.contains(f.as_str()) {
                 continue;
             }
         }
         eprintln!("xtask: cell: {}", cell.label);
+        if let Err(e) = check_files_load(&cell, &plugin_dir.join("runtime_probe")) {
+            eprintln!("xtask:   {e}");
+            rows.push(Row {
+                label: cell.label.clone(),
+                counts: Counts {
+                    passed: 0,
+                    failed: 1,
+                    skipped: 0,
+                },
+                time: Duration::ZERO,
+                ok: false,
+            });
+            continue;
+        }
         rows.push(run_cell(&cell, nextest)?);
     }
 
@@ -184,17 +205,37 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// The cells for the plugins this workspace builds.
-fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
-    let mut cells = vec![Cell {
-        label: "embedded scheduler + embedded mio (no configuration)".into(),
-        package: "tests",
-        env: vec![],
-        chaos: false,
-        skips: &[],
-    }];
+/// The cells for the plugins this workspace builds; `plugin_dir` holds
+/// their libraries.
+fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
+    let mut cells = vec![
+        Cell {
+            label: "embedded scheduler + embedded mio (no configuration)".into(),
+            package: "tests",
+            env: vec![],
+            chaos: false,
+            skips: &[],
+        },
+        // What `ASYNC_REACTOR=uring` is in a program that depends on the
+        // runtime and builds no plugin: the copy of reactor-uring linked
+        // into it, beside the linked mio (one process, two reactors' code).
+        Cell {
+            label: "embedded scheduler + linked uring (a name, no plugin files)".into(),
+            package: "tests",
+            env: vec![("ASYNC_REACTOR", "uring".into())],
+            chaos: false,
+            skips: &[],
+        },
+    ];
     let has = |p: &str| plugins.iter().any(|x| x == p);
-    if has("async-scheduler") && has("reactor-mio") {
+    // The built-in names load these files, not the linked copies.
+    let files = ("ASYNC_PLUGIN_PATH", plugin_dir.display().to_string());
+    let (sched, mio, uring) = (
+        has("async-scheduler-cdylib"),
+        has("reactor-mio-cdylib"),
+        has("reactor-uring-cdylib"),
+    );
+    if sched && mio {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + mio .so"),
@@ -202,13 +243,14 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "mio".into()),
+                    files.clone(),
                 ],
                 chaos: false,
                 skips: &[],
             });
         }
     }
-    if has("async-scheduler") && has("reactor-uring") {
+    if sched && uring {
         for engine in ["context", "corosensei"] {
             cells.push(Cell {
                 label: format!("scheduler .so ({engine} engine) + uring .so"),
@@ -216,25 +258,27 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
                 env: vec![
                     ("ASYNC_SCHEDULER", engine.into()),
                     ("ASYNC_REACTOR", "uring".into()),
+                    files.clone(),
                 ],
                 chaos: false,
                 skips: &[],
             });
         }
     }
-    if has("async-scheduler") {
+    if sched {
         cells.push(Cell {
             label: "scheduler .so (context engine) + C reactor .so".into(),
             package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", c_reactor.display().to_string()),
+                files.clone(),
             ],
             chaos: false,
             skips: C_REACTOR_SKIPS,
         });
     }
-    if has("async-scheduler") && has("reactor-example") {
+    if sched && has("reactor-example") {
         // Built with the other cdylibs, next to the C reactor's library.
         let example = c_reactor.with_file_name("libreactor_example.so");
         cells.push(Cell {
@@ -243,17 +287,20 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", example.display().to_string()),
+                files.clone(),
             ],
             chaos: false,
             skips: EXAMPLE_REACTOR_SKIPS,
         });
     }
-    if has("async-scheduler") && has("reactor-mio") {
+    if sched && mio {
         for seed in crate::chaos::MATRIX_SEEDS {
+            let mut env = crate::chaos::env(seed);
+            env.push(files.clone());
             cells.push(Cell {
                 label: format!("scheduler .so (chaos seed {seed}) + mio .so"),
                 package: "tests",
-                env: crate::chaos::env(seed),
+                env,
                 chaos: true,
                 skips: &[],
             });
@@ -266,13 +313,14 @@ fn cells(plugins: &[String], c_reactor: &Path) -> Vec<Cell> {
         chaos: false,
         skips: &[],
     });
-    if has("async-scheduler") && has("reactor-uring") {
+    if sched && uring {
         cells.push(Cell {
             label: "real software with hooks: scheduler .so (context engine) + uring .so".into(),
             package: "tests-real",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", "uring".into()),
+                files.clone(),
             ],
             chaos: false,
             skips: &[],
@@ -310,6 +358,40 @@ fn unit_row() -> Result<Row, String> {
         counts,
         time: started.elapsed(),
     })
+}
+
+/// A cell that sets `ASYNC_PLUGIN_PATH` must run the plugin files, not the
+/// linked copies (which would pass the suite just as well, testing nothing
+/// new): the runtime probe, run with the cell's environment, must print
+/// the notice naming a file for both plugins, which is echoed into the log.
+fn check_files_load(cell: &Cell, probe: &Path) -> Result<(), String> {
+    if !cell.env.iter().any(|(k, _)| *k == "ASYNC_PLUGIN_PATH") {
+        return Ok(());
+    }
+    let mut cmd = std::process::Command::new(probe);
+    for var in [
+        "ASYNC_CONFIG",
+        "ASYNC_SCHEDULER_OPTIONS",
+        "ASYNC_REACTOR_OPTIONS",
+        "ASYNC_PLUGIN_NOTICE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(cell.env.iter().map(|(k, v)| (*k, v.as_str())));
+    let out = run_capture(cmd, "the runtime probe")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match stderr.lines().find(|l| l.starts_with("async-std-api: ")) {
+        // Every such cell loads both plugins from files.
+        Some(line) if out.status.success() && line.matches(" from /").count() == 2 => {
+            eprintln!("xtask:   {line}");
+            Ok(())
+        }
+        _ => Err(format!(
+            "the cell's probe loaded no plugin file ({}): {}",
+            out.status,
+            stderr.trim()
+        )),
+    }
 }
 
 fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
@@ -360,7 +442,9 @@ fn run_cell(cell: &Cell, nextest: bool) -> Result<Row, String> {
         .env_remove("ASYNC_REACTOR")
         .env_remove("ASYNC_CONFIG")
         .env_remove("ASYNC_SCHEDULER_OPTIONS")
-        .env_remove("ASYNC_REACTOR_OPTIONS");
+        .env_remove("ASYNC_REACTOR_OPTIONS")
+        .env_remove("ASYNC_PLUGIN_PATH")
+        .env_remove("ASYNC_PLUGIN_NOTICE");
     for (k, v) in &cell.env {
         cmd.env(k, v);
     }

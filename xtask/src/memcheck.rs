@@ -188,7 +188,13 @@ fn build() -> Result<Built, String> {
     let mut target_dir = None;
     let mut steps: Vec<(Vec<String>, &str)> = vec![
         (
-            args(&["build", "-p", "async-scheduler", "-p", "reactor-mio"]),
+            args(&[
+                "build",
+                "-p",
+                "async-scheduler-cdylib",
+                "-p",
+                "reactor-mio-cdylib",
+            ]),
             "building the plugins",
         ),
         (

@@ -135,8 +135,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             c
         }
     };
+    // The plugin files just built, not the copies linked into the example:
+    // the soak is also a test of a reactor loaded from a file.
     let mut server = command
         .env("ASYNC_REACTOR", &args.reactor)
+        .env("ASYNC_PLUGIN_PATH", target.join("release"))
         .env_remove("ASYNC_SCHEDULER")
         .stderr(Stdio::piped())
         .spawn()
@@ -269,7 +272,16 @@ fn free_port() -> Result<u16, String> {
 fn wait_listening(server: &mut Child) -> Result<(), String> {
     let stderr = server.stderr.take().ok_or("no stderr")?;
     let mut lines = BufReader::new(stderr).lines();
-    match lines.next() {
+    // The runtime's notice naming the plugin files comes first.
+    let first = lines.next();
+    let first = match first {
+        Some(Ok(l)) if l.starts_with("async-std-api: ") => {
+            eprintln!("xtask: soak: {l}");
+            lines.next()
+        }
+        other => other,
+    };
+    match first {
         Some(Ok(l)) if l.starts_with("listening on") => {
             // Drain the rest so the server never blocks on a full pipe.
             thread::spawn(move || lines.for_each(drop));

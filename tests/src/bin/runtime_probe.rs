@@ -8,6 +8,10 @@
 //!   deadlock.
 //! - `runtime_probe builder`: like `hello`, with both plugins chosen by the
 //!   builder (`embedded`), which must win over the environment.
+//! - `runtime_probe quiet`: like `hello`, with the builder's
+//!   `plugin_notice(false)`, which must win over `ASYNC_PLUGIN_NOTICE`.
+//! - `runtime_probe per_core`: like `hello` on two loops
+//!   (`run_per_core`), each printing the marker.
 //! - `runtime_probe emfile`: a naive accept loop (it retries at once on
 //!   every error) while the process has no descriptor left: a timer
 //!   coroutine must still run (it frees the descriptors), and the loop then
@@ -46,6 +50,13 @@ fn main() -> Result<(), async_std_api::Error> {
             .scheduler("embedded")
             .reactor("embedded")
             .run(|| println!("{PROBE_MARKER}")),
+        "quiet" => Builder::new()
+            .plugin_notice(false)
+            .run(|| println!("{PROBE_MARKER}")),
+        "per_core" => Builder::new()
+            .threads(2)
+            .run_per_core(|_| println!("{PROBE_MARKER}"))
+            .map(drop),
         "emfile" => run(emfile),
         "fallbacks" => run(fallbacks),
         "tcp" => run(tcp),

@@ -152,8 +152,9 @@ pub fn run_child(exe: &str, args: &[&str], env: &[(&str, &str)]) -> ChildOutput 
 }
 
 /// Runs a helper binary; with `keep_backend`, the matrix's
-/// `ASYNC_SCHEDULER`/`ASYNC_REACTOR` (and options) stay set, so the child
-/// runs on the same cell as the test.
+/// `ASYNC_SCHEDULER`/`ASYNC_REACTOR` (and options, and
+/// `ASYNC_PLUGIN_PATH`) stay set, so the child runs on the same cell as the
+/// test.
 #[track_caller]
 pub fn run_child_keeping(
     exe: &str,
@@ -165,16 +166,19 @@ pub fn run_child_keeping(
     cmd.args(args);
     let mut cleared = vec![
         "ASYNC_CONFIG",
-        "ASYNC_PLUGIN_PATH",
+        "ASYNC_PLUGIN_NOTICE",
         "RUST_BACKTRACE",
         "RUST_LOG",
     ];
     if !keep_backend {
+        // ASYNC_PLUGIN_PATH too: on the matrix's `.so` cells it makes the
+        // built-in names load the plugin files.
         cleared.extend([
             "ASYNC_SCHEDULER",
             "ASYNC_REACTOR",
             "ASYNC_SCHEDULER_OPTIONS",
             "ASYNC_REACTOR_OPTIONS",
+            "ASYNC_PLUGIN_PATH",
         ]);
     }
     for k in cleared {
@@ -191,6 +195,41 @@ pub fn run_child_keeping(
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The target directory's profile directory this test binary was built
+/// for: `target/<profile>/` for a binary in `target/<profile>/deps/`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().expect("the binary has a directory");
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// One of the runtime's plugin libraries (`libreactor_mio.so`,
+/// `libreactor_uring.so`, `libasync_scheduler.so`) in [`profile_dir`]:
+/// built by `cargo xtask test-matrix`, or here, with `$CARGO build -p
+/// <package>-cdylib`, if it is missing. (Not when it is there but stale: a
+/// nested cargo under `cargo test` would wait for the build lock forever; a
+/// stale file loaded by name is refused with its build id.)
+#[track_caller]
+pub fn plugin_library(file: &str) -> PathBuf {
+    let path = profile_dir().join(file);
+    if !path.exists() {
+        let stem = file.trim_start_matches("lib").trim_end_matches(".so");
+        let package = format!("{}-cdylib", stem.replace('_', "-"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", &package])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo build -p {package}: {e}"));
+        assert!(status.success(), "cargo build -p {package} failed");
+    }
+    assert!(path.exists(), "{} not found", path.display());
+    path
 }
 
 /// Compiles `tests/fixtures/<name>.c` into `<out_dir>/lib<name>.so` with

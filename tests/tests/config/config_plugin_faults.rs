@@ -3,8 +3,7 @@
 //! forwards to reactor-mio): one line naming the plugin, and no request the
 //! reactor said it cannot run (F8, F9 in the host's `ffi`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use tests::support::{c_fixture, run_child, PROBE_MARKER};
@@ -26,20 +25,9 @@ fn fixture() -> String {
 
 /// `libreactor_mio.so` of this build (made here if missing).
 fn mio_library() -> String {
-    let dir: PathBuf = Path::new(PROBE)
-        .parent()
-        .expect("the probe's directory")
-        .to_owned();
-    let file = dir.join("libreactor_mio.so");
-    if !file.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "reactor-mio"])
-            .status()
-            .expect("run cargo build -p reactor-mio");
-        assert!(status.success(), "cargo build -p reactor-mio failed");
-    }
-    file.display().to_string()
+    tests::support::plugin_library("libreactor_mio.so")
+        .display()
+        .to_string()
 }
 
 #[test]

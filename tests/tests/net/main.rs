@@ -1,6 +1,7 @@
 //! Networking: TCP (many concurrent connections with plain std::io code,
 //! cancelled I/O, faults, fairness), UDP, Unix sockets, readiness on any
-//! descriptor, and name resolution.
+//! descriptor, name resolution, and the `http_server` example under real
+//! requests.
 
 mod tcp_cancel;
 mod tcp_echo;
@@ -12,5 +13,6 @@ mod tcp_races;
 mod udp;
 mod async_fd;
 mod dns;
+mod http_server;
 mod unix;
 mod uring_fast_paths;

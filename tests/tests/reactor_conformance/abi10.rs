@@ -22,8 +22,6 @@ use async_abi::*;
 use tests::conformance::Reactor;
 use tests::support::{c_fixture, run_child, PROBE_MARKER};
 
-use crate::target_dir;
-
 const PROBE: &str = env!("CARGO_BIN_EXE_runtime_probe");
 
 /// Set in the child that runs the kit against the fixture.
@@ -33,19 +31,9 @@ const CHILD_ENV: &str = "AA_ABI10_KIT_CHILD";
 const REFUSAL: &str = "abi10 fixture: refused opcode";
 
 /// `libreactor_mio.so`: built by `cargo xtask test-matrix` (and by `cargo
-/// build -p reactor-mio`); built here with `$CARGO` if it is missing.
+/// build -p reactor-mio-cdylib`); built here with `$CARGO` if it is missing.
 pub(crate) fn mio_library() -> PathBuf {
-    let file = target_dir().join("libreactor_mio.so");
-    if !file.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "reactor-mio"])
-            .status()
-            .expect("run cargo build -p reactor-mio");
-        assert!(status.success(), "cargo build -p reactor-mio failed");
-    }
-    assert!(file.exists(), "{} not found", file.display());
-    file
+    tests::support::plugin_library("libreactor_mio.so")
 }
 
 /// The fixture, compiled once per process (`c_fixture` names its temporary

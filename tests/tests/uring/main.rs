@@ -161,30 +161,11 @@ fn child(library: &Path) {
 // ---------------------------------------------------------------------------
 
 /// `target/<profile>/` for a test binary in `target/<profile>/deps/`.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe.parent().expect("the binary has a directory");
-    if dir.file_name().is_some_and(|n| n == "deps") {
-        dir.parent().expect("deps has a parent").to_path_buf()
-    } else {
-        dir.to_path_buf()
-    }
-}
-
 /// The uring library: built by `cargo xtask test-matrix` (and by `cargo
-/// build -p reactor-uring`); built here with `$CARGO` if it is missing.
+/// build -p reactor-uring-cdylib`); built here with `$CARGO` if it is
+/// missing.
 pub(crate) fn library() -> PathBuf {
-    let file = target_dir().join("libreactor_uring.so");
-    if !file.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "reactor-uring"])
-            .status()
-            .expect("run cargo build -p reactor-uring");
-        assert!(status.success(), "cargo build -p reactor-uring failed");
-    }
-    assert!(file.exists(), "{} not found", file.display());
-    file
+    tests::support::plugin_library("libreactor_uring.so")
 }
 
 /// System calls counted per phase of the child's run.

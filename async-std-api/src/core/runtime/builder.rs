@@ -79,8 +79,12 @@ impl Builder {
     }
 
     /// The scheduler: `embedded` (the default), `fifo`, `context`,
-    /// `corosensei`, or a path to a shared library (anything containing `/`
-    /// or ending in `.so`). Overrides `ASYNC_SCHEDULER`.
+    /// `corosensei`, `chaos`, or a path to a shared library (anything
+    /// containing `/` or ending in `.so`). Overrides `ASYNC_SCHEDULER`.
+    ///
+    /// A name runs the statically linked scheduler, unless an
+    /// `ASYNC_PLUGIN_PATH` directory holds `libasync_scheduler.so` built
+    /// from the same sources (README, "Choosing backends").
     pub fn scheduler(mut self, name_or_path: impl Into<String>) -> Builder {
         self.explicit.scheduler = Some(name_or_path.into());
         self
@@ -88,6 +92,11 @@ impl Builder {
 
     /// The reactor: `embedded` (the default), `mio`, `uring`, `auto`, or a
     /// path to a shared library. Overrides `ASYNC_REACTOR`.
+    ///
+    /// Every name runs a statically linked reactor (`mio` and `embedded`
+    /// reactor-mio, `uring` reactor-uring), unless an `ASYNC_PLUGIN_PATH`
+    /// directory holds its library built from the same sources (README,
+    /// "Choosing backends").
     pub fn reactor(mut self, name_or_path: impl Into<String>) -> Builder {
         self.explicit.reactor = Some(name_or_path.into());
         self
@@ -285,6 +294,33 @@ impl Builder {
     /// trace`.
     pub fn trace(mut self, on: bool) -> Builder {
         self.explicit.trace = Some(on);
+        self
+    }
+
+    /// Whether a plugin loaded from a file is announced on standard error,
+    /// in one line naming the scheduler, the reactor and the file (on by
+    /// default; the statically linked plugins are never announced).
+    /// Overrides `ASYNC_PLUGIN_NOTICE` (`1`/`0`) and the config file's
+    /// `[runtime] plugin_notice`.
+    ///
+    /// A file is what can be stale or someone else's: the line says which
+    /// one runs without asking for `RUST_LOG=info`. For example, with
+    /// `ASYNC_PLUGIN_PATH=/opt/plugins ASYNC_REACTOR=uring`:
+    ///
+    /// ```text
+    /// async-std-api: scheduler "embedded" (linked in), reactor "uring" from /opt/plugins/libreactor_uring.so; ASYNC_PLUGIN_NOTICE=0 hides this line
+    /// ```
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use async_std_api::Builder;
+    ///
+    /// let n = Builder::new().plugin_notice(false).run(|| 1).unwrap();
+    /// assert_eq!(n, 1);
+    /// ```
+    pub fn plugin_notice(mut self, on: bool) -> Builder {
+        self.explicit.plugin_notice = Some(on);
         self
     }
 

@@ -37,6 +37,9 @@ pub(crate) struct Explicit {
     pub(crate) hooks: Option<bool>,
     /// Where events go besides `tracing` (`core::events`).
     pub(crate) events: Option<crate::core::events::Handler>,
+    /// The stderr notice for a plugin loaded from a file (`Some(false)`:
+    /// off).
+    pub(crate) plugin_notice: Option<bool>,
 }
 
 /// The activity interval `Builder::warn_blocking` turns on in a debug build.
@@ -54,8 +57,9 @@ pub(crate) const DEFAULT_CANCELLATION_TIMEOUT: Duration = Duration::from_secs(10
 pub(crate) enum Choice {
     /// The statically linked plugin.
     Embedded,
-    /// A named shared library (`fifo`, `context`, `corosensei`, `chaos`, `mio`,
-    /// `uring`), looked for in the search directories.
+    /// A built-in name (`fifo`, `context`, `corosensei`, `chaos`, `mio`,
+    /// `uring`): its library from the first `ASYNC_PLUGIN_PATH` directory
+    /// that holds one, else the statically linked copy.
     Named(String),
     /// A shared library given by path.
     Path(PathBuf),
@@ -71,6 +75,8 @@ pub(crate) struct Resolved {
     pub(crate) scheduler_options: Vec<(String, String)>,
     pub(crate) reactor_options: Vec<(String, String)>,
     pub(crate) stack_size: usize,
+    /// The `ASYNC_PLUGIN_PATH` directories, in order: the only places a
+    /// built-in name's library is looked for.
     pub(crate) search_dirs: Vec<PathBuf>,
     /// R-S10: how long zombies may run once nothing else does.
     pub(crate) zombie_timeout: Duration,
@@ -82,6 +88,8 @@ pub(crate) struct Resolved {
     pub(crate) blocking_threads: usize,
     /// Capture stacks at suspensions (`Coroutine::trace`).
     pub(crate) trace: bool,
+    /// Print the one-line notice when a plugin comes from a file.
+    pub(crate) plugin_notice: bool,
     /// Blocking C library calls suspend only their coroutine (`hooks`).
     pub(crate) hooks: bool,
 }
@@ -103,6 +111,7 @@ struct RuntimeTable {
     cancellation_timeout: Option<u64>,
     blocking_threads: Option<usize>,
     trace: Option<bool>,
+    plugin_notice: Option<bool>,
     hooks: Option<bool>,
 }
 
@@ -247,6 +256,11 @@ pub(crate) fn resolve(
         .or(env_trace)
         .or(file_runtime.trace)
         .unwrap_or(false);
+    let plugin_notice = explicit
+        .plugin_notice
+        .or(env_flag(env, "ASYNC_PLUGIN_NOTICE")?)
+        .or(file_runtime.plugin_notice)
+        .unwrap_or(true);
     let env_hooks = env_flag(env, "ASYNC_HOOKS")?;
     let hooks = explicit
         .hooks
@@ -281,7 +295,10 @@ pub(crate) fn resolve(
         options: explicit.reactor_options.clone(),
     };
 
-    let mut search_dirs = default_search_dirs(env);
+    // Only the directories asked for: a file lying next to the executable
+    // or in a target directory is never picked up by itself (a stale one
+    // there used to win over everything but a path).
+    let mut search_dirs = Vec::new();
     if let Some(p) = env("ASYNC_PLUGIN_PATH") {
         for dir in p.split(':').filter(|d| !d.is_empty()) {
             push_unique(&mut search_dirs, PathBuf::from(dir));
@@ -306,6 +323,7 @@ pub(crate) fn resolve(
         cancellation_timeout,
         blocking_threads,
         trace,
+        plugin_notice,
         hooks,
     })
 }
@@ -394,90 +412,19 @@ fn resolve_name(role: Role, value: &str) -> Result<(Choice, Implied), String> {
     }
 }
 
-/// Finds the file for a plugin name (`fifo`, `mio`, ...) in the search
-/// directories.
-pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
+/// The library of a built-in name (`fifo`, `mio`, ...) in the first
+/// search directory (`ASYNC_PLUGIN_PATH`) that holds it, if any; `None`
+/// means the statically linked copy.
+pub(crate) fn find_library(role: Role, name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     let file = library_for(role, name).expect("a named plugin has a library");
-    for dir in dirs {
-        let candidate = dir.join(file);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-    }
-    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let hint = other_profile_build(file, dirs).map_or_else(
-        || {
-            format!(
-                "; build it with `cargo build{} -p {}` in the runtime's workspace, or set \
-                 ASYNC_PLUGIN_PATH to the directory that holds it",
-                if PROFILE == "release" {
-                    " --release"
-                } else {
-                    ""
-                },
-                package_of(file)
-            )
-        },
-        |p| {
-            format!(
-                "; a {} build of it is at {} (build the plugins with the program's profile: cargo \
-             build{} -p {})",
-                if PROFILE == "release" {
-                    "debug"
-                } else {
-                    "release"
-                },
-                p.display(),
-                if PROFILE == "release" {
-                    " --release"
-                } else {
-                    ""
-                },
-                package_of(file)
-            )
-        },
-    );
-    Err(format!(
-        "cannot find {} plugin \"{name}\" ({file}): looked in {}{hint}",
-        role.name(),
-        if looked.is_empty() {
-            "no directory".to_owned()
-        } else {
-            looked.join(", ")
-        }
-    ))
-}
-
-/// The cargo profile directory this program was built for: a plugin from
-/// the other one would mix debug and release code.
-const PROFILE: &str = if cfg!(debug_assertions) {
-    "debug"
-} else {
-    "release"
-};
-
-/// Where the other profile's build of `file` is, beside one of the
-/// searched profile directories, if anywhere: said in the error rather than
-/// loaded silently.
-fn other_profile_build(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    let other = if PROFILE == "release" {
-        "debug"
-    } else {
-        "release"
-    };
-    dirs.iter()
-        .filter(|d| d.file_name().is_some_and(|n| n == PROFILE))
-        .filter_map(|d| d.parent())
-        .map(|target| target.join(other).join(file))
-        .find(|p| p.is_file())
+    dirs.iter().map(|dir| dir.join(file)).find(|p| p.is_file())
 }
 
 /// The workspace package that builds `file` (`libreactor_uring.so` is
-/// `reactor-uring`).
-fn package_of(file: &str) -> String {
-    file.trim_start_matches("lib")
-        .trim_end_matches(".so")
-        .replace('_', "-")
+/// `reactor-uring-cdylib`), for the fix in a refusal.
+pub(crate) fn package_of(file: &str) -> String {
+    let stem = file.trim_start_matches("lib").trim_end_matches(".so");
+    format!("{}-cdylib", stem.replace('_', "-"))
 }
 
 fn push_unique(dirs: &mut Vec<PathBuf>, dir: PathBuf) {
@@ -486,31 +433,6 @@ fn push_unique(dirs: &mut Vec<PathBuf>, dir: PathBuf) {
     }
 }
 
-/// Next to the executable, the cargo target directory it lives in, and
-/// `$CARGO_TARGET_DIR/<profile>`, the profile the program was built with
-/// (never the other: debug plugins in a release program, or the reverse,
-/// are named in the error instead).
-fn default_search_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            push_unique(&mut dirs, dir.to_path_buf());
-            let last = dir.file_name().and_then(|n| n.to_str());
-            if matches!(last, Some("deps" | "examples")) {
-                if let Some(parent) = dir.parent() {
-                    push_unique(&mut dirs, parent.to_path_buf());
-                }
-            }
-        }
-    }
-    if let Some(t) = env("CARGO_TARGET_DIR").filter(|t| !t.is_empty()) {
-        let t = PathBuf::from(t);
-        push_unique(&mut dirs, t.join(PROFILE));
-    }
-    dirs
-}
-
-/// Parses `key=value,key=value`.
 /// One option of a config file's `[<role>.options]` table, as `key=value`
 /// pairs: TOML reads an unquoted dotted key (`mio.events_capacity = 16`)
 /// as a table (`mio = { events_capacity = 16 }`), which is joined back into
@@ -527,6 +449,7 @@ fn flatten_option(key: String, value: toml::Value, out: &mut Vec<(String, String
     }
 }
 
+/// Parses `key=value,key=value`.
 fn parse_options(var: &str, text: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -784,6 +707,55 @@ mod tests {
                 ("mio.events_capacity".to_owned(), "16".to_owned()),
                 ("uring.sq_entries".to_owned(), "64".to_owned())
             ]
+        );
+    }
+
+    #[test]
+    fn only_the_plugin_path_is_searched_in_its_order() {
+        let r = resolve(
+            &Explicit::default(),
+            &env_of(&[
+                ("ASYNC_PLUGIN_PATH", "/a::/b:/a"),
+                ("CARGO_TARGET_DIR", "/t"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.search_dirs, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let r = resolve(&Explicit::default(), &env_of(&[("CARGO_TARGET_DIR", "/t")])).unwrap();
+        assert_eq!(r.search_dirs, Vec::<PathBuf>::new(), "not the target dir");
+    }
+
+    #[test]
+    fn the_plugin_notice_is_on_by_default_and_has_every_source() {
+        let r = resolve(&Explicit::default(), &env_of(&[])).unwrap();
+        assert!(r.plugin_notice);
+        let off = env_of(&[("ASYNC_PLUGIN_NOTICE", "0")]);
+        assert!(!resolve(&Explicit::default(), &off).unwrap().plugin_notice);
+        let explicit = Explicit {
+            plugin_notice: Some(true),
+            ..Explicit::default()
+        };
+        assert!(
+            resolve(&explicit, &off).unwrap().plugin_notice,
+            "the builder wins"
+        );
+        let e = resolve(
+            &Explicit::default(),
+            &env_of(&[("ASYNC_PLUGIN_NOTICE", "yes please")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid ASYNC_PLUGIN_NOTICE \"yes please\": expected 1 or 0"
+        );
+    }
+
+    #[test]
+    fn package_of_names_the_cdylib_package_of_a_library() {
+        assert_eq!(package_of("libreactor_uring.so"), "reactor-uring-cdylib");
+        assert_eq!(
+            package_of("libasync_scheduler.so"),
+            "async-scheduler-cdylib"
         );
     }
 

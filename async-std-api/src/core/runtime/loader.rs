@@ -20,6 +20,13 @@
 //!   datagram or file opcode) to a 1.0 reactor, whatever its reserved bits
 //!   hold. The 1.1 slot `instance_caps` of such a plugin reads as `None`
 //!   (L2).
+//! - **L5** A library found for a built-in name (on `ASYNC_PLUGIN_PATH`)
+//!   is the same code as the copy this host links, or it is not loaded:
+//!   its `async_runtime_build_id` (a symbol outside the ABI, which the
+//!   runtime's own `cdylib` packages export) must equal the linked crate's
+//!   `BUILD_ID`, checked before its entry symbol is called. A library given
+//!   by path is not checked: a third party's plugin has no build id, and
+//!   the ABI negotiation is its contract.
 //!
 //! # Safety
 //!
@@ -120,31 +127,98 @@ fn fail(role: Role, value: &str, reason: impl std::fmt::Display) -> String {
     format!("cannot load {} \"{value}\": {reason}", role.name())
 }
 
-/// Opens a shared library and returns its checked descriptor (steps 1-3).
+/// The symbol a library built by the runtime's own `cdylib` packages
+/// exports with its build id (L5): `const char *async_runtime_build_id(void)`,
+/// a static NUL-terminated string.
+const BUILD_ID_SYMBOL: &[u8] = b"async_runtime_build_id\0";
+
+/// The type of [`BUILD_ID_SYMBOL`].
+type BuildIdFn = unsafe extern "C" fn() -> *const std::ffi::c_char;
+
+/// Opens a shared library given by path and returns its checked descriptor
+/// (steps 1-3).
 pub(crate) fn open(role: Role, path: &Path) -> Result<Image, String> {
     let value = path.display().to_string();
+    let lib = dlopen(role, &value, path)?;
+    entry(role, &value, lib)
+}
+
+/// Opens the library found for built-in `name` at `path` (on
+/// `ASYNC_PLUGIN_PATH`): refused unless its build id is the linked copy's
+/// (L5), then steps 1-3 as [`open`].
+pub(crate) fn open_named(role: Role, name: &str, path: &Path) -> Result<Image, String> {
+    let value = path.display().to_string();
+    let lib = dlopen(role, &value, path)?;
+    let ours = linked_build_id(role, name);
+    let ours = ours.to_string_lossy();
+    // SAFETY: a library exporting this name declares it as `BuildIdFn`
+    // (L5; the runtime's cdylib packages are its only exporters).
+    let theirs = match unsafe { lib.get::<BuildIdFn>(BUILD_ID_SYMBOL) } {
+        // SAFETY: the function has no side effects and returns a static
+        // NUL-terminated string or NULL (L5); the library is never closed.
+        Ok(f) => Some(cstr(unsafe { f() })),
+        Err(_) => None,
+    };
+    if theirs.as_deref() != Some(ours.as_ref()) {
+        let dir = path.parent().unwrap_or(Path::new("")).display();
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        let reason = match theirs {
+            None => format!(
+                "{value} has no build id, so it is not one of this runtime's own plugin builds \
+                 (load a third party's plugin by path); take {dir} off ASYNC_PLUGIN_PATH"
+            ),
+            Some(theirs) => format!(
+                "{value} was built from {theirs}, this program links {ours}; rebuild it from the \
+                 same sources and profile (cargo build -p {}) or take {dir} off ASYNC_PLUGIN_PATH",
+                super::config::package_of(&file)
+            ),
+        };
+        // L1: not closed either (its initialisers ran; nothing of it is
+        // kept, the id was copied).
+        std::mem::forget(lib);
+        return Err(fail(role, name, reason));
+    }
+    entry(role, &value, lib)
+}
+
+/// The build id of the copy of built-in `name` this host links (L5).
+fn linked_build_id(role: Role, name: &str) -> &'static std::ffi::CStr {
+    match (role, name) {
+        (Role::Scheduler, _) => async_scheduler::BUILD_ID,
+        (Role::Reactor, "uring") => reactor_uring::BUILD_ID,
+        (Role::Reactor, _) => reactor_mio::BUILD_ID,
+    }
+}
+
+/// Step 1: `dlopen`, with the flags of L1.
+fn dlopen(role: Role, value: &str, path: &Path) -> Result<libloading::os::unix::Library, String> {
     if !path.exists() {
-        return Err(fail(role, &value, "file not found"));
+        return Err(fail(role, value, "file not found"));
     }
     let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL | RTLD_NODELETE;
     // SAFETY: opening a library runs its initialisers; loading a file the
-    // user named as a plugin is the documented contract of this option. The
-    // library is never closed (L1): it is leaked below.
-    let lib = unsafe { libloading::os::unix::Library::open(Some(path), flags) }
-        .map_err(|e| fail(role, &value, dlopen_reason(&e.to_string())))?;
+    // user named as a plugin (by path, or by putting its directory on
+    // ASYNC_PLUGIN_PATH) is the documented contract of these options. The
+    // library is never closed (L1): `entry` leaks it.
+    unsafe { libloading::os::unix::Library::open(Some(path), flags) }
+        .map_err(|e| fail(role, value, dlopen_reason(&e.to_string())))
+}
+
+/// Steps 2-3: the entry symbol and the descriptor it returns.
+fn entry(role: Role, value: &str, lib: libloading::os::unix::Library) -> Result<Image, String> {
     // SAFETY: the entry symbol of this role has type `AaPluginEntryFn` by the
     // ABI contract (module doc).
-    let entry = unsafe { lib.get::<AaPluginEntryFn>(role.entry_symbol()) };
-    let entry: AaPluginEntryFn = match entry {
+    let found = unsafe { lib.get::<AaPluginEntryFn>(role.entry_symbol()) };
+    let entry_fn: AaPluginEntryFn = match found {
         Ok(sym) => *sym,
-        Err(_) => return Err(fail(role, &value, no_entry_reason(role, &lib))),
+        Err(_) => return Err(fail(role, value, no_entry_reason(role, &lib))),
     };
-    // L1: never unloaded, so `entry` and everything it returns stay valid.
+    // L1: never unloaded, so `entry_fn` and everything it returns stay valid.
     std::mem::forget(lib);
-    // SAFETY: `entry` is the plugin's entry function (type per the ABI); it
-    // has no side effects and may be called at any time.
-    let desc = unsafe { entry() };
-    check_desc(role, &value, desc)
+    // SAFETY: `entry_fn` is the plugin's entry function (type per the ABI);
+    // it has no side effects and may be called at any time.
+    let desc = unsafe { entry_fn() };
+    check_desc(role, value, desc)
 }
 
 /// Why a library lacks the role's entry symbol: a plugin of a later ABI
@@ -167,13 +241,16 @@ fn no_entry_reason(role: Role, lib: &libloading::os::unix::Library) -> String {
     format!("no {ours} symbol (not a {} plugin)", role.name())
 }
 
-/// Checks a statically linked plugin's descriptor the same way.
-pub(crate) fn embedded(role: Role) -> Result<Image, String> {
-    let desc = match role {
-        Role::Scheduler => async_scheduler::plugin_desc(),
-        Role::Reactor => reactor_mio::plugin_desc(),
+/// Checks a statically linked plugin's descriptor the same way: the
+/// scheduler for every scheduler name, `reactor-uring` for `uring` and
+/// `reactor-mio` for `mio` and `embedded`.
+pub(crate) fn linked(role: Role, name: &str) -> Result<Image, String> {
+    let desc = match (role, name) {
+        (Role::Scheduler, _) => async_scheduler::plugin_desc(),
+        (Role::Reactor, "uring") => reactor_uring::plugin_desc(),
+        (Role::Reactor, _) => reactor_mio::plugin_desc(),
     };
-    check_desc(role, "embedded", desc)
+    check_desc(role, name, desc)
 }
 
 fn dlopen_reason(msg: &str) -> String {

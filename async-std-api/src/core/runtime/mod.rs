@@ -387,22 +387,35 @@ impl Runtime {
     }
 }
 
+/// Where a statically linked plugin comes from, as `load_image` reports it.
+const LINKED: &str = "statically linked";
+
+/// Finds and checks one plugin: `(label, image, origin)`, the origin being
+/// [`LINKED`] or the file's path.
 fn load_image(
     role: Role,
     choice: &Choice,
     dirs: &[std::path::PathBuf],
 ) -> Result<(String, loader::Image, String), Error> {
+    let load = |m| Error::new(ErrorKind::Load, m);
     match choice {
         Choice::Embedded => {
-            let image = loader::embedded(role).map_err(|m| Error::new(ErrorKind::Load, m))?;
-            Ok(("embedded".to_owned(), image, "statically linked".to_owned()))
+            let image = loader::linked(role, "embedded").map_err(load)?;
+            Ok(("embedded".to_owned(), image, LINKED.to_owned()))
         }
-        Choice::Named(name) => {
-            let path = config::find_library(role, name, dirs)
-                .map_err(|m| Error::new(ErrorKind::Load, m))?;
-            let image = loader::open(role, &path).map_err(|m| Error::new(ErrorKind::Load, m))?;
-            Ok((name.clone(), image, path.display().to_string()))
-        }
+        // A built-in name: its library on ASYNC_PLUGIN_PATH (same build
+        // only, L5), else the linked copy, so a program that depends on the
+        // runtime runs every built-in name without building a plugin.
+        Choice::Named(name) => match config::find_library(role, name, dirs) {
+            Some(path) => {
+                let image = loader::open_named(role, name, &path).map_err(load)?;
+                Ok((name.clone(), image, path.display().to_string()))
+            }
+            None => {
+                let image = loader::linked(role, name).map_err(load)?;
+                Ok((name.clone(), image, LINKED.to_owned()))
+            }
+        },
         Choice::Path(path) => {
             let image = loader::open(role, path).map_err(|m| Error::new(ErrorKind::Load, m))?;
             Ok((
@@ -418,7 +431,7 @@ fn load_image(
 /// `"<label>"`, with where the plugin was loaded from when the label does
 /// not say it (a plugin chosen by name): how a failure names its plugin.
 pub(crate) fn named(label: &str, origin: &str) -> String {
-    if label == origin || origin == "statically linked" {
+    if label == origin || origin == LINKED {
         format!("\"{label}\"")
     } else {
         format!("\"{label}\" ({origin})")
@@ -491,6 +504,36 @@ fn missing_caps(caps: u64) -> Vec<&'static str> {
         .collect()
 }
 
+/// The one line on stderr that says which plugins came from files, printed
+/// when either did (once per process for each distinct line: `run_per_core`
+/// starts the same pair on every loop). Files are what can be stale or
+/// foreign; the linked copies are the program itself.
+fn notice_files(s_label: &str, s_origin: &str, r_label: &str, r_origin: &str) {
+    if s_origin == LINKED && r_origin == LINKED {
+        return;
+    }
+    let one = |role: &str, label: &str, origin: &str| {
+        if origin == LINKED {
+            format!("{role} \"{label}\" (linked in)")
+        } else if label == origin {
+            format!("{role} from {origin}")
+        } else {
+            format!("{role} \"{label}\" from {origin}")
+        }
+    };
+    let line = format!(
+        "async-std-api: {}, {}; ASYNC_PLUGIN_NOTICE=0 hides this line",
+        one("scheduler", s_label, s_origin),
+        one("reactor", r_label, r_origin)
+    );
+    static PRINTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut printed = PRINTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !printed.contains(&line) {
+        eprintln!("{line}");
+        printed.push(line);
+    }
+}
+
 fn start_reactor(
     label: &str,
     image: &loader::Image,
@@ -531,20 +574,20 @@ fn create_reactor(cfg: &Resolved) -> Result<Reactor, Error> {
         return start_reactor(&label, &image, &origin, &cfg.reactor_options);
     }
     let uring = Choice::Named("uring".to_owned());
-    match load_image(Role::Reactor, &uring, &cfg.search_dirs)
-        .and_then(|(l, i, o)| start_reactor(&l, &i, &o, &cfg.reactor_options))
-    {
+    let (label, image, origin) = load_image(Role::Reactor, &uring, &cfg.search_dirs)?;
+    match start_reactor(&label, &image, &origin, &cfg.reactor_options) {
         Ok(r) => Ok(r),
-        Err(e) if e.kind() == ErrorKind::Config => Err(e),
+        // Only a kernel without io_uring (or one that refuses the ring) is
+        // a reason to fall back: a refused option, or a library on
+        // ASYNC_PLUGIN_PATH that does not load, is the configuration's
+        // mistake and is reported.
+        Err(e) if e.kind() != ErrorKind::Plugin => Err(e),
         Err(e) => {
             let line = format!("reactor auto: uring unavailable ({e}); using mio");
             tracing::info!(target: "async_std_api::runtime", "{line}");
             events::info_fallback("async_std_api::runtime", &line);
             let mio = Choice::Named("mio".to_owned());
-            let (label, image, origin) = match load_image(Role::Reactor, &mio, &cfg.search_dirs) {
-                Ok(found) => found,
-                Err(_) => load_image(Role::Reactor, &Choice::Embedded, &cfg.search_dirs)?,
-            };
+            let (label, image, origin) = load_image(Role::Reactor, &mio, &cfg.search_dirs)?;
             start_reactor(&label, &image, &origin, &cfg.reactor_options)
         }
     }
@@ -605,6 +648,9 @@ impl Runtime {
             }
         };
         log_loaded(Role::Scheduler, &s_label, &s_desc, sched.caps(), &s_origin);
+        if cfg.plugin_notice {
+            notice_files(&s_label, &s_origin, reactor.label(), reactor.origin());
+        }
         sched.trace.set(cfg.trace);
         let remote = remote::Remote::new(reactor.clone());
         Ok(Runtime {

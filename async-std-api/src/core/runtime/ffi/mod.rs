@@ -248,6 +248,11 @@ impl Reactor {
         &self.label
     }
 
+    /// Where it was loaded from: a file's path, or `statically linked`.
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// `"<label>"`, and where it was loaded from when the label does not
     /// say: how a failure names the plugin.
     pub(crate) fn named(&self) -> String {
