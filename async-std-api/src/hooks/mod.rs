@@ -48,6 +48,23 @@
 //! # }
 //! ```
 //!
+//! A database driver works the same way, unchanged (the `postgres` crate
+//! here; `tests-real` runs it against a server it starts):
+//!
+//! ```ignore
+//! async_std_api::Builder::new().hooks(true).run(|| {
+//!     let mut db = postgres::Client::connect("host=127.0.0.1 user=postgres", postgres::NoTls)?;
+//!     // Other coroutines run while the query waits on the network.
+//!     let row = db.query_one("select pg_sleep(0.1)::text, 42", &[])?;
+//!     Ok::<i32, postgres::Error>(row.get(1))
+//! })
+//! ```
+//!
+//! (The `postgres` crate enters a tokio runtime of its own on every call,
+//! and tokio refuses a second entry on a thread already inside one: one
+//! coroutine per loop may be inside a query at a time. libpq itself, which
+//! most drivers wrap, has no such limit.)
+//!
 //! # What is hooked, and how
 //!
 //! | calls | inside a coroutine, with hooks on |
