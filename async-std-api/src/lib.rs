@@ -193,6 +193,14 @@ pub mod fiber;
 pub mod fs;
 #[cfg(all(feature = "hooks", target_os = "linux", target_env = "gnu"))]
 pub mod hooks;
+// The hooks define `fcntl`, `ioctl` and `open` with the variadic argument
+// as a fixed parameter, which is where these two calling conventions pass
+// it (`hooks/net.rs`, `hooks/file.rs`).
+#[cfg(all(
+    feature = "hooks",
+    not(any(target_arch = "x86_64", target_arch = "aarch64"))
+))]
+compile_error!("the `hooks` feature is built for x86-64 and AArch64 Linux (glibc) only");
 pub mod io;
 pub mod net;
 pub mod per_core;

@@ -148,10 +148,19 @@ extern "C" fn on_signal(signum: libc::c_int) {
                     // SAFETY: SG3: the port's owner keeps `fd` open until
                     // the port's drop saw `busy` at zero, which cannot happen
                     // before this write returns; `one` is a local of the 8
-                    // bytes written. `write(2)` is async-signal-safe; its
-                    // result is ignored (EAGAIN: the counter is full, the
-                    // reader is woken anyway).
-                    let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+                    // bytes written. The `write(2)` system call itself, not
+                    // the C library's function a program may interpose on
+                    // (the host's `hooks` do): async-signal-safe whatever is
+                    // linked in. Its result is ignored (EAGAIN: the counter
+                    // is full, the reader is woken anyway).
+                    let _ = unsafe {
+                        libc::syscall(
+                            libc::SYS_write,
+                            fd,
+                            (&one as *const u64).cast::<libc::c_void>(),
+                            8usize,
+                        )
+                    };
                 }
             }
             slot.busy.fetch_sub(1, SeqCst);

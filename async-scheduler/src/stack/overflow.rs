@@ -406,9 +406,17 @@ impl Line {
     fn write_stderr(&self) {
         let mut rest = self.bytes();
         while !rest.is_empty() {
-            // SAFETY: `rest` is valid for its length; write is
-            // async-signal-safe.
-            let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+            // SAFETY: `rest` is valid for its length. The `write(2)`
+            // system call itself, async-signal-safe, not the C library's
+            // function, which a program may interpose on (the host's hooks).
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_write,
+                    2,
+                    rest.as_ptr().cast::<libc::c_void>(),
+                    rest.len(),
+                )
+            } as isize;
             if n > 0 {
                 rest = &rest[n as usize..];
             } else if n < 0

@@ -17,6 +17,10 @@
 //!   program installs later replaces it, as std documents.
 //! - **PH2** It only reads the thread's running coroutine and writes one
 //!   line; it cannot panic (a panic inside a panic hook aborts).
+//! - **PH3** It and the hook it chains to run quiet (K5): std's hook
+//!   holds its own locks (the backtrace lock while it symbolises, opening
+//!   the program's files), and a hooked call that suspended there would let
+//!   a second coroutine panic into them.
 
 use std::io::Write;
 use std::panic;
@@ -31,6 +35,7 @@ pub(crate) fn install() {
     INSTALL.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
+            let _quiet = runtime::Quiet::new(); // PH3
             if let Some(who) = runtime::with_running(|_, me| me.event_ref()) {
                 // PH2: a failed write is ignored, never a panic.
                 let _ = writeln!(std::io::stderr().lock(), "{who} panicked:");

@@ -7,8 +7,14 @@
 //!   (`EAI_SYSTEM` with `errno` `ECANCELED`; a null `hostent` with
 //!   `h_errno` `TRY_AGAIN`) and the pool thread frees the answer nobody
 //!   takes.
-//! - **DN2** `gethostbyname` returns the C library's static record, as it
-//!   does on a thread; `h_errno` is copied back to the calling thread.
+//! - **DN2** `gethostbyname` answers with a record of its own: the pool
+//!   thread resolves with `gethostbyname_r` into a buffer of its own (the C
+//!   library's single static record would be overwritten by another pool
+//!   thread's lookup), and the record and its buffer then live among the
+//!   calling thread's last [`KEPT`] answers, so a coroutine that reads its
+//!   answer after other coroutines of the thread made their lookups still
+//!   reads its own (the C library keeps one, for the whole process).
+//!   `h_errno` is copied back to the calling thread.
 #![allow(unsafe_code)]
 // The `#[no_mangle]` entry points are public to the linker, not to Rust.
 #![allow(unreachable_pub)]
@@ -115,33 +121,108 @@ pub unsafe extern "C" fn getaddrinfo(
     }
 }
 
-/// A `hostent` pointer into the C library's static record (DN2).
-struct Host(*mut hostent);
+/// DN2: a resolved record and the buffer its pointers point into.
+struct Host {
+    h: hostent,
+    _buf: Vec<u8>,
+}
 
-// SAFETY: the record is the C library's process-wide static.
+// SAFETY: the record's pointers point into `_buf`, which moves with it
+// (its heap block does not); nothing else refers to either.
 unsafe impl Send for Host {}
+
+/// DN2: how many answers a thread keeps.
+const KEPT: usize = 64;
+
+thread_local! {
+    /// DN2: the calling thread's last answers, oldest first.
+    static LAST: std::cell::RefCell<std::collections::VecDeque<Box<Host>>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+extern "C" {
+    fn gethostbyname_r(
+        name: *const c_char,
+        ret: *mut hostent,
+        buf: *mut c_char,
+        buflen: libc::size_t,
+        result: *mut *mut hostent,
+        h_errnop: *mut c_int,
+    ) -> c_int;
+    fn gethostbyname2_r(
+        name: *const c_char,
+        af: c_int,
+        ret: *mut hostent,
+        buf: *mut c_char,
+        buflen: libc::size_t,
+        result: *mut *mut hostent,
+        h_errnop: *mut c_int,
+    ) -> c_int;
+}
+
+/// DN2: resolves `name` with the reentrant call into a buffer of its own.
+fn resolve(name: &CString, af: Option<c_int>) -> (Option<Host>, c_int) {
+    let mut buf = vec![0u8; 1024];
+    loop {
+        // SAFETY: all-zero is a valid `hostent` (null pointers, zeros).
+        let mut h: hostent = unsafe { std::mem::zeroed() };
+        let mut result: *mut hostent = ptr::null_mut();
+        let mut herr: c_int = 0;
+        // SAFETY: our copy of the name, a record and a buffer of the given
+        // length, and valid out pointers.
+        let r = unsafe {
+            match af {
+                Some(af) => gethostbyname2_r(
+                    name.as_ptr(),
+                    af,
+                    &mut h,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut result,
+                    &mut herr,
+                ),
+                None => gethostbyname_r(
+                    name.as_ptr(),
+                    &mut h,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut result,
+                    &mut herr,
+                ),
+            }
+        };
+        if r == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if result.is_null() {
+            return (None, herr);
+        }
+        return (Some(Host { h, _buf: buf }), herr);
+    }
+}
 
 fn by_name(name: *const c_char, af: Option<c_int>) -> *mut hostent {
     let Some(n) = copy(name) else {
         // SAFETY: the caller's contract (a null name is theirs to pass).
         return unsafe { real::gethostbyname(name) };
     };
-    let work = move || {
-        // SAFETY: our copy of the name; the record returned is static.
-        let h = unsafe {
-            match af {
-                Some(af) => real::gethostbyname2(n.as_ptr(), af),
-                None => real::gethostbyname(n.as_ptr()),
-            }
-        };
-        // SAFETY: the pool thread's own h_errno.
-        (Host(h), unsafe { *__h_errno_location() })
-    };
-    match wait::on_pool("hooked gethostbyname", work) {
-        Ok((Host(h), herr)) => {
+    match wait::on_pool("hooked gethostbyname", move || resolve(&n, af)) {
+        Ok((host, herr)) => {
             // SAFETY: the calling thread's h_errno (DN2).
             unsafe { *__h_errno_location() = herr };
-            h
+            match host {
+                Some(host) => LAST.with(|last| {
+                    let mut last = last.borrow_mut();
+                    if last.len() == KEPT {
+                        last.pop_front();
+                    }
+                    last.push_back(Box::new(host));
+                    let newest = last.back_mut().expect("just pushed");
+                    &mut newest.h as *mut hostent
+                }),
+                None => ptr::null_mut(),
+            }
         }
         Err(PoolError::Cancelled) => {
             // SAFETY: as above.

@@ -117,6 +117,19 @@ pub(super) fn set(fd: c_int, k: Kind) {
     }
 }
 
+/// FD2: a new descriptor under `fd`: its kind, and nothing else (a hint
+/// left by the number's previous descriptor goes).
+pub(super) fn reset(fd: c_int, k: Kind) {
+    let v = match k {
+        Kind::File => 1,
+        Kind::Other => 2,
+        Kind::Written => 3,
+    };
+    if let Some(s) = slot(fd, true) {
+        s.store(v, Ordering::Relaxed);
+    }
+}
+
 /// FD4: whether `fd` is known to be plain.
 #[inline]
 pub(super) fn is_plain(fd: c_int) -> bool {

@@ -15,6 +15,13 @@
 //! - **IO3** A blocking write writes everything, as the kernel's does:
 //!   short transfers are continued, and a failure after some bytes went
 //!   returns the count.
+//! - **IO5** The standard streams (descriptors 0, 1 and 2) are the C
+//!   library's calls: std reaches them under its own process-wide locks
+//!   (`Stdout` is a re-entrant lock around a `RefCell`), so a coroutine
+//!   suspended inside `println!` would let another coroutine of the thread
+//!   re-enter the lock and find the `RefCell` borrowed. A full terminal or
+//!   pipe blocks the loop there as it did without the hooks; this crate's
+//!   `io::stdout` and friends run on the blocking pool instead.
 //! - **IO4** Regular files: a read takes at most 256 KiB from the page cache
 //!   at once (`RWF_NOWAIT`); a larger read, one that would wait for the
 //!   disk, and the rest of one the page cache held only in part go to the
@@ -52,10 +59,6 @@ pub(super) fn drive(
     plain: &mut dyn FnMut() -> ssize_t,
     mut file: Option<&mut dyn FnMut() -> ssize_t>,
 ) -> ssize_t {
-    // HK6: one unit of the cooperative budget per transfer.
-    if !wait::spend() {
-        return fail(libc::ECANCELED);
-    }
     let mut deadline: Option<Option<Instant>> = None;
     let mut after_ready = false;
     loop {
@@ -94,7 +97,7 @@ pub(super) fn drive(
             if t.is_none() && sock_timeout(fd, way.other()).is_none() {
                 fds::set_plain(fd);
             }
-            t.map(|t| Instant::now() + t)
+            t.and_then(|t| Instant::now().checked_add(t))
         });
         let left = match deadline {
             None => None,
@@ -281,16 +284,37 @@ fn read_one(
     };
     let mut file = || file_read(fd, buf, n, off);
     let r = drive(fd, Way::In, call, &mut nowait, &mut plain, Some(&mut file));
-    // IO4: a file read the page cache held only in part goes on.
+    // IO4: a file read that came back short goes on: from the page cache
+    // again (a short read there is usually the end of the file: the next
+    // one returns 0), and on the pool only for what would wait for the
+    // disk.
     if r > 0 && (r as usize) < n && fds::is_file(fds::kind(fd)) {
-        let rest = file_read(
-            fd,
-            // SAFETY: within the caller's `n`-byte buffer.
-            unsafe { buf.cast::<u8>().add(r as usize) }.cast(),
-            n - r as usize,
-            off.map(|o| o + r as off64_t),
-        );
-        return if rest > 0 { r + rest } else { r };
+        let mut done = r as usize;
+        while done < n {
+            // SAFETY: `done` is below `n`: within the caller's buffer.
+            let p = unsafe { buf.cast::<u8>().add(done) }.cast::<c_void>();
+            let at = off.map(|o| o + done as off64_t);
+            let iov = iovec {
+                iov_base: p,
+                iov_len: n - done,
+            };
+            // SAFETY: the caller's buffer, from `done` to its end.
+            let got = unsafe { libc::preadv2(fd, &iov, 1, at.unwrap_or(-1), libc::RWF_NOWAIT) };
+            if got > 0 {
+                done += got as usize;
+                continue;
+            }
+            if got < 0 && super::errno() == libc::EAGAIN {
+                let rest = file_read(fd, p, n - done, at);
+                if rest > 0 {
+                    done += rest as usize;
+                }
+            }
+            // End of file, an error after some bytes (the count is the
+            // result), or the pool's answer.
+            break;
+        }
+        return done as ssize_t;
     }
     r
 }
@@ -496,7 +520,7 @@ unsafe fn writev_any(
 /// As `read(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if !wait::active() || n == 0 {
+    if !wait::active() || n == 0 || is_stdio(fd) {
         // SAFETY: the caller's contract.
         return unsafe { real::read(fd, buf, n) };
     }
@@ -596,7 +620,7 @@ pub unsafe extern "C" fn __pread64_chk(
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
     // SAFETY: the caller's iovecs.
-    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+    if !wait::active() || is_stdio(fd) || unsafe { iov_len(iov, n) } == Some(0) {
         // SAFETY: the caller's contract.
         return unsafe { real::readv(fd, iov, n) };
     }
@@ -638,7 +662,7 @@ pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, n: c_int, off: o
 /// As `write(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if !wait::active() || n == 0 {
+    if !wait::active() || n == 0 || is_stdio(fd) {
         // SAFETY: the caller's contract.
         return unsafe { real::write(fd, buf, n) };
     }
@@ -683,7 +707,7 @@ pub unsafe extern "C" fn pwrite64(
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
     // SAFETY: the caller's iovecs.
-    if !wait::active() || unsafe { iov_len(iov, n) } == Some(0) {
+    if !wait::active() || is_stdio(fd) || unsafe { iov_len(iov, n) } == Some(0) {
         // SAFETY: the caller's contract.
         return unsafe { real::writev(fd, iov, n) };
     }
@@ -721,6 +745,12 @@ pub unsafe extern "C" fn pwritev64(
     }
     // SAFETY: the caller's contract.
     unsafe { writev_any(fd, iov, n, Some(off), "pwritev") }
+}
+
+/// IO5: descriptors 0, 1 and 2.
+#[inline]
+fn is_stdio(fd: c_int) -> bool {
+    (0..=2).contains(&fd)
 }
 
 /// What glibc's fortified entry points do when the length exceeds the

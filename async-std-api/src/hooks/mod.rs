@@ -185,6 +185,32 @@ pub fn active() -> bool {
     wait::active()
 }
 
+/// Runs `f` with the hooks passing every call through on this thread:
+/// for code that holds a lock across C library calls and must not be
+/// suspended inside it (a panic hook of the program's own, a logger that
+/// writes under a mutex). A call in `f` that would block then blocks the
+/// loop, as it would without the hooks. The runtime's own such code (its
+/// panic hook, its log, trace captures) runs this way already.
+///
+/// # Examples
+///
+/// ```
+/// use async_std_api::{hooks, run};
+///
+/// run(|| {
+///     let n = hooks::quiet(|| {
+///         assert!(!hooks::active());
+///         6 * 7
+///     });
+///     assert_eq!(n, 42);
+/// })
+/// .unwrap();
+/// ```
+pub fn quiet<R>(f: impl FnOnce() -> R) -> R {
+    let _quiet = crate::core::runtime::Quiet::new();
+    f()
+}
+
 /// The calling thread's `errno`.
 fn errno() -> c_int {
     // SAFETY: `__errno_location` returns the calling thread's errno slot.

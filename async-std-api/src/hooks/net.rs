@@ -47,6 +47,23 @@ fn recv_like(
     if !waitall {
         return one(0);
     }
+    if flags & libc::MSG_PEEK != 0 {
+        // A peek leaves the bytes queued: gathering would peek the same
+        // head again. Peek the whole length from the start until it is
+        // there (or end of stream, or an error); no readiness reports
+        // "more", so the tries are paced by a growing pause.
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let r = one(0);
+            if r <= 0 || r as usize >= n {
+                return r;
+            }
+            if !wait::sleep(pause, &what(call, fd)) {
+                return fail(libc::ECANCELED);
+            }
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
     let mut done = 0usize;
     while done < n {
         let r = one(done);
@@ -301,7 +318,8 @@ fn accept_any(
         // SAFETY: the caller's contract.
         return note(unsafe { real::accept4(fd, addr, len, flags) });
     }
-    let timeout = sock_timeout(fd, Way::In).map(|t| Instant::now() + t);
+    let timeout = sock_timeout(fd, Way::In).and_then(|t| Instant::now().checked_add(t));
+    let mut fl = fl;
     loop {
         // SAFETY: the caller's out pointers, as the caller passed them.
         let r = nonblocking_once(fd, fl, || unsafe { real::accept4(fd, addr, len, flags) });
@@ -329,13 +347,22 @@ fn accept_any(
             // SAFETY: the caller's contract.
             Woke::Unavailable => return note(unsafe { real::accept4(fd, addr, len, flags) }),
         }
+        // The flags may have changed while it waited (another coroutine
+        // made the socket non-blocking): restore what is there now.
+        // SAFETY: F_GETFL touches no memory.
+        fl = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+        if fl < 0 || fl & libc::O_NONBLOCK != 0 {
+            // SAFETY: the caller's contract.
+            return note(unsafe { real::accept4(fd, addr, len, flags) });
+        }
     }
 }
 
-/// FD2: a descriptor a hooked call made is not a file.
+/// FD2: a descriptor a hooked call made is not a file, and nothing else
+/// is known of it yet.
 fn note(fd: c_int) -> c_int {
     if fd >= 0 {
-        fds::set(fd, Kind::Other);
+        fds::reset(fd, Kind::Other);
     }
     fd
 }
@@ -411,21 +438,39 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             _ => return -1,
         }
     }
-    let timeout = sock_timeout(fd, Way::Out);
-    match wait::fd_ready(fd, Way::Out.interest(), timeout, &what("connect", fd)) {
-        Woke::Ready | Woke::Unavailable => {}
-        Woke::TimedOut => return fail(libc::EINPROGRESS),
-        Woke::Cancelled => return fail(libc::ECANCELED),
-    }
-    // Unavailable: no wait was possible, so block in poll for the result.
+    let deadline = sock_timeout(fd, Way::Out).and_then(|t| Instant::now().checked_add(t));
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLOUT,
         revents: 0,
     };
-    // SAFETY: one valid pollfd; a blocking poll only when the reactor could
-    // not watch the socket, and a zero timeout after it did.
-    unsafe { real::poll(&mut p, 1, -1) };
+    loop {
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(l) if !l.is_zero() => Some(l),
+                _ => return fail(libc::EINPROGRESS),
+            },
+        };
+        match wait::fd_ready(fd, Way::Out.interest(), left, &what("connect", fd)) {
+            Woke::Ready => {
+                // Done when the kernel says writable (or failed); a watch's
+                // report alone may be an error of the watch itself.
+                // SAFETY: one valid pollfd, zero timeout.
+                if unsafe { real::poll(&mut p, 1, 0) } != 0 {
+                    break;
+                }
+            }
+            Woke::Unavailable => {
+                // No wait was possible: block in poll for the result.
+                // SAFETY: one valid pollfd.
+                unsafe { real::poll(&mut p, 1, -1) };
+                break;
+            }
+            Woke::TimedOut => return fail(libc::EINPROGRESS),
+            Woke::Cancelled => return fail(libc::ECANCELED),
+        }
+    }
     let mut err: c_int = 0;
     let mut elen = size_of::<c_int>() as socklen_t;
     // SAFETY: `err` and `elen` are valid out pointers of the sizes given.
@@ -621,4 +666,53 @@ pub unsafe extern "C" fn setsockopt(
     }
     // SAFETY: the caller's contract.
     unsafe { real::setsockopt(fd, level, name, value, len) }
+}
+
+/// Hooked `pipe(2)`: FD2.
+///
+/// # Safety
+///
+/// As `pipe(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pipe(fds_out: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    let r = unsafe { real::pipe(fds_out) };
+    if r == 0 {
+        // SAFETY: the kernel filled both slots.
+        unsafe {
+            note(*fds_out);
+            note(*fds_out.add(1));
+        }
+    }
+    r
+}
+
+/// Hooked `pipe2(2)`: FD2.
+///
+/// # Safety
+///
+/// As `pipe2(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn pipe2(fds_out: *mut c_int, flags: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    let r = unsafe { real::pipe2(fds_out, flags) };
+    if r == 0 {
+        // SAFETY: the kernel filled both slots.
+        unsafe {
+            note(*fds_out);
+            note(*fds_out.add(1));
+        }
+    }
+    r
+}
+
+/// Hooked `eventfd(2)`: FD2.
+///
+/// # Safety
+///
+/// As `eventfd(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn eventfd(initval: libc::c_uint, flags: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    note(unsafe { real::eventfd(initval, flags) })
 }

@@ -40,7 +40,8 @@ fn wait_until(
     what: &str,
     mut check: impl FnMut() -> c_int,
 ) -> Result<c_int, Stop> {
-    let deadline = timeout.map(|t| Instant::now() + t);
+    // A timeout too far to add is no timeout.
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     loop {
         let left = match deadline {
             None => None,
@@ -112,7 +113,13 @@ unsafe fn poll_hooked(
     if r != 0 || timeout.is_some_and(|t| t.is_zero()) {
         return Some(r);
     }
-    // SAFETY: the caller's `n` pollfds.
+    // No descriptors: `poll(NULL, 0, ms)` is how C code sleeps.
+    if n == 0 || fds.is_null() {
+        let what = format!("hooked {call}(no fds)");
+        let slept = wait::sleep(timeout.unwrap_or(Duration::MAX), &what);
+        return Some(if slept { 0 } else { fail(libc::ECANCELED) });
+    }
+    // SAFETY: the caller's `n` pollfds (non-null, n > 0).
     let all = unsafe { std::slice::from_raw_parts(fds, n as usize) };
     let watch: Vec<(c_int, u32)> = all
         .iter()

@@ -112,6 +112,9 @@ real! {
     socket: fn(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
     socketpair: fn(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int;
     close: fn(fd: c_int) -> c_int;
+    pipe: fn(fds: *mut c_int) -> c_int;
+    pipe2: fn(fds: *mut c_int, flags: c_int) -> c_int;
+    eventfd: fn(initval: c_uint, flags: c_int) -> c_int;
     dup: fn(fd: c_int) -> c_int;
     dup2: fn(fd: c_int, to: c_int) -> c_int;
     dup3: fn(fd: c_int, to: c_int, flags: c_int) -> c_int;

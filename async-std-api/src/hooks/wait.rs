@@ -18,13 +18,14 @@
 //!   descriptor that the reactor owns and closes (RD5), and disposed before
 //!   the wait returns: nothing of a wait outlives it, so a descriptor
 //!   closed and its number reused never meets an old registration.
-//! - **HK6** A hooked transfer spends one unit of the coroutine's
-//!   cooperative budget (B2 in `core::budget`), as this crate's own I/O
-//!   does: a coroutine whose hooked reads keep finding data gives the loop
-//!   back (until the reactor has run) every `BUDGET` transfers, so a
-//!   streaming connection read with plain std code cannot starve the
-//!   others. A cancellation met there fails the transfer before it is
-//!   made, and stays pending (HK3).
+//! - **HK6** A hook suspends only where the C library's call would block:
+//!   a transfer that finds data, or room, returns without a switch, as the
+//!   real call does. Code written for threads holds locks across such calls
+//!   (std's stdout lock, a `Mutex<TcpStream>`), and a switch there would let
+//!   another coroutine of the thread meet the lock held. So a coroutine
+//!   whose hooked reads always find data keeps the loop, as a busy loop
+//!   does (the activity watchdog names it); this crate's own I/O types give
+//!   the loop back by their cooperative budget.
 //! - **HK5** Work handed to the blocking pool that writes into the caller's
 //!   memory is waited for to its end ([`on_pool_fixed`]): neither a
 //!   cancellation nor a shutdown returns before the pool thread is done
@@ -40,9 +41,8 @@ use std::time::Duration;
 
 use async_abi::AA_OK;
 
-use crate::core::budget;
 use crate::core::offload::{offload, OffloadError};
-use crate::core::runtime::{self, io::Interrupt, Quiet, Runtime, WakeRec};
+use crate::core::runtime::{self, Quiet, Runtime, WakeRec};
 use crate::core::state::CoroState;
 use crate::core::wait::ForcedUnwind;
 
@@ -262,39 +262,6 @@ pub(super) fn sleep(d: Duration, what: &str) -> bool {
     .unwrap_or(false)
 }
 
-/// HK6: takes one unit of the budget, giving the loop back first when it
-/// is spent. `false` if the coroutine was cancelled (or the runtime is
-/// shutting down) there: the transfer is not made.
-#[track_caller]
-#[inline]
-pub(super) fn spend() -> bool {
-    if runtime::take_budget() {
-        return true;
-    }
-    give_back()
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn give_back() -> bool {
-    let at = Location::caller();
-    guarded(|rt, me| match budget::give_back(rt, me, at) {
-        Ok(()) => true,
-        Err(Interrupt::Shutdown) => {
-            me.force_shutdown();
-            false
-        }
-        Err(_) => {
-            // Delivered by the give-back: pending again, for the runtime's
-            // next suspension point (HK3).
-            me.repend_cancel();
-            false
-        }
-    })
-    .unwrap_or(false)
-}
-
 /// Why pool work gave no value.
 #[derive(Debug)]
 pub(super) enum PoolError {
@@ -344,7 +311,11 @@ where
     T: Send + 'static,
 {
     let at = Location::caller();
-    guarded(move |rt, me| {
+    // HK5: once the job is queued, nothing may return before it ends; a
+    // panic after that point (a bug) ends the process rather than hand the
+    // caller's memory back while a pool thread may write into it.
+    let queued = Cell::new(false);
+    let out = guarded(|rt, me| {
         let done: Rc<Cell<Option<Option<std::thread::Result<T>>>>> = Rc::new(Cell::new(None));
         let (id, promise) = {
             let _quiet = Quiet::new();
@@ -367,6 +338,7 @@ where
             rt.remote.forget(id);
             return None;
         }
+        queued.set(true);
         // HK5: no early return from here until the work has ended; a
         // resumption with an error is recorded (`suspend`) and waited past.
         let _site = Site::mark(me);
@@ -382,8 +354,19 @@ where
             }
             let _ = suspend(rt, me, what.as_bytes(), at);
         }
-    })
-    .flatten()
+    });
+    match out {
+        Some(v) => v,
+        None if queued.get() => {
+            let _quiet = Quiet::new();
+            eprintln!(
+                "async-std-api hooks: {what}: the wait for the blocking pool failed while the \
+                 pool may still be writing into the caller's memory; aborting"
+            );
+            std::process::abort()
+        }
+        None => None,
+    }
 }
 
 fn nanos(d: Duration) -> u64 {

@@ -98,3 +98,27 @@ fn a_child_process_output_keeps_the_ticker_going() {
     assert!(ticks >= 10, "{ticks} ticks in 300 ms");
     assert!(worst < Duration::from_millis(150), "longest gap {worst:?}");
 }
+
+#[test]
+fn a_forked_child_runs_with_the_hooks_off() {
+    use std::os::unix::process::CommandExt;
+    let status = hooked()
+        .run(|| {
+            let ticker = Ticker::start();
+            let mut cmd = std::process::Command::new("true");
+            // SAFETY: the closure only sleeps (a system call) between fork
+            // and exec; with the hooks on in the child it would drive a
+            // copy of the parent's loop instead.
+            unsafe {
+                cmd.pre_exec(|| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    Ok(())
+                })
+            };
+            let status = cmd.status().expect("status");
+            ticker.stop();
+            status
+        })
+        .expect("runtime");
+    assert!(status.success());
+}

@@ -119,6 +119,10 @@ pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
         c.watch.set(watch);
         c.hooks.set(rt.hooks);
     });
+    #[cfg(feature = "hooks")]
+    if rt.hooks {
+        off_in_forked_children();
+    }
     let _uninstall = Uninstall;
     f()
 }
@@ -155,6 +159,42 @@ impl Drop for Quiet {
     fn drop(&mut self) {
         CURRENT.with(|c| c.quiet.set(c.quiet.get() - 1));
     }
+}
+
+/// K5: a child made by `fork` runs one thread, the caller's copy, with
+/// the parent's cells but none of its runtime's other threads: the hooks
+/// are off there (a `pre_exec` closure, code between `fork` and `exec`),
+/// or a hooked call would drive a copy of the parent's loop, sharing its
+/// epoll descriptor. Registered once per process; `vfork` and
+/// `posix_spawn` children run no handlers (and `posix_spawn` calls the C
+/// library's own functions).
+#[cfg(feature = "hooks")]
+fn off_in_forked_children() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn child() {
+        CURRENT.with(|c| c.hooks.set(false));
+    }
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only writes a thread-local cell
+        // (async-signal-safe in effect: no allocation, no lock).
+        unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    });
+}
+
+/// K5: the open quiet sections, taken off the thread while a coroutine
+/// is suspended (they are that coroutine's, not the next one's) and
+/// given back when it resumes.
+#[cfg(feature = "hooks")]
+#[inline(always)]
+pub(crate) fn take_quiet() -> u32 {
+    CURRENT.with(|c| c.quiet.replace(0))
+}
+
+/// K5: see [`take_quiet`].
+#[cfg(feature = "hooks")]
+#[inline(always)]
+pub(crate) fn restore_quiet(n: u32) {
+    CURRENT.with(|c| c.quiet.set(n));
 }
 
 /// Whether a runtime is installed on this thread.

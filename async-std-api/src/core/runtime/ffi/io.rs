@@ -426,10 +426,14 @@ pub(crate) fn perform(
     let ud = Rc::into_raw(rec.clone()) as *mut c_void;
     let io_submit = reactor.vtable().io_submit.expect("F1");
     let mut ev: *mut AaEvent = ptr::null_mut();
+    // K5: the reactor's inline attempt makes its own system calls, under
+    // its own borrows: never a hooked wait inside.
+    let quiet = super::current::Quiet::new();
     // SAFETY: `r` is live (F2); `op` is valid for the call (AA-R2); `buf`
     // is borrowed by this function's caller and `addr` is in the record, both
     // until the callback ran (IO1, IO2); `io_cb` matches `AaIoCb`.
     let status = unsafe { io_submit(r, &mut op, AA_IO_TRY_INLINE, Some(io_cb), ud, &mut ev) };
+    drop(quiet);
     let copy_addr = |slot: Option<&mut AaSockAddr>| {
         if let Some(slot) = slot {
             // SAFETY: the reactor is done with the record (inline completion,
@@ -542,6 +546,7 @@ pub(crate) fn close(reactor: &Reactor, fd: OwnedFd) {
     let mut op = AaIoOp::new(AA_IO_CLOSE, i64::from(raw));
     let io_submit = reactor.vtable().io_submit.expect("F1");
     let mut ev: *mut AaEvent = ptr::null_mut();
+    let _quiet = super::current::Quiet::new();
     // SAFETY: `r` is live (F2); `op` is valid for the call; the close
     // borrows no memory; `close_cb` does nothing with its null `ud`.
     let status = unsafe {

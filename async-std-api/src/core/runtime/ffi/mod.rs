@@ -1013,11 +1013,16 @@ impl Scheduler {
             capture_trace(me);
         }
         current::leave();
+        // K5: a quiet section open here is this coroutine's.
+        #[cfg(feature = "hooks")]
+        let quiet = current::take_quiet();
         // SAFETY: `s` is live (F2); `info` and `what` live on this stack
         // until `suspend` returns, which is what `AaWaitInfo` requires.
         let status = unsafe { (self.hot.suspend)(s, &info) };
         // K2: control is back on `me`'s stack.
         current::enter(me);
+        #[cfg(feature = "hooks")]
+        current::restore_quiet(quiet);
         status
     }
 
