@@ -198,7 +198,7 @@ impl Coroutine {
     /// the scheduler reports it: `"delay 100 ms"`, `"join coroutine 7"`,
     /// `"read fd 9"`. `None` when it is not suspended. A wait inside a C
     /// library hook names the call and the code that made it, read from
-    /// the coroutine's stack: `"hooked recv(fd 7), called from
+    /// the coroutine's stack: `"hooked recv fd 7, called from
     /// my_app::fetch at src/main.rs:12"`.
     pub fn awaiting_info(&self) -> Option<String> {
         if !self.is_suspended() {

@@ -38,6 +38,7 @@ pub(crate) mod entry;
 pub(crate) mod error;
 pub mod events;
 pub(crate) mod failure;
+pub(crate) mod fd_watches;
 pub(crate) mod id;
 pub(crate) mod join;
 pub(crate) mod offload;

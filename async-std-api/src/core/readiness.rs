@@ -326,7 +326,7 @@ impl Readiness {
         &self,
         dir: Direction,
         timeout: Option<Duration>,
-        what: &dyn Fn() -> String,
+        what: impl Describe,
         at: &'static Location<'static>,
     ) -> io::Result<()> {
         with_me("a readiness wait", |rt, me| {

@@ -23,15 +23,21 @@
 //!   back (a raw system call, another process sharing the file) is seen
 //!   only once the number is forgotten: until then a descriptor made
 //!   non-blocking that way waits instead of returning `EAGAIN`.
-//! - **FD3** Lock-free: one relaxed atomic byte per number, in chunks
+//! - **FD5** Each number has a generation, advanced by everything that
+//!   ends or replaces its descriptor (FD2). A loop's cached readiness watch
+//!   for the number (`FdWatches`, HK4) is valid only under the generation
+//!   it was made in; a number whose watch is cached is marked, so that a
+//!   close on another thread (which cannot reach that loop's cache) tells
+//!   the loops to look again ([`remote_closes`]).
+//! - **FD3** Lock-free: one relaxed atomic word per number, in chunks
 //!   allocated on first use and never freed; numbers beyond the table are
-//!   always unknown. Forgetting never allocates (safe from a signal
-//!   handler that closes a descriptor).
+//!   always unknown and never cached. Forgetting never allocates (safe from
+//!   a signal handler that closes a descriptor).
 #![allow(unsafe_code)]
 
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// What a descriptor number is known to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,14 +52,46 @@ pub(super) enum Kind {
     Other,
 }
 
+impl Kind {
+    fn bits(self) -> u32 {
+        match self {
+            Kind::File => 1,
+            Kind::Other => 2,
+            Kind::Written => 3,
+        }
+    }
+
+    fn of(bits: u32) -> Option<Kind> {
+        match bits & KIND {
+            1 => Some(Kind::File),
+            2 => Some(Kind::Other),
+            3 => Some(Kind::Written),
+            _ => None,
+        }
+    }
+}
+
 const CHUNK: usize = 4096;
 const CHUNKS: usize = 256;
 
-type Chunk = [AtomicU8; CHUNK];
+type Chunk = [AtomicU32; CHUNK];
 
 static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(ptr::null_mut()) }; CHUNKS];
 
-fn slot(fd: c_int, make: bool) -> Option<&'static AtomicU8> {
+/// The kind bits of an entry.
+const KIND: u32 = 3;
+/// FD4: blocking, no socket timeouts.
+const PLAIN: u32 = 4;
+/// FD5: a loop caches a readiness watch for the number.
+const CACHED: u32 = 8;
+/// FD5: the generation, above the flags.
+const GEN_SHIFT: u32 = 8;
+
+/// FD5: bumped by a close, on a thread without a runtime or of another
+/// one, of a number some loop caches a watch for.
+static REMOTE_CLOSES: AtomicU64 = AtomicU64::new(0);
+
+fn slot(fd: c_int, make: bool) -> Option<&'static AtomicU32> {
     let fd = usize::try_from(fd).ok()?;
     let (c, i) = (fd / CHUNK, fd % CHUNK);
     let cell = TABLE.get(c)?;
@@ -62,7 +100,7 @@ fn slot(fd: c_int, make: bool) -> Option<&'static AtomicU8> {
         if !make {
             return None;
         }
-        let fresh: Box<Chunk> = Box::new([const { AtomicU8::new(0) }; CHUNK]);
+        let fresh: Box<Chunk> = Box::new([const { AtomicU32::new(0) }; CHUNK]);
         let fresh = Box::into_raw(fresh);
         match cell.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => p = fresh,
@@ -79,19 +117,11 @@ fn slot(fd: c_int, make: bool) -> Option<&'static AtomicU8> {
     Some(unsafe { &(*p)[i] })
 }
 
-/// The kind bits of an entry; the rest is [`PLAIN`].
-const KIND: u8 = 3;
-
-/// FD4: blocking, no socket timeouts.
-const PLAIN: u8 = 4;
-
 /// The hint for `fd`, learning it from `fstat` when there is none.
 pub(super) fn kind(fd: c_int) -> Kind {
-    match slot(fd, false).map(|s| s.load(Ordering::Relaxed) & KIND) {
-        Some(1) => Kind::File,
-        Some(2) => Kind::Other,
-        Some(3) => Kind::Written,
-        _ => {
+    match slot(fd, false).and_then(|s| Kind::of(s.load(Ordering::Relaxed))) {
+        Some(k) => k,
+        None => {
             let k = if super::is_file(fd) {
                 Kind::File
             } else {
@@ -103,30 +133,36 @@ pub(super) fn kind(fd: c_int) -> Kind {
     }
 }
 
-/// Records what `fd` is (FD2).
+/// Records what `fd` is (FD2), keeping the rest of its entry.
 pub(super) fn set(fd: c_int, k: Kind) {
-    let v = match k {
-        Kind::File => 1,
-        Kind::Other => 2,
-        Kind::Written => 3,
-    };
     if let Some(s) = slot(fd, true) {
         let _ = s.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-            Some((old & !KIND) | v)
+            Some((old & !KIND) | k.bits())
         });
     }
+}
+
+/// A new descriptor under `fd`'s number: the previous one's entry goes
+/// (FD2, FD5). Returns whether a loop cached a watch for the old one.
+fn renew(fd: c_int, bits: u32) -> (Option<Kind>, bool) {
+    let Some(s) = slot(fd, bits != 0) else {
+        return (None, false);
+    };
+    let old = s
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+            let gen = (old >> GEN_SHIFT).wrapping_add(1);
+            Some((gen << GEN_SHIFT) | bits)
+        })
+        .unwrap_or(0);
+    (Kind::of(old), old & CACHED != 0)
 }
 
 /// FD2: a new descriptor under `fd`: its kind, and nothing else (a hint
 /// left by the number's previous descriptor goes).
 pub(super) fn reset(fd: c_int, k: Kind) {
-    let v = match k {
-        Kind::File => 1,
-        Kind::Other => 2,
-        Kind::Written => 3,
-    };
-    if let Some(s) = slot(fd, true) {
-        s.store(v, Ordering::Relaxed);
+    let (_, cached) = renew(fd, k.bits());
+    if cached {
+        closed_elsewhere(fd);
     }
 }
 
@@ -150,15 +186,42 @@ pub(super) fn unplain(fd: c_int) {
     }
 }
 
-/// Forgets `fd` (FD2): it was closed, or is about to be replaced.
-/// Returns what it was known to be.
-pub(super) fn forget(fd: c_int) -> Option<Kind> {
-    match slot(fd, false)?.swap(0, Ordering::Relaxed) & KIND {
-        1 => Some(Kind::File),
-        2 => Some(Kind::Other),
-        3 => Some(Kind::Written),
-        _ => None,
+/// FD5: the number's generation, and that a loop now caches a watch for
+/// it; `None` for a number beyond the table (never cached).
+pub(super) fn cache_under(fd: c_int) -> Option<u32> {
+    let s = slot(fd, true)?;
+    let old = s.fetch_or(CACHED, Ordering::Relaxed);
+    Some(old >> GEN_SHIFT)
+}
+
+/// FD5: the number's generation now.
+pub(super) fn generation(fd: c_int) -> u32 {
+    slot(fd, false).map_or(0, |s| s.load(Ordering::Relaxed) >> GEN_SHIFT)
+}
+
+/// FD5: how many remote closes of cached numbers happened so far.
+pub(super) fn remote_closes() -> u64 {
+    REMOTE_CLOSES.load(Ordering::Acquire)
+}
+
+/// FD5: drops the calling thread's loop's watch for `fd`, if it has one;
+/// or, when this thread runs no runtime, tells the loops to look again.
+fn closed_elsewhere(fd: c_int) {
+    if !super::wait::drop_watch(fd) {
+        REMOTE_CLOSES.fetch_add(1, Ordering::AcqRel);
     }
+}
+
+/// Forgets `fd` (FD2, FD5): it was closed, or is about to be replaced.
+/// Returns what it was known to be. A watch the calling thread's loop
+/// cached for it is disposed first, so the number's descriptor is no
+/// longer held by the watch's duplicate when the caller closes it.
+pub(super) fn forget(fd: c_int) -> Option<Kind> {
+    let (kind, cached) = renew(fd, 0);
+    if cached {
+        closed_elsewhere(fd);
+    }
+    kind
 }
 
 /// Whether a kind is a regular file's.

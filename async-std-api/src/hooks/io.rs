@@ -40,7 +40,7 @@ use libc::{iovec, off64_t, off_t, size_t, ssize_t};
 
 use super::fds::{self, Kind};
 use super::wait::{self, Woke};
-use super::{errno, fail, real, sock_timeout, user_nonblocking, what, Way};
+use super::{errno, fail, real, sock_timeout, user_nonblocking, Way};
 
 /// The most a hooked read takes from the page cache on the loop thread.
 pub(super) const FILE_READ_INLINE: usize = 256 * 1024;
@@ -106,7 +106,7 @@ pub(super) fn drive(
                 _ => return fail(libc::EAGAIN),
             },
         };
-        match wait::fd_ready(fd, way.interest(), left, &what(call, fd)) {
+        match wait::fd_ready(fd, way.interest(), left, call) {
             Woke::Ready => {}
             Woke::TimedOut => return fail(libc::EAGAIN),
             Woke::Cancelled => return fail(libc::ECANCELED),
@@ -524,7 +524,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
         // SAFETY: the caller's contract.
         return unsafe { real::read(fd, buf, n) };
     }
-    read_one(fd, buf, n, None, "read")
+    read_one(fd, buf, n, None, "hooked read")
 }
 
 /// Hooked `__read_chk`, what `read` becomes in C code built with
@@ -569,7 +569,7 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: of
         // SAFETY: the caller's contract.
         return unsafe { real::pread64(fd, buf, n, off) };
     }
-    read_one(fd, buf, n, Some(off), "pread")
+    read_one(fd, buf, n, Some(off), "hooked pread")
 }
 
 /// Hooked `__pread_chk`.
@@ -625,7 +625,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_
         return unsafe { real::readv(fd, iov, n) };
     }
     // SAFETY: the caller's contract.
-    unsafe { readv_any(fd, iov, n, None, "readv") }
+    unsafe { readv_any(fd, iov, n, None, "hooked readv") }
 }
 
 /// Hooked `preadv(2)`.
@@ -652,7 +652,7 @@ pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, n: c_int, off: o
         return unsafe { real::preadv64(fd, iov, n, off) };
     }
     // SAFETY: the caller's contract.
-    unsafe { readv_any(fd, iov, n, Some(off), "preadv") }
+    unsafe { readv_any(fd, iov, n, Some(off), "hooked preadv") }
 }
 
 /// Hooked `write(2)`.
@@ -666,7 +666,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
         // SAFETY: the caller's contract.
         return unsafe { real::write(fd, buf, n) };
     }
-    write_one(fd, buf, n, None, "write")
+    write_one(fd, buf, n, None, "hooked write")
 }
 
 /// Hooked `pwrite(2)`.
@@ -696,7 +696,7 @@ pub unsafe extern "C" fn pwrite64(
         // SAFETY: the caller's contract.
         return unsafe { real::pwrite64(fd, buf, n, off) };
     }
-    write_one(fd, buf, n, Some(off), "pwrite")
+    write_one(fd, buf, n, Some(off), "hooked pwrite")
 }
 
 /// Hooked `writev(2)`.
@@ -712,7 +712,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize
         return unsafe { real::writev(fd, iov, n) };
     }
     // SAFETY: the caller's contract.
-    unsafe { writev_any(fd, iov, n, None, "writev") }
+    unsafe { writev_any(fd, iov, n, None, "hooked writev") }
 }
 
 /// Hooked `pwritev(2)`.
@@ -744,7 +744,7 @@ pub unsafe extern "C" fn pwritev64(
         return unsafe { real::pwritev64(fd, iov, n, off) };
     }
     // SAFETY: the caller's contract.
-    unsafe { writev_any(fd, iov, n, Some(off), "pwritev") }
+    unsafe { writev_any(fd, iov, n, Some(off), "hooked pwritev") }
 }
 
 /// IO5: descriptors 0, 1 and 2.

@@ -99,9 +99,13 @@
 //! (`EINPROGRESS` for `connect`, as Linux's blocking connect) at the same
 //! time the kernel would; results, partial transfers, errors and end of
 //! stream are the real call's. A blocking `write`/`send` writes
-//! everything, as the kernel's does. The only state a wait keeps is a
-//! watch on a duplicate of the descriptor, made for that wait and gone
-//! when it returns, so a descriptor closed by any path and its number
+//! everything, as the kernel's does. A loop keeps one readiness watch per
+//! number it waited on, on a duplicate of the descriptor, valid only
+//! under the number's generation: a close (or `dup2` over it) on the loop
+//! thread disposes it before the descriptor goes, so the user's close is
+//! still the last and the peer sees the end; a close on another thread is
+//! noticed at the loop's next hooked wait, and until then the duplicate
+//! keeps the file open. A descriptor closed by any path and its number
 //! reused never inherits anything. Per number the hooks keep two hints:
 //! whether it is a regular file, and whether it is blocking with no
 //! socket timeouts; `close`, `dup2`, `dup3`, `fcntl(F_SETFL)`,
@@ -298,7 +302,7 @@ fn sock_timeout(fd: c_int, way: Way) -> Option<Duration> {
     ))
 }
 
-/// Text naming a hooked wait (`"hooked read(fd 7)"`), for deadlock
+/// Text naming a hooked wait (`"hooked read fd 7"`), for deadlock
 /// reports and `Coroutine::awaiting_info`: written on the stack (a wait on
 /// a hot path allocates nothing for it).
 struct What {
@@ -329,9 +333,8 @@ fn what(call: &str, fd: c_int) -> What {
         buf: [0; 64],
         len: 0,
     };
-    w.push(b"hooked ");
     w.push(call.as_bytes());
-    w.push(b"(fd ");
+    w.push(b" fd ");
     let mut digits = [0u8; 11];
     let mut i = digits.len();
     let mut n = i64::from(fd).unsigned_abs();
@@ -348,6 +351,5 @@ fn what(call: &str, fd: c_int) -> What {
         digits[i] = b'-';
     }
     w.push(&digits[i..]);
-    w.push(b")");
     w
 }

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
         // SAFETY: the caller's contract.
         return unsafe { real::recv(fd, buf, n, flags) };
     }
-    recv_like(fd, n, flags, "recv", |done, f| {
+    recv_like(fd, n, flags, "hooked recv", |done, f| {
         // SAFETY: `done` is below `n`: within the caller's buffer.
         unsafe { real::recv(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
     })
@@ -133,7 +133,7 @@ pub unsafe extern "C" fn recvfrom(
         // SAFETY: the caller's contract.
         return unsafe { real::recvfrom(fd, buf, n, flags, addr, len) };
     }
-    recv_like(fd, n, flags, "recvfrom", |done, f| {
+    recv_like(fd, n, flags, "hooked recvfrom", |done, f| {
         // SAFETY: `done` is below `n`: within the caller's buffer; the
         // address out pointers are the caller's.
         unsafe {
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
     let mut nowait = || unsafe { real::recvmsg(fd, msg, flags | libc::MSG_DONTWAIT) };
     // SAFETY: as above.
     let mut plain = || unsafe { real::recvmsg(fd, msg, flags) };
-    let r = drive(fd, Way::In, "recvmsg", &mut nowait, &mut plain, None);
+    let r = drive(fd, Way::In, "hooked recvmsg", &mut nowait, &mut plain, None);
     if r >= 0 {
         // SAFETY: the kernel filled the header for a successful call.
         unsafe { note_received_fds(msg) };
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
         let mut nowait = || unsafe { real::send(fd, p, n - done, flags | libc::MSG_DONTWAIT) };
         // SAFETY: as above.
         let mut plain = || unsafe { real::send(fd, p, n - done, flags) };
-        drive(fd, Way::Out, "send", &mut nowait, &mut plain, None)
+        drive(fd, Way::Out, "hooked send", &mut nowait, &mut plain, None)
     })
 }
 
@@ -267,7 +267,7 @@ pub unsafe extern "C" fn sendto(
             || unsafe { real::sendto(fd, p, n - done, flags | libc::MSG_DONTWAIT, addr, len) };
         // SAFETY: as above.
         let mut plain = || unsafe { real::sendto(fd, p, n - done, flags, addr, len) };
-        drive(fd, Way::Out, "sendto", &mut nowait, &mut plain, None)
+        drive(fd, Way::Out, "hooked sendto", &mut nowait, &mut plain, None)
     })
 }
 
@@ -289,7 +289,14 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
     let mut nowait = || unsafe { real::sendmsg(fd, msg, flags | libc::MSG_DONTWAIT) };
     // SAFETY: as above.
     let mut plain = || unsafe { real::sendmsg(fd, msg, flags) };
-    drive(fd, Way::Out, "sendmsg", &mut nowait, &mut plain, None)
+    drive(
+        fd,
+        Way::Out,
+        "hooked sendmsg",
+        &mut nowait,
+        &mut plain,
+        None,
+    )
 }
 
 /// Runs `op` with `O_NONBLOCK` set on `fd` for the one call (NT2), the
@@ -340,7 +347,7 @@ fn accept_any(
                 _ => return fail(libc::EAGAIN),
             },
         };
-        match wait::fd_ready(fd, Way::In.interest(), left, &what(call, fd)) {
+        match wait::fd_ready(fd, Way::In.interest(), left, call) {
             Woke::Ready => {}
             Woke::TimedOut => return fail(libc::EAGAIN),
             Woke::Cancelled => return fail(libc::ECANCELED),
@@ -378,7 +385,7 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
         // SAFETY: the caller's contract.
         return note(unsafe { real::accept(fd, addr, len) });
     }
-    accept_any(fd, addr, len, 0, "accept")
+    accept_any(fd, addr, len, 0, "hooked accept")
 }
 
 /// Hooked `accept4(2)`.
@@ -397,7 +404,7 @@ pub unsafe extern "C" fn accept4(
         // SAFETY: the caller's contract.
         return note(unsafe { real::accept4(fd, addr, len, flags) });
     }
-    accept_any(fd, addr, len, flags, "accept4")
+    accept_any(fd, addr, len, flags, "hooked accept4")
 }
 
 /// Hooked `connect(2)` (NT2).
@@ -429,7 +436,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             // A Unix listener's full backlog: a blocking connect waits for
             // room, which no readiness reports; try again shortly.
             libc::EAGAIN => {
-                if !wait::sleep(pause, &what("connect", fd)) {
+                if !wait::sleep(pause, &what("hooked connect", fd)) {
                     return fail(libc::ECANCELED);
                 }
                 pause = (pause * 2).min(Duration::from_millis(50));
@@ -452,7 +459,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 _ => return fail(libc::EINPROGRESS),
             },
         };
-        match wait::fd_ready(fd, Way::Out.interest(), left, &what("connect", fd)) {
+        match wait::fd_ready(fd, Way::Out.interest(), left, "hooked connect") {
             Woke::Ready => {
                 // Done when the kernel says writable (or failed); a watch's
                 // report alone may be an error of the watch itself.

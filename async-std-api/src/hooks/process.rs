@@ -41,7 +41,9 @@ fn wait_child(
         -1
     };
     if pidfd >= 0 {
-        let woke = wait::fd_ready(pidfd, async_abi::AA_POLL_READABLE, None, &what);
+        // A watch for this wait only: the pidfd is closed below with the C
+        // library's own call, which the cached watches would not see.
+        let woke = wait::fds_ready(&[(pidfd, async_abi::AA_POLL_READABLE)], None, &what);
         // SAFETY: our own pidfd.
         unsafe { real::close(pidfd) };
         match woke {

@@ -14,10 +14,15 @@
 //!   cancelled while it waits, yields once (so a retry loop cannot starve
 //!   the loop) and reports [`Woke::Cancelled`]; the cancellation stays
 //!   pending for the next suspension point in the runtime's API.
-//! - **HK4** Watches are made per wait on a duplicate of the caller's
-//!   descriptor that the reactor owns and closes (RD5), and disposed before
-//!   the wait returns: nothing of a wait outlives it, so a descriptor
-//!   closed and its number reused never meets an old registration.
+//! - **HK4** A wait on one descriptor uses the loop's watch for its
+//!   number (`core::fd_watches`, FW1-FW5): made at the first wait on a
+//!   duplicate the reactor owns and closes (RD5), kept for the next ones,
+//!   valid only under the number's generation (FD5), and disposed by the
+//!   `close` or `dup2` over the number before the descriptor goes. So a
+//!   descriptor closed and its number reused never meets an old
+//!   registration, and a stream read that waits costs a suspension, not a
+//!   registration. A wait on several (`poll`), or on a descriptor the hooks
+//!   close themselves (a pidfd), makes watches for that wait only.
 //! - **HK6** A hook suspends only where the C library's call would block:
 //!   a transfer that finds data, or room, returns without a switch, as the
 //!   real call does. Code written for threads holds locks across such calls
@@ -35,6 +40,8 @@
 
 use std::cell::Cell;
 use std::os::fd::{BorrowedFd, RawFd};
+
+use super::fds;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::rc::Rc;
 use std::time::Duration;
@@ -42,6 +49,8 @@ use std::time::Duration;
 use async_abi::AA_OK;
 
 use crate::core::offload::{offload, OffloadError};
+use crate::core::readiness::Direction;
+use crate::core::runtime::io::FdWait;
 use crate::core::runtime::{self, Quiet, Runtime, WakeRec};
 use crate::core::state::CoroState;
 use crate::core::wait::ForcedUnwind;
@@ -158,12 +167,65 @@ pub(super) fn fds_ready(fds: &[(RawFd, u32)], timeout: Option<Duration>, what: &
     guarded(|rt, me| wait_fds(rt, me, fds, timeout, what.as_bytes(), at)).unwrap_or(Woke::Cancelled)
 }
 
-/// [`fds_ready`] for one descriptor.
+/// Waits until `fd`, which the caller just found not ready (`EAGAIN`), is
+/// ready for `interest`, on the loop's cached watch for the number (HK4,
+/// `core::fd_watches`): a wait costs a suspension, not a registration. For
+/// descriptors the caller owns and closes itself with the C library's own
+/// call, [`fds_ready`] (a watch per wait).
 #[track_caller]
-pub(super) fn fd_ready(fd: RawFd, interest: u32, timeout: Option<Duration>, what: &str) -> Woke {
+pub(super) fn fd_ready(
+    fd: RawFd,
+    interest: u32,
+    timeout: Option<Duration>,
+    call: &'static str,
+) -> Woke {
     let at = Location::caller();
-    guarded(|rt, me| wait_fds(rt, me, &[(fd, interest)], timeout, what.as_bytes(), at))
-        .unwrap_or(Woke::Cancelled)
+    guarded(|rt, me| {
+        if cancelled_before(rt, me, call.as_bytes(), at) {
+            return Woke::Cancelled;
+        }
+        let Some(gen) = fds::cache_under(fd) else {
+            let what = super::what(call, fd);
+            return wait_fds(rt, me, &[(fd, interest)], timeout, what.as_bytes(), at);
+        };
+        let watch = {
+            let _quiet = Quiet::new();
+            // SAFETY: the hooked call's descriptor, open for the duration
+            // of the call; borrowed only to duplicate it (FW1).
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            rt.fd_watches
+                .watch(rt, borrowed, gen, fds::remote_closes(), fds::generation)
+        };
+        let Ok(watch) = watch else {
+            return Woke::Unavailable;
+        };
+        let dir = if interest & async_abi::AA_POLL_WRITABLE != 0 {
+            Direction::Write
+        } else {
+            Direction::Read
+        };
+        // RD2: the caller's attempt said not ready; the next edge wakes us.
+        watch.clear(dir);
+        let _site = Site::mark(me);
+        match watch.wait_timeout(dir, timeout, FdWait(call, fd), at) {
+            Ok(()) => Woke::Ready,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Woke::TimedOut,
+            Err(_) => {
+                // Delivered by the wait (W1): pending again, for the
+                // runtime's next suspension point (HK3).
+                me.repend_cancel();
+                Woke::Cancelled
+            }
+        }
+    })
+    .unwrap_or(Woke::Cancelled)
+}
+
+/// FD5: disposes the calling thread's loop's watch for `fd` before the
+/// descriptor goes; `false` if this thread's loop has none (another
+/// thread's loop may: it looks again at its next wait).
+pub(super) fn drop_watch(fd: RawFd) -> bool {
+    runtime::with_runtime(|rt| rt.fd_watches.remove(fd) == Some(true)).unwrap_or(false)
 }
 
 fn wait_fds(

@@ -280,7 +280,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         at: &'static Location<'static>,
     ) -> io::Result<()> {
         let r = self.watch()?;
-        r.wait_timeout(Direction::Write, timeout, &|| what.to_owned(), at)
+        r.wait_timeout(Direction::Write, timeout, || what.to_owned(), at)
     }
 
     #[track_caller]

@@ -198,7 +198,7 @@ fn awaiting_info_names_the_hooked_call_and_the_code_that_made_it() {
             let reader = spawn(move || reads_the_socket(b));
             tests::support::yield_until(|| reader.coroutine().is_suspended());
             let info = reader.coroutine().awaiting_info().expect("suspended");
-            assert!(info.starts_with(&format!("hooked recv(fd {fd})")), "{info}");
+            assert!(info.starts_with(&format!("hooked recv fd {fd}")), "{info}");
             assert!(info.contains("reads_the_socket"), "{info}");
             a.write_all(b"x").expect("write");
             assert_eq!(reader.join().expect("reader"), 1);
@@ -410,6 +410,63 @@ fn accept_restores_the_flags_the_socket_has_when_it_returns() {
                 flags(fd) & libc::O_NONBLOCK,
                 0,
                 "the accept undid set_nonblocking"
+            );
+        })
+        .expect("runtime");
+}
+
+/// Makes a hooked read on `s` wait once, so the loop keeps a watch for its
+/// number (on a duplicate of the socket, FW1).
+fn wait_once_on(s: std::rc::Rc<TcpStream>, peer: &mut TcpStream) {
+    let r = s.clone();
+    let reader = spawn(move || (&*r).read(&mut [0u8; 4]).expect("read"));
+    async_std_api::delay(10).expect("delay");
+    assert!(reader.coroutine().is_suspended(), "the read did not wait");
+    peer.write_all(b"x").expect("write");
+    assert_eq!(reader.join().expect("reader"), 1);
+}
+
+#[test]
+fn d45_closing_a_socket_a_hooked_read_waited_on_ends_the_stream_for_the_peer() {
+    hooked()
+        .run(|| {
+            let (mut a, b) = pair();
+            let b = std::rc::Rc::new(b);
+            wait_once_on(b.clone(), &mut a);
+            // The owner closes it on the loop thread: the watch's duplicate
+            // goes first, so the close is the last and the peer sees the end
+            // (read on a pool thread: no hooked wait of the loop's helps).
+            drop(std::rc::Rc::into_inner(b).expect("the only reference"));
+            a.set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            let n =
+                async_std_api::spawn_blocking(move || a.read(&mut [0u8; 4]).map_err(|e| e.kind()))
+                    .join()
+                    .expect("pool read");
+            assert_eq!(n, Ok(0), "the peer did not see the end of the stream");
+        })
+        .expect("runtime");
+}
+
+#[test]
+fn d45_a_socket_closed_on_another_thread_ends_the_stream_at_the_loops_next_wait() {
+    hooked()
+        .run(|| {
+            let (mut a, b) = pair();
+            let b = std::rc::Rc::new(b);
+            wait_once_on(b.clone(), &mut a);
+            let b = std::rc::Rc::into_inner(b).expect("the only reference");
+            // Closed on a thread of its own, which cannot reach the loop's
+            // watches: the loop's next hooked wait drops the stale one (FW3).
+            std::thread::spawn(move || drop(b)).join().expect("closer");
+            a.set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            let start = Instant::now();
+            assert_eq!(a.read(&mut [0u8; 4]).expect("end of stream"), 0);
+            assert!(
+                start.elapsed() < Duration::from_secs(4),
+                "{:?}",
+                start.elapsed()
             );
         })
         .expect("runtime");

@@ -160,6 +160,9 @@ impl Frame {
         let file = self.file.as_deref().unwrap_or("");
         RUNTIME.iter().any(|p| n.starts_with(p))
             || file.starts_with("/rustc/")
+            // The C library's and the dynamic loader's own sources, when
+            // their debug information is installed (`./elf/dl-lookup.c`).
+            || file.starts_with("./")
             // This crate's own frames, the C library hooks among them
             // (`#[no_mangle]`, so their names carry no path).
             || file.starts_with(concat!(env!("CARGO_MANIFEST_DIR"), "/src/"))

@@ -230,6 +230,9 @@ pub(crate) struct Runtime {
     /// What keeps the loop alive while coroutines wait on hidden readiness
     /// watches (`core::readiness`, RD3).
     pub(crate) wait_hold: WaitHold,
+    /// Readiness watches kept per descriptor number for the C library
+    /// hooks (`core::fd_watches`).
+    pub(crate) fd_watches: crate::core::fd_watches::FdWatches,
     /// The blocking pool (`pool`).
     pub(crate) pool: pool::Pool,
     /// The layer above's record (R5): the global scope and what hangs off
@@ -667,6 +670,7 @@ impl Runtime {
             events: explicit.events.clone(),
             remote,
             wait_hold: WaitHold::default(),
+            fd_watches: Default::default(),
             pool: pool::Pool::new(cfg.blocking_threads),
             upper: OnceCell::new(),
             main_panic: RefCell::new(None),
@@ -731,6 +735,7 @@ impl Runtime {
         self.cancel_watch.clear();
         self.pool.close();
         self.remote.close();
+        self.fd_watches.clear();
         self.wait_hold.close();
         let mut destroyed = self.sched.destroy();
         if destroyed == async_abi::AA_E_BUSY {
