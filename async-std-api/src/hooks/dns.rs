@@ -267,3 +267,35 @@ pub unsafe extern "C" fn gethostbyname2(name: *const c_char, af: c_int) -> *mut 
     }
     by_name(name, Some(af))
 }
+
+// DN3: the name-service lookups the hooks leave blocking. The C library
+// answers them through its NSS modules, which may open sockets (systemd,
+// sssd, LDAP) with the exported `socket`/`connect`/`poll` the hooks define,
+// while it holds its own lock for the lookup: a hooked wait there would let
+// a second coroutine of the thread block on that lock. So the whole call
+// runs quiet (K5): the C library's own calls inside, as on a thread.
+macro_rules! quiet_lookup {
+    ($( $name:ident ( $($arg:ident: $ty:ty),* ) -> $ret:ty; )*) => {$(
+        #[doc = concat!("`", stringify!($name), "`, run quiet (DN3).")]
+        ///
+        /// # Safety
+        ///
+        /// The C function's contract.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            let _quiet = crate::core::runtime::Quiet::new();
+            // SAFETY: the caller's contract.
+            unsafe { real::$name($($arg),*) }
+        }
+    )*};
+}
+
+quiet_lookup! {
+    getpwnam(name: *const c_char) -> *mut libc::passwd;
+    getpwuid(uid: libc::uid_t) -> *mut libc::passwd;
+    getpwnam_r(name: *const c_char, pwd: *mut libc::passwd, buf: *mut c_char, len: libc::size_t, result: *mut *mut libc::passwd) -> c_int;
+    getpwuid_r(uid: libc::uid_t, pwd: *mut libc::passwd, buf: *mut c_char, len: libc::size_t, result: *mut *mut libc::passwd) -> c_int;
+    getgrnam(name: *const c_char) -> *mut libc::group;
+    getgrgid(gid: libc::gid_t) -> *mut libc::group;
+    getnameinfo(addr: *const libc::sockaddr, addrlen: libc::socklen_t, host: *mut c_char, hostlen: libc::socklen_t, serv: *mut c_char, servlen: libc::socklen_t, flags: c_int) -> c_int;
+}

@@ -75,6 +75,7 @@
 //! | `poll`, `ppoll`, `select`, `pselect`, `epoll_wait`, `epoll_pwait` | the coroutine waits on the reactor for any of the descriptors, then the real call reports them |
 //! | `sleep`, `usleep`, `nanosleep`, `clock_nanosleep` | a reactor timer |
 //! | `getaddrinfo`, `gethostbyname`, `gethostbyname2` | run on the blocking pool |
+//! | `getpwnam`, `getpwuid` (and `_r`), `getgrnam`, `getgrgid`, `getnameinfo` | the C library's call with the hooks quiet inside: its name-service modules may open sockets while it holds a lock of its own |
 //! | `read`, `pread`, `readv`, `preadv` on regular files | up to 256 KiB from the page cache at once (`RWF_NOWAIT`), the rest on the blocking pool |
 //! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more on the blocking pool |
 //! | `open`, `openat`, `fsync`, `fdatasync` | on the blocking pool |
@@ -154,6 +155,18 @@
 //!   for musl (the hooks are built for glibc on Linux only).
 //! - Descriptors closed by raw system calls while a coroutine waits on
 //!   them wait on: the hooks' watch is on a duplicate.
+//! - Signals: a hooked wait is not interrupted by a signal (a blocking
+//!   call would fail with `EINTR` for a handler installed without
+//!   `SA_RESTART`), and the signal masks of `ppoll`, `pselect` and
+//!   `epoll_pwait` apply to the real calls only, not to the time the
+//!   coroutine waits. A signal handler that calls a hooked function while
+//!   a coroutine runs gets the hook: keep such handlers to
+//!   async-signal-safe system calls (`syscall(SYS_write, ..)`), or use the
+//!   runtime's `signal` module.
+//! - Timeouts: `SO_RCVTIMEO` and `SO_SNDTIMEO` bound each wait of a call;
+//!   a `recv` with `MSG_WAITALL` or a blocking write that waits several
+//!   times can take longer than one timeout in all (the kernel bounds the
+//!   whole call).
 
 // The hooks are system calls and C ABI entry points: unsafe throughout,
 // each block with its argument.

@@ -135,6 +135,13 @@ real! {
     freeaddrinfo: fn(res: *mut addrinfo) -> ();
     gethostbyname: fn(name: *const c_char) -> *mut hostent;
     gethostbyname2: fn(name: *const c_char, af: c_int) -> *mut hostent;
+    getpwnam: fn(name: *const c_char) -> *mut libc::passwd;
+    getpwuid: fn(uid: libc::uid_t) -> *mut libc::passwd;
+    getpwnam_r: fn(name: *const c_char, pwd: *mut libc::passwd, buf: *mut c_char, len: size_t, result: *mut *mut libc::passwd) -> c_int;
+    getpwuid_r: fn(uid: libc::uid_t, pwd: *mut libc::passwd, buf: *mut c_char, len: size_t, result: *mut *mut libc::passwd) -> c_int;
+    getgrnam: fn(name: *const c_char) -> *mut libc::group;
+    getgrgid: fn(gid: libc::gid_t) -> *mut libc::group;
+    getnameinfo: fn(addr: *const sockaddr, addrlen: socklen_t, host: *mut c_char, hostlen: socklen_t, serv: *mut c_char, servlen: socklen_t, flags: c_int) -> c_int;
     open64: fn(path: *const c_char, flags: c_int; mode: c_uint) -> c_int;
     openat64: fn(dirfd: c_int, path: *const c_char, flags: c_int; mode: c_uint) -> c_int;
     fsync: fn(fd: c_int) -> c_int;
