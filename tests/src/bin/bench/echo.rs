@@ -337,7 +337,7 @@ pub(crate) fn tokio_server(tx: mpsc::Sender<SocketAddr>) {
 pub(crate) fn tokio_announcing(announce: impl FnOnce(SocketAddr) + Send + 'static) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
+        .enable_all()
         .build()
         .expect("tokio");
     rt.block_on(async move {

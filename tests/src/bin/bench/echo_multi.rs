@@ -214,7 +214,7 @@ pub(crate) fn tokio_multi(workers: usize) -> Server {
         let started = Mutex::new(tx.clone());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
-            .enable_io()
+            .enable_all()
             .on_thread_start(move || {
                 let _ = started.lock().unwrap().send(Ready::Thread(thread_id()));
             })

@@ -178,10 +178,9 @@ pub(crate) fn std_random(path: &Path) -> NsPerOp {
     })
 }
 
+/// tokio as its users build it: current-thread with its drivers.
 fn tokio_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio runtime")
+    crate::peers::tokio_current(true)
 }
 
 /// `tokio::fs::File` with `AsyncReadExt::read`.

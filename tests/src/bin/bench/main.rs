@@ -420,8 +420,13 @@ fn switch_peers(report: &mut Report) {
     );
     report.add(
         s,
-        "tokio current_thread, two tasks yield_now",
-        peers::tokio_yield_round_trip(SWITCH_ITERS),
+        "tokio current_thread with its drivers (enable_all), two tasks yield_now",
+        peers::tokio_yield_round_trip(SWITCH_ITERS, true),
+    );
+    report.add(
+        s,
+        "tokio current_thread without drivers, two tasks yield_now",
+        peers::tokio_yield_round_trip(SWITCH_ITERS, false),
     );
     report.add(
         s,
@@ -450,8 +455,13 @@ fn spawn_peers(report: &mut Report) {
     let s = "spawn";
     report.add(
         s,
-        "tokio current_thread, spawn + await",
-        peers::tokio_spawn_join(SPAWN_ITERS),
+        "tokio current_thread with its drivers (enable_all), spawn + await",
+        peers::tokio_spawn_join(SPAWN_ITERS, true),
+    );
+    report.add(
+        s,
+        "tokio current_thread without drivers, spawn + await",
+        peers::tokio_spawn_join(SPAWN_ITERS, false),
     );
     report.add(
         s,
@@ -475,7 +485,7 @@ fn echo_all(report: &mut Report) {
             false,
         ),
         (
-            "tokio current_thread (a task per connection)",
+            "tokio current_thread, enable_all (a task per connection)",
             Box::new(echo::tokio_server),
             false,
         ),
@@ -506,7 +516,7 @@ fn instructions_all(report: &mut Report) {
         ),
         ("this runtime, mio reactor loaded as a plugin", "mio", false),
         ("this runtime, io_uring reactor", "uring", false),
-        ("tokio current_thread", "tokio", false),
+        ("tokio current_thread, enable_all", "tokio", false),
         ("monoio (io_uring)", "monoio", false),
     ];
     for (name, server, baseline) in servers {
@@ -617,7 +627,7 @@ fn echo_multi_all(report: &mut Report) {
             2,
         ),
         (
-            "tokio multi-thread, 2 workers",
+            "tokio multi-thread, 2 workers, enable_all",
             echo_multi::tokio_multi(2),
             2,
             1,
@@ -673,7 +683,7 @@ fn sync_ours(report: &mut Report) {
 fn sync_peers(report: &mut Report) {
     report.add(
         "channel ping-pong",
-        "tokio current_thread, mpsc::channel(1) x2",
+        "tokio current_thread (enable_all), mpsc::channel(1) x2",
         sync::tokio_pingpong(PINGPONG_ITERS),
     );
     report.add(
@@ -688,7 +698,7 @@ fn sync_peers(report: &mut Report) {
     );
     report.add(
         "channel throughput",
-        "tokio current_thread, mpsc::channel(1024)",
+        "tokio current_thread (enable_all), mpsc::channel(1024)",
         sync::tokio_throughput(THROUGHPUT_ITERS),
     );
     report.add(
@@ -698,17 +708,17 @@ fn sync_peers(report: &mut Report) {
     );
     report.add(
         "mutex uncontended",
-        "tokio current_thread, sync::Mutex",
+        "tokio current_thread (enable_all), sync::Mutex",
         sync::tokio_mutex_uncontended(MUTEX_ITERS),
     );
     report.add(
         "mutex contended",
-        "tokio current_thread, sync::Mutex, 4 tasks",
+        "tokio current_thread (enable_all), sync::Mutex, 4 tasks",
         sync::tokio_mutex_contended(CONTENDED_ITERS),
     );
     report.add(
         "oneshot",
-        "tokio current_thread, oneshot",
+        "tokio current_thread (enable_all), oneshot",
         sync::tokio_oneshot(ONESHOT_ITERS),
     );
 }
@@ -727,7 +737,7 @@ fn fairness_all(report: &mut Report) {
             Box::new(echo::ours("uring")),
             false,
         ),
-        ("tokio current_thread", Box::new(echo::tokio_server), false),
+        ("tokio current_thread, enable_all", Box::new(echo::tokio_server), false),
     ] {
         let l = fairness::measure(server);
         eprintln!("fairness: {name}: {} probes", l.probes);
@@ -775,18 +785,18 @@ fn fs_all(report: &mut Report) {
     report.add(r, "std pread on a thread", fs::std_random(path));
     report.add_values(
         s,
-        "tokio current_thread, tokio::fs::File",
+        "tokio current_thread (enable_all), tokio::fs::File",
         fs::seq_values(fs::tokio_seq(path)),
         false,
     );
     report.add(
         r,
-        "tokio current_thread, spawn_blocking(read_at)",
+        "tokio current_thread (enable_all), spawn_blocking(read_at)",
         fs::tokio_random(path),
     );
     report.add(
         r,
-        "tokio current_thread, tokio::fs::File seek + read_exact",
+        "tokio current_thread (enable_all), tokio::fs::File seek + read_exact",
         fs::tokio_seek_read(path),
     );
 }
@@ -804,7 +814,7 @@ fn timers_all(report: &mut Report) {
     let l = timers::tokio_sleep();
     report.add_values(
         s,
-        "tokio current_thread, tokio::time::sleep",
+        "tokio current_thread (enable_all), tokio::time::sleep",
         vec![l.median_us, l.p99_us, l.max_us],
         false,
     );
@@ -903,7 +913,7 @@ fn udp_all(report: &mut Report) {
     );
     report.add(
         "udp ping-pong",
-        "tokio current_thread, net::UdpSocket",
+        "tokio current_thread (enable_all), net::UdpSocket",
         udp::tokio_udp(UDP_ITERS),
     );
 }
@@ -921,7 +931,7 @@ fn blocking_all(report: &mut Report) {
     );
     report.add(
         "spawn_blocking",
-        "tokio current_thread, task::spawn_blocking",
+        "tokio current_thread (enable_all), task::spawn_blocking",
         udp::tokio_blocking(BLOCKING_ITERS),
     );
 }

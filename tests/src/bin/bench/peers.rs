@@ -93,11 +93,20 @@ pub(crate) fn corosensei_round_trip(fp: bool, iters: u64) -> NsPerOp {
     })
 }
 
+/// A tokio current-thread runtime: with its I/O and time drivers
+/// (`enable_all`, what `#[tokio::main(flavor = "current_thread")]` builds)
+/// or without any.
+pub(crate) fn tokio_current(drivers: bool) -> tokio::runtime::Runtime {
+    let mut b = tokio::runtime::Builder::new_current_thread();
+    if drivers {
+        b.enable_all();
+    }
+    b.build().expect("tokio runtime")
+}
+
 /// tokio current-thread: two tasks that keep yielding to each other.
-pub(crate) fn tokio_yield_round_trip(iters: u64) -> NsPerOp {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio runtime");
+pub(crate) fn tokio_yield_round_trip(iters: u64, drivers: bool) -> NsPerOp {
+    let rt = tokio_current(drivers);
     median(REPS, iters, || {
         rt.block_on(async {
             let other = tokio::spawn(async move {
@@ -117,10 +126,8 @@ pub(crate) fn tokio_yield_round_trip(iters: u64) -> NsPerOp {
 }
 
 /// tokio current-thread: spawn an empty task and await it.
-pub(crate) fn tokio_spawn_join(iters: u64) -> NsPerOp {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio runtime");
+pub(crate) fn tokio_spawn_join(iters: u64, drivers: bool) -> NsPerOp {
+    let rt = tokio_current(drivers);
     median(REPS, iters, || {
         rt.block_on(async {
             let start = Instant::now();

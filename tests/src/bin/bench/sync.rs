@@ -33,10 +33,9 @@ fn ours<T: 'static>(f: impl FnOnce() -> T + 'static) -> T {
         .expect("runtime")
 }
 
+/// tokio as its users build it: current-thread with its drivers.
 fn tokio_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio runtime")
+    crate::peers::tokio_current(true)
 }
 
 /// Ping-pong through two channels of capacity 1.

@@ -67,7 +67,7 @@ pub(crate) fn ours(reactor: &str) -> Lateness {
 /// tokio current-thread, `tokio::time::sleep`.
 pub(crate) fn tokio_sleep() -> Lateness {
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .expect("tokio");
     rt.block_on(async {
