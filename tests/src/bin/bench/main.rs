@@ -737,7 +737,11 @@ fn fairness_all(report: &mut Report) {
             Box::new(echo::ours("uring")),
             false,
         ),
-        ("tokio current_thread, enable_all", Box::new(echo::tokio_server), false),
+        (
+            "tokio current_thread, enable_all",
+            Box::new(echo::tokio_server),
+            false,
+        ),
     ] {
         let l = fairness::measure(server);
         eprintln!("fairness: {name}: {} probes", l.probes);
