@@ -67,6 +67,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let rest: Vec<String> = args.collect();
+    if let Err(message) = cmd::find_root() {
+        eprintln!("xtask: {message}");
+        return ExitCode::FAILURE;
+    }
     let result = match command.as_str() {
         "test-matrix" => matrix::run(&rest),
         "gen-header" => header::run(&rest),
