@@ -198,6 +198,18 @@ pub enum Event {
         /// What it did.
         fault: String,
     },
+    /// A user call took the host's fallback (the blocking pool, readiness)
+    /// because the reactor lacks a capability; reported once per runtime
+    /// and capability, for a reactor that is not one of the runtime's own
+    /// (whose fallbacks are their design).
+    PluginFallback {
+        /// The reactor: the name the configuration chose it by, the name,
+        /// version and ABI minor it reports.
+        plugin: String,
+        /// The capability and what the host does without it, e.g.
+        /// `AA_CAP_IO_DGRAM: datagram sockets wait for readiness`.
+        missing: String,
+    },
 }
 
 impl Event {
@@ -216,9 +228,10 @@ impl Event {
     fn target(&self) -> &'static str {
         match self {
             Event::ActivityExceeded { .. } => "async_std_api::watchdog",
-            Event::UnhandledFailure { .. } | Event::Deadlock { .. } | Event::PluginFault { .. } => {
-                "async_std_api::runtime"
-            }
+            Event::UnhandledFailure { .. }
+            | Event::Deadlock { .. }
+            | Event::PluginFault { .. }
+            | Event::PluginFallback { .. } => "async_std_api::runtime",
             Event::StuckInCancellation { .. } => "async_std_api::cancel",
             Event::ContextDropPanicked { .. } => "async_std_api::context",
             _ => "async_std_api::scope",
@@ -360,6 +373,9 @@ impl fmt::Display for Event {
                 write!(f, "a context value panicked in its destructor: {message}")
             }
             Event::PluginFault { plugin, fault } => write!(f, "{plugin} {fault}"),
+            Event::PluginFallback { plugin, missing } => {
+                write!(f, "{plugin} lacks {missing} (said once)")
+            }
         }
     }
 }

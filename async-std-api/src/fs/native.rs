@@ -28,24 +28,25 @@ use async_abi::{AaStat, AA_CAP_IO_FILE, AA_CAP_IO_FTRUNCATE, AA_CAP_IO_NATIVE, A
 use crate::core::runtime::{self, io::IoReq};
 use crate::net;
 
-/// Which capabilities the running reactor instance has.
-fn caps() -> u64 {
-    runtime::with_runtime(|rt| rt.reactor.caps()).unwrap_or(0)
+/// Whether the running reactor instance has `bit`; a user call that falls
+/// back without it is said once (F10).
+fn has(bit: u64) -> bool {
+    runtime::with_runtime(|rt| rt.reactor.has_or_falls_back(bit)).unwrap_or(false)
 }
 
 /// Reads and writes at offsets run in the reactor.
 pub(super) fn rw() -> bool {
-    caps() & AA_CAP_IO_NATIVE != 0
+    has(AA_CAP_IO_NATIVE)
 }
 
 /// Open, stat, sync, unlink, rename and mkdir run in the reactor.
 pub(super) fn files() -> bool {
-    caps() & AA_CAP_IO_FILE != 0
+    has(AA_CAP_IO_FILE)
 }
 
 /// `ftruncate` runs in the reactor.
 pub(super) fn ftruncate_too() -> bool {
-    caps() & AA_CAP_IO_FTRUNCATE != 0
+    has(AA_CAP_IO_FTRUNCATE)
 }
 
 /// The reactor did not run a request it was given (NA1): the caller falls
@@ -71,8 +72,10 @@ impl AsRawFd for Cwd {
     }
 }
 
-/// Submits one request; an ABI status (the reactor refused it) is
-/// [`Refused`], an errno std's error.
+/// Submits one request; the reactor's refusal (`AA_E_UNSUPPORTED`, which
+/// [`net::os_error`] makes an `Unsupported` error without an errno) is
+/// [`Refused`]; an errno, or the reactor's own failure (F11), is the
+/// caller's error.
 #[track_caller]
 fn submit(
     fd: &impl AsRawFd,
@@ -81,7 +84,9 @@ fn submit(
     at: &'static Location<'static>,
 ) -> Native<i64> {
     match net::submit(fd, req, what, at) {
-        Err(e) if e.raw_os_error().is_some_and(|c| c >= 4096) => Err(Refused),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported && e.raw_os_error().is_none() => {
+            Err(Refused)
+        }
         r => Ok(r),
     }
 }

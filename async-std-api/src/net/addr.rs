@@ -181,7 +181,14 @@ fn resolve(host: &str, port: u16, at: &'static Location<'static>) -> io::Result<
     if !in_coroutine {
         return std_lookup(host, port);
     }
-    let via_reactor = with_running(|rt, _| rt.reactor.has_dns()).unwrap_or(false);
+    let via_reactor = with_running(|rt, _| {
+        let has = rt.reactor.has_dns();
+        if !has {
+            rt.reactor.fell_back(async_abi::AA_CAP_DNS);
+        }
+        has
+    })
+    .unwrap_or(false);
     if !via_reactor {
         let owned = host.to_owned();
         return match offload("name resolution", move || std_lookup(&owned, port)) {

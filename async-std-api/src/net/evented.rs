@@ -234,6 +234,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                         result: -i64::from(libc::ECANCELED),
                         interrupt: Some(interrupt),
                         waited: false,
+                        failure: None,
                     };
                     return settle(me, out).map(|n| n as usize);
                 }
@@ -266,7 +267,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         };
         timeout.is_none()
             && crate::core::runtime::with_runtime(|rt| {
-                rt.reactor.caps() & async_abi::AA_CAP_IO_DGRAM != 0
+                rt.reactor.has_or_falls_back(async_abi::AA_CAP_IO_DGRAM)
             })
             .unwrap_or(false)
     }

@@ -128,7 +128,10 @@ fn submit_as(
 /// data first, then the cancellation.
 fn settle(me: &crate::core::state::CoroState, out: rio::IoOutcome) -> io::Result<i64> {
     match out.interrupt {
-        None if out.result < 0 => Err(os_error(out.result)),
+        None if out.result < 0 => Err(match out.failure {
+            Some(line) => io::Error::other(line.into_string()),
+            None => os_error(out.result),
+        }),
         None => Ok(out.result),
         // Already unwinding (a `Drop` doing I/O): an error, not a second
         // unwind.

@@ -60,6 +60,11 @@ fn main() -> Result<(), async_std_api::Error> {
         "emfile" => run(emfile),
         "fallbacks" => run(fallbacks),
         "tcp" => run(tcp),
+        "delay" => run(|| {
+            delay(1).unwrap();
+            delay(1).unwrap();
+            println!("slept twice");
+        }),
         "busy" => run(|| {
             let other = spawn(|| (0..100_000).for_each(|_| suspend().unwrap()));
             (0..100_000).for_each(|_| suspend().unwrap());

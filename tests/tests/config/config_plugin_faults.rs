@@ -153,10 +153,76 @@ fn d40_a_failed_reactor_poll_ends_the_run_naming_the_reactor_on_the_busy_path_to
     assert_eq!(
         out.stderr.lines().last().unwrap_or_default(),
         format!(
-            "Error: scheduler \"embedded\" failed: reactor run_once failed with AA_E_INTERNAL (-10007); \
-             reactor \"{p}\": faulty fixture: run_once failed on purpose"
+            "Error: reactor \"{p}\" failed: faulty fixture: run_once failed on purpose \
+             (its run_once returned AA_E_INTERNAL (-10007); scheduler \"embedded\" ended the run)"
         ),
         "{out:?}"
     );
     assert_eq!(out.code, Some(1), "{out:?}");
+}
+
+#[test]
+fn f11_a_request_the_reactor_fails_reaches_the_call_naming_the_reactor_and_is_logged_once() {
+    let (p, inner) = (fixture(), mio_library());
+    let out = run_child(
+        PROBE,
+        &["tcp"],
+        &[
+            ("ASYNC_REACTOR", &p),
+            ("AA_FAULTY_INNER", &inner),
+            ("AA_FAULTY_FAIL_SUBMIT", "1"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout.trim(),
+        format!(
+            "tcp error: reactor \"{p}\" failed the request with internal error in the plugin (AA_E_INTERNAL): \
+             faulty fixture: io_submit failed on purpose"
+        ),
+        "{out:?}"
+    );
+    let reports: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("failed a request"))
+        .collect();
+    assert_eq!(
+        reports,
+        [format!(
+            "ERROR async_std_api::runtime: reactor \"{p}\" (reactor-mio 0.0.0-faulty-fixture) \
+             failed a request with internal error in the plugin (AA_E_INTERNAL): faulty fixture: \
+             io_submit failed on purpose (said once; each call gets the error)"
+        )],
+        "{out:?}"
+    );
+}
+
+#[test]
+fn d40_a_timer_callback_called_twice_is_ignored_and_reported_once_naming_the_plugin() {
+    let (p, inner) = (fixture(), mio_library());
+    let out = run_child(
+        PROBE,
+        &["delay"],
+        &[
+            ("ASYNC_REACTOR", &p),
+            ("AA_FAULTY_INNER", &inner),
+            ("AA_FAULTY_TIMER_TWICE", "1"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.trim(), "slept twice", "{out:?}");
+    let reports: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("a second time"))
+        .collect();
+    assert_eq!(
+        reports,
+        [format!(
+            "ERROR async_std_api::runtime: reactor \"{p}\" (reactor-mio 0.0.0-faulty-fixture) \
+             called a one-shot timer's callback a second time (ignored; the first call stands)"
+        )],
+        "{out:?}"
+    );
 }

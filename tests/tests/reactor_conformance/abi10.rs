@@ -162,4 +162,28 @@ fn abi10_reactor_without_datagram_or_file_requests_gets_the_hosts_fallbacks() {
         out.stderr
     );
     assert!(!out.stderr.contains(REFUSAL), "{}", out.stderr);
+    // F10: each fallback is said once, at WARN, when a call first takes it.
+    let said: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" lacks AA_CAP_"))
+        .collect();
+    let line = |cap: &str| {
+        format!(
+            "WARN async_std_api::runtime: reactor \"{fixture}\" (reactor-mio 1.0.0-abi10-fixture, \
+             ABI 1.0) lacks {cap} (said once)"
+        )
+    };
+    assert_eq!(
+        said,
+        [
+            line("AA_CAP_IO_DGRAM: datagram sockets wait for readiness"),
+            line(
+                "AA_CAP_IO_FILE: opening, stat, sync and directory calls run on the blocking pool"
+            ),
+            line("AA_CAP_IO_NATIVE: file reads and writes run on the blocking pool"),
+        ],
+        "{}",
+        out.stderr
+    );
 }

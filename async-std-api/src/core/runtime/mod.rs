@@ -459,12 +459,19 @@ fn log_loaded(role: Role, label: &str, desc: &async_abi::AaPluginDesc, caps: u64
     events::info_fallback("async_std_api::runtime", &line);
 }
 
-/// The host's fallback for each optional reactor capability that `caps`
-/// lacks, for the line that reports a loaded reactor (the header documents
-/// each bit).
-fn missing_caps(caps: u64) -> Vec<&'static str> {
+/// What the host does without capability `bit` (`AA_CAP_X: <fallback>`),
+/// for the line a user call's first fallback gives (F10).
+pub(crate) fn fallback_text(bit: u64) -> Option<&'static str> {
+    CAP_FALLBACKS
+        .iter()
+        .find(|(b, _)| *b == bit)
+        .map(|(_, why)| *why)
+}
+
+/// Each optional capability and the host's fallback without it.
+const CAP_FALLBACKS: [(u64, &str); 10] = {
     use async_abi::*;
-    let table: [(u64, &str); 10] = [
+    [
         (
             AA_CAP_POLL,
             "AA_CAP_POLL: readiness waits (io::Async, read/write timeouts) are unsupported",
@@ -499,8 +506,14 @@ fn missing_caps(caps: u64) -> Vec<&'static str> {
             AA_CAP_IO_FILE,
             "AA_CAP_IO_FILE: opening, stat, sync and directory calls run on the blocking pool",
         ),
-    ];
-    table
+    ]
+};
+
+/// The host's fallback for each optional reactor capability that `caps`
+/// lacks, for the line that reports a loaded reactor (the header documents
+/// each bit).
+fn missing_caps(caps: u64) -> Vec<&'static str> {
+    CAP_FALLBACKS
         .iter()
         .filter(|(bit, _)| caps & bit == 0)
         .map(|(_, why)| *why)
@@ -708,23 +721,28 @@ impl Runtime {
         }
     }
 
-    /// One line for a run the scheduler ended with `status`: the
-    /// scheduler's own message, and the reactor's when the scheduler blames
-    /// it (a failed `run_once`), each naming its plugin.
+    /// One line for a run the scheduler ended with `status`, blaming the
+    /// right plugin: a failed `run_once` is the reactor's failure, told
+    /// with its own message first and the status it returned (the
+    /// scheduler only stopped the run); anything else is the scheduler's,
+    /// with its message.
     pub(crate) fn plugin_failure(&self, status: AaStatus) -> String {
         let sched = self
             .sched
             .last_error()
             .unwrap_or_else(|| status_text(status));
-        let mut line = format!("scheduler {} failed: {sched}", self.scheduler_label);
-        if sched.contains("reactor") {
+        if let Some(returned) = sched.strip_prefix("reactor run_once failed with ") {
             let reactor = self
                 .reactor
                 .last_error()
                 .unwrap_or_else(|| "it gave no message".to_owned());
-            line.push_str(&format!("; reactor {}: {reactor}", self.reactor.named()));
+            return format!(
+                "reactor {} failed: {reactor} (its run_once returned {returned}; scheduler {} ended the run)",
+                self.reactor.named(),
+                self.scheduler_label
+            );
         }
-        line
+        format!("scheduler {} failed: {sched}", self.scheduler_label)
     }
 
     /// Destroys the scheduler, then the reactor (R2). A scheduler that still

@@ -32,10 +32,11 @@ use std::rc::Rc;
 
 use async_abi::{
     AaBytes, AaCoroutine, AaEvent, AaIoOp, AaSockAddr, AaStat, AA_CAP_IO, AA_DONE, AA_E_CANCELLED,
-    AA_E_DEADLOCK, AA_E_SHUTDOWN, AA_E_UNSUPPORTED, AA_IO_ACCEPT, AA_IO_CLOSE, AA_IO_CONNECT,
-    AA_IO_DATASYNC, AA_IO_FSYNC, AA_IO_FTRUNCATE, AA_IO_MKDIRAT, AA_IO_NOFOLLOW, AA_IO_OPENAT,
-    AA_IO_PEEK, AA_IO_READ, AA_IO_RECVFROM, AA_IO_REMOVEDIR, AA_IO_RENAMEAT, AA_IO_SENDTO,
-    AA_IO_STATX, AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE, AA_OK,
+    AA_E_DEADLOCK, AA_E_INTERNAL, AA_E_PANIC, AA_E_SHUTDOWN, AA_E_UNSUPPORTED, AA_IO_ACCEPT,
+    AA_IO_CLOSE, AA_IO_CONNECT, AA_IO_DATASYNC, AA_IO_FSYNC, AA_IO_FTRUNCATE, AA_IO_MKDIRAT,
+    AA_IO_NOFOLLOW, AA_IO_OPENAT, AA_IO_PEEK, AA_IO_READ, AA_IO_RECVFROM, AA_IO_REMOVEDIR,
+    AA_IO_RENAMEAT, AA_IO_SENDTO, AA_IO_STATX, AA_IO_TRY_INLINE, AA_IO_UNLINKAT, AA_IO_WRITE,
+    AA_OK,
 };
 
 use super::Reactor;
@@ -186,6 +187,9 @@ pub(crate) struct IoOutcome {
     /// The request did not complete inline: the coroutine waited for its
     /// callback (D-42 reads it as "this lane is not ready").
     pub(crate) waited: bool,
+    /// The reactor failed the request with an error of its own
+    /// (`AA_E_INTERNAL`, `AA_E_PANIC`): its one line, naming it (F11).
+    pub(crate) failure: Option<Box<str>>,
 }
 
 struct IoRec {
@@ -276,6 +280,7 @@ pub(crate) fn perform(
             result: i64::from(AA_E_UNSUPPORTED),
             interrupt: None,
             waited: false,
+            failure: None,
         };
     }
     if r.is_null() {
@@ -283,6 +288,7 @@ pub(crate) fn perform(
             result: -i64::from(ECANCELED),
             interrupt: None,
             waited: false,
+            failure: None,
         };
     }
     if let Err(interrupt) = if spent {
@@ -294,6 +300,7 @@ pub(crate) fn perform(
             result: -i64::from(ECANCELED),
             interrupt: Some(interrupt),
             waited: false,
+            failure: None,
         };
     }
     let rec = new_rec(me);
@@ -454,12 +461,17 @@ pub(crate) fn perform(
             } else {
                 -i64::from(ECANCELED)
             };
+            // F11: the reactor's own failure reaches the caller with its
+            // message (read now, while it describes this call), and the log.
+            let failure = matches!(status, AA_E_INTERNAL | AA_E_PANIC)
+                .then(|| reactor.failed_request(status).into_boxed_str());
             copy_addr(accept_out);
             recycle(rec);
             return IoOutcome {
                 result,
                 interrupt: None,
                 waited: false,
+                failure,
             };
         }
     };
@@ -498,10 +510,13 @@ pub(crate) fn perform(
     copy_addr(accept_out);
     let result = rec.result.get();
     recycle(rec);
+    let failure = (result == i64::from(AA_E_INTERNAL))
+        .then(|| reactor.failed_request(AA_E_INTERNAL).into_boxed_str());
     IoOutcome {
         result,
         interrupt,
         waited: true,
+        failure,
     }
 }
 

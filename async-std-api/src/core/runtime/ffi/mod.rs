@@ -143,8 +143,12 @@ pub(crate) struct Reactor {
     /// with `run_once` interposed (WD2). Boxed, so it stays put and lives
     /// as long as the reactor, longer than the scheduler (R2).
     watched: std::cell::OnceCell<Box<AaReactorVTable>>,
-    /// The kinds of fault already reported (F8).
+    /// The kinds of fault already reported (F8), and the capabilities
+    /// whose fallback was already said (F10).
     faults: std::cell::RefCell<Vec<&'static str>>,
+    /// Whether this is one of the runtime's own reactors (chosen by a
+    /// built-in name), whose fallbacks are their design (F10).
+    builtin: bool,
 }
 
 impl Reactor {
@@ -191,6 +195,7 @@ impl Reactor {
             r: std::cell::Cell::new(out),
             watched: std::cell::OnceCell::new(),
             faults: std::cell::RefCell::default(),
+            builtin: matches!(label, "embedded" | "mio" | "uring" | "auto"),
         })
     }
 
@@ -217,6 +222,72 @@ impl Reactor {
 
     pub(crate) fn caps(&self) -> u64 {
         self.caps
+    }
+
+    /// Whether the instance has capability `bit`; if not, the caller falls
+    /// back (to the pool, to readiness) and that is said once (F10).
+    pub(crate) fn has_or_falls_back(&self, bit: u64) -> bool {
+        if self.caps & bit != 0 {
+            return true;
+        }
+        self.fell_back(bit);
+        false
+    }
+
+    /// F10: a user call fell back because the reactor lacks `bit`. Said at
+    /// WARN once per runtime and capability, for a reactor that is not one
+    /// of the runtime's own: a third party's reactor, perhaps of an older
+    /// minor, whose user would otherwise never learn that datagrams or
+    /// files took the slower path (the load line says it only at INFO).
+    /// The built-in reactors' fallbacks are their design (mio has no file
+    /// requests): the load line at INFO says them.
+    pub(crate) fn fell_back(&self, bit: u64) {
+        let Some(why) = super::fallback_text(bit) else {
+            return;
+        };
+        if self.builtin {
+            return;
+        }
+        if self.faults.borrow().contains(&why) {
+            return;
+        }
+        self.faults.borrow_mut().push(why);
+        let (name, version) = super::loader::describe(&self.plugin.desc);
+        crate::core::events::emit(Event::PluginFallback {
+            plugin: format!(
+                "reactor {} ({name} {version}, ABI 1.{})",
+                self.named(),
+                self.plugin.desc.abi_minor
+            ),
+            missing: why.to_owned(),
+        });
+    }
+
+    /// F11: the reactor failed a request with an error of its own
+    /// (`AA_E_INTERNAL`: not the system's errno, not a refusal the ABI
+    /// names): the message it gave, logged once per runtime; the caller
+    /// gets it in its `io::Error` too.
+    pub(crate) fn failed_request(&self, status: AaStatus) -> String {
+        let message = self
+            .last_error()
+            .unwrap_or_else(|| "it gave no message".to_owned());
+        let line = format!(
+            "reactor {} failed the request with {}: {message}",
+            self.named(),
+            super::status_text(status)
+        );
+        if !self.faults.borrow().contains(&"F11") {
+            self.faults.borrow_mut().push("F11");
+            let (name, version) = super::loader::describe(&self.plugin.desc);
+            crate::core::events::emit(Event::PluginFault {
+                plugin: format!("reactor {} ({name} {version})", self.named()),
+                fault: format!(
+                    "failed a request with {}: {message} (said once; each call gets the error)",
+                    super::status_text(status)
+                ),
+            });
+        }
+        line
     }
 
     /// The reactor's last error message, if it has one.

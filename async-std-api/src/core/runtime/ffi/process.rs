@@ -63,6 +63,7 @@ impl Reactor {
             return Err(AA_E_UNSUPPORTED);
         };
         if self.caps & AA_CAP_PROCESS == 0 {
+            self.fell_back(AA_CAP_PROCESS);
             return Err(AA_E_UNSUPPORTED);
         }
         // F8: the watch's one callback.
