@@ -162,7 +162,7 @@ fn d40_a_failed_reactor_poll_ends_the_run_naming_the_reactor_on_the_busy_path_to
 }
 
 #[test]
-fn f11_a_request_the_reactor_fails_reaches_the_call_naming_the_reactor_and_is_logged_once() {
+fn d40_a_request_the_reactor_fails_reaches_the_call_naming_the_reactor_and_is_logged_once() {
     let (p, inner) = (fixture(), mio_library());
     let out = run_child(
         PROBE,

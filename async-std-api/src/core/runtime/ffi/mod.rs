@@ -28,11 +28,19 @@
 //!   under a lock, and the event's drop empties it under that lock before
 //!   disposing the event.
 //! - **F8** A one-shot callback (an I/O request's, a process watch's, a
-//!   name lookup's, a sleep's timer) that the reactor calls a second time is not passed on:
+//!   name lookup's, a one-shot timer's) that the reactor calls a second time is not passed on:
 //!   the first call stands, and the plugin's fault is reported once per
 //!   runtime and kind as an [`Event::PluginFault`], naming the reactor.
 //! - **F9** A reactor without `AA_CAP_IO` is sent no request: a request
 //!   fails with `AA_E_UNSUPPORTED` and a close is done by the host.
+//! - **F10** A user call that falls back because the reactor lacks a
+//!   capability says so once per runtime and capability at WARN
+//!   ([`Event::PluginFallback`]), for a reactor that is not one of the
+//!   runtime's own ([`Reactor::fell_back`]).
+//! - **F11** A request the reactor fails with an error of its own
+//!   (`AA_E_INTERNAL`, `AA_E_PANIC`) gives the call an error naming the
+//!   reactor and its message, read right after the failure, and is reported
+//!   once per runtime ([`Reactor::failed_request`]).
 //!
 //! [`current`] keeps the thread's runtime and running coroutine (K1-K3).
 //!
