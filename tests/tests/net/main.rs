@@ -1,7 +1,7 @@
 //! Networking: TCP (many concurrent connections with plain std::io code,
 //! cancelled I/O, faults, fairness), UDP, Unix sockets, readiness on any
-//! descriptor, name resolution, and the `http_server` example under real
-//! requests.
+//! descriptor, name resolution, and the `http_server` and `http_hello`
+//! examples under real requests.
 
 mod tcp_cancel;
 mod tcp_echo;
@@ -13,6 +13,7 @@ mod tcp_races;
 mod udp;
 mod async_fd;
 mod dns;
+mod http_hello;
 mod http_server;
 mod unix;
 mod uring_fast_paths;
