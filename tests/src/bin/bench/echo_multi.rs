@@ -156,7 +156,7 @@ fn drive(addr: SocketAddr, tids: &[i32]) -> io::Result<Measured> {
 
 /// A free loopback address for a group of `SO_REUSEPORT` listeners, and
 /// the socket that holds it (bound, not listening) while they bind.
-fn reserve() -> (socket2::Socket, SocketAddr) {
+pub(crate) fn reserve() -> (socket2::Socket, SocketAddr) {
     let s =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     s.set_reuse_port(true).expect("SO_REUSEPORT");

@@ -29,6 +29,10 @@
 //!   child's output, against std and tokio::process (see `process.rs`);
 //! - `fs`: a 1 GiB file read in 64 KiB reads, and 4 KiB random `read_at`s,
 //!   against std on a thread and tokio (see `fs.rs`);
+//! - `http`: HTTP/1.1 plaintext from 100 keep-alive connections, one
+//!   request in flight each and 16 pipelined: the `http_hello` example on
+//!   1 and 2 loops, mio and io_uring, against may_minihttp and hyper on
+//!   tokio (see `http.rs`);
 //! - `million`: a million coroutines suspended in `delay(3000)` at once
 //!   (time and peak RSS), and spawn+join and switch costs with 0 to 1M
 //!   coroutines alive (see `million.rs`).
@@ -46,6 +50,7 @@ mod echo_multi;
 mod fairness;
 mod fiber;
 mod fs;
+mod http;
 mod million;
 mod ours;
 mod peers;
@@ -118,6 +123,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         "million",
         "1M coroutines in delay(3000) at once (s, peak RSS); spawn+join and switch with 0..1M alive (ns)",
     ),
+    (
+        "http",
+        "HTTP/1.1 plaintext, 100 keep-alive connections, 1 and 16 pipelined requests in flight each, against may_minihttp and hyper (CPU per request, requests per second)",
+    ),
 ];
 
 /// How to read some scenarios' numbers: shown under their tables in the
@@ -129,6 +138,20 @@ const NOTES: &[(&str, &str)] = &[
          so requests per second are bounded by the machine, not by the loop count; server CPU \
          per request sums every server thread's schedstat, and 1e9 / that figure is what the \
          servers would sustain per core with the client's time set aside.",
+    ),
+    (
+        "http plaintext",
+        "Server CPU per request sums every thread of the process but the load generator's \
+         (schedstat), so a server's timer, I/O and worker threads all count; nothing is pinned, \
+         and the two cores bound requests per second. Each connection has one request in \
+         flight. This runtime's rows run the `http_hello` example's own code \
+         (async-std-api/examples/http_hello.rs).",
+    ),
+    (
+        "http plaintext, 16 pipelined",
+        "As above, with 16 requests in flight per connection (TechEmpower's plaintext \
+         pipelining): the requests a read completes are sent again in one write, and every \
+         server answers what one read brought in one write (hyper with pipeline_flush).",
     ),
     (
         "echo",
@@ -283,6 +306,11 @@ fn main() {
     }
     if wanted("million") {
         million_all(&mut report);
+    }
+    // may_minihttp and tokio leave their threads behind: after this
+    // runtime's other measurements.
+    if wanted("http") {
+        http_all(&mut report);
     }
     if wanted("switch") {
         switch_peers(&mut report);
@@ -643,6 +671,61 @@ fn echo_multi_all(report: &mut Report) {
         let r = echo_multi::measure(serve, threads, listeners);
         let values = vec![r.server_ns_per_req, r.client_ns_per_req, r.rps];
         report.add_values(s, name, values, i == 1);
+    }
+}
+
+fn http_all(report: &mut Report) {
+    let depths = [1, 16];
+    let scenarios = ["http plaintext", "http plaintext, 16 pipelined"];
+    let columns = ["server CPU ns/req", "client CPU ns/req", "requests/s"];
+    for s in scenarios {
+        report.scenario(s, Unit::NsPerOp, &columns);
+    }
+    let servers: [(&str, http::Server, usize); 7] = [
+        (
+            "this runtime (http_hello), mio, 1 loop",
+            http::ours("mio", 1),
+            1,
+        ),
+        (
+            "this runtime (http_hello), mio, 2 loops",
+            http::ours("mio", 2),
+            2,
+        ),
+        (
+            "this runtime (http_hello), io_uring, 1 loop",
+            http::ours("uring", 1),
+            1,
+        ),
+        (
+            "this runtime (http_hello), io_uring, 2 loops",
+            http::ours("uring", 2),
+            2,
+        ),
+        ("may_minihttp, may 1 worker", http::may_minihttp(), 1),
+        (
+            "hyper 1 (pipeline_flush), tokio current_thread, enable_all",
+            http::hyper(0),
+            1,
+        ),
+        (
+            "hyper 1 (pipeline_flush), tokio multi-thread 2 workers, enable_all",
+            http::hyper(2),
+            1,
+        ),
+    ];
+    for (i, (name, serve, listeners)) in servers.into_iter().enumerate() {
+        for (s, r) in scenarios
+            .iter()
+            .zip(http::measure(serve, listeners, &depths))
+        {
+            eprintln!(
+                "{s}: {name}: {:.0} ns/req server, {:.0} req/s",
+                r.server_ns_per_req, r.rps
+            );
+            let values = vec![r.server_ns_per_req, r.client_ns_per_req, r.rps];
+            report.add_values(s, name, values, i == 0);
+        }
     }
 }
 

@@ -139,7 +139,7 @@ pub(crate) fn tokio_spawn_join(iters: u64, drivers: bool) -> NsPerOp {
     })
 }
 
-fn may_setup() {
+pub(crate) fn may_setup() {
     may::config().set_workers(1).set_stack_size(0x4000);
 }
 
