@@ -44,10 +44,12 @@ reactor_sdk::export_reactor!(linked Reactor);
 pub(crate) use self::AA_REACTOR_VTABLE as VTABLE;
 
 /// Capabilities: every event kind of the ABI; requests complete natively
-/// through the ring, never inline (`AA_IO_TRY_INLINE` is accepted and
-/// ignored, as the ABI allows); datagram and file requests (1.1), which an
-/// instance narrows to what its kernel has (`instance_caps`, probe.rs).
+/// through the ring, stream socket reads and writes first inline
+/// (`AA_CAP_IO_INLINE`, `uring.inline_streams`); datagram and file requests
+/// (1.1). An instance narrows them to what its kernel has and its options
+/// ask (`instance_caps`, probe.rs).
 pub(crate) const CAPS: u64 = AA_CAP_TIMER
+    | AA_CAP_IO_INLINE
     | AA_CAP_POLL
     | AA_CAP_IO
     | AA_CAP_TRIGGER
@@ -196,13 +198,13 @@ impl reactor_sdk::Reactor for Reactor {
         Reactor::trigger_new(self, flags, cb)
     }
 
-    /// Always through the ring: `AA_IO_TRY_INLINE` is a permission, not an
-    /// obligation, and this reactor never completes inline.
+    /// Through the ring, but for a stream socket's read or write allowed
+    /// inline, which is first tried at once (`uring.inline_streams`).
     #[inline]
     unsafe fn io_submit(
         &self,
         req: request::Request,
-        _inline: bool,
+        inline: bool,
         cb: HostCallback,
     ) -> Result<Submitted<Event>> {
         // SAFETY: F5, this method's contract, is `lent`'s: the host keeps
@@ -225,6 +227,11 @@ impl reactor_sdk::Reactor for Reactor {
             open_flags: req.open_flags,
             mode: req.mode,
         };
+        if inline {
+            if let Some(result) = self.try_inline(&req) {
+                return Ok(Submitted::Done(result));
+            }
+        }
         Reactor::io_submit(self, req, cb).map(Submitted::Pending)
     }
 

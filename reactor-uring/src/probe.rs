@@ -194,9 +194,14 @@ pub(crate) fn open(config: &Config, probe_fd: RawFd) -> Result<(Ring, Features)>
             format!("{UNAVAILABLE}io_uring_enter failed: {e}"),
         )
     })? && !config.old_kernel;
-    let (caps, lacking) = optional_caps(crate::ffi::CAPS, config.without, |code| {
+    let (mut caps, lacking) = optional_caps(crate::ffi::CAPS, config.without, |code| {
         probe.is_supported(code)
     });
+    // `uring.inline_streams`, which a multishot receive rules out: its
+    // queued bytes are ahead of anything a direct read would get.
+    if !config.inline_streams || config.multishot_recv {
+        caps &= !async_abi::AA_CAP_IO_INLINE;
+    }
     Ok((
         ring,
         Features {

@@ -119,6 +119,9 @@ pub(crate) struct Reactor {
     pub(crate) multishot_poll: Cell<bool>,
     /// Reads and writes may not wait inside the kernel (`Config::old_kernel`).
     pub(crate) nowait: bool,
+    /// Stream socket reads and writes allowed inline are tried at once
+    /// (`uring.inline_streams`: the instance has `AA_CAP_IO_INLINE`).
+    pub(crate) inline_streams: bool,
     /// Accepts on sockets park on one multishot accept per listener
     /// (`uring.multishot_accept`, where the kernel has it; ops/accept.rs).
     pub(crate) multishot_accept: bool,
@@ -164,6 +167,7 @@ impl Reactor {
             features,
             multishot_poll: Cell::new(!config.old_kernel),
             nowait: config.old_kernel,
+            inline_streams: features.caps & async_abi::AA_CAP_IO_INLINE != 0,
             multishot_accept: config.multishot_accept
                 && features.accept_multi
                 && !config.old_kernel,
@@ -182,13 +186,14 @@ impl Reactor {
         let key = reactor.arm_eventfd(None, reactor.waker.fd());
         reactor.wake_op.set(Some(key));
         async_abi::plugin_debug!(
-            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}, multishot receive: {}",
+            "reactor-uring: ring of {:?}, cancel by descriptor: {}, single issuer: {}, deferred task running: {}, multishot accept: {}, multishot receive: {}, inline streams: {}",
             reactor.ring.borrow(),
             features.cancel_fd,
             features.setup.single_issuer,
             features.setup.defer_taskrun,
             reactor.multishot_accept,
-            reactor.multishot_recv.get()
+            reactor.multishot_recv.get(),
+            reactor.inline_streams
         );
         Ok(reactor)
     }

@@ -101,6 +101,14 @@ pub(crate) struct RecvQueue {
     pub(crate) multishot: Option<OpKey>,
 }
 
+impl FdEntry {
+    /// Whether no request of `lane` is held or in the kernel (G4), so one
+    /// made now at once cannot overtake an earlier one.
+    pub(crate) fn idle(&self, lane: Lane) -> bool {
+        self.lanes[lane as usize].is_empty() && !self.closing
+    }
+}
+
 impl RecvQueue {
     /// The unread bytes.
     pub(crate) fn unread(&self) -> &[u8] {

@@ -318,6 +318,72 @@ impl Reactor {
         Ok(ev)
     }
 
+    /// `uring.inline_streams`: a read or write at the position of a stream
+    /// socket, allowed inline by the host, made at once as a non-blocking
+    /// `recv`/`send` when no request of its direction is held or in the
+    /// kernel (G4: it cannot overtake one). Its result (bytes, or
+    /// `-errno`), or `None` to take the ring: it would block, or it is not
+    /// such a request. The host makes the same call itself on a ready
+    /// lane (its D-42) and reads by readiness (D-43) once the instance has
+    /// `AA_CAP_IO_INLINE`, which is what this buys: a ping-pong stream
+    /// costs no request record, ring entry or event per read.
+    pub(crate) fn try_inline(&self, req: &Request) -> Option<i64> {
+        if !self.inline_streams || req.fd < 0 || req.offset >= 0 {
+            return None;
+        }
+        let lane = match req.opcode {
+            Opcode::Read => Lane::Read,
+            Opcode::Write => Lane::Write,
+            _ => return None,
+        };
+        {
+            let mut registry = self.registry.borrow_mut();
+            let entry = registry.open(req.fd).ok()?;
+            if !(entry.socket && entry.stream && entry.idle(lane)) {
+                return None;
+            }
+        }
+        let peek = if req.has(async_abi::AA_IO_PEEK) {
+            libc::MSG_PEEK
+        } else {
+            0
+        };
+        loop {
+            let n = match lane {
+                // SAFETY: the host lends `buf` (writable for `len` bytes)
+                // until this call returns (AA-R5, F5); `MSG_DONTWAIT`: the
+                // call never blocks, whatever the descriptor's mode.
+                Lane::Read => unsafe {
+                    libc::recv(
+                        req.fd,
+                        req.buf.as_mut_ptr().cast(),
+                        req.buf.len(),
+                        libc::MSG_DONTWAIT | peek,
+                    )
+                },
+                // SAFETY: as above, `buf` readable for `len` bytes;
+                // `MSG_NOSIGNAL`: a reset peer is `EPIPE`, never `SIGPIPE`.
+                Lane::Write => unsafe {
+                    libc::send(
+                        req.fd,
+                        req.buf.as_mut_ptr().cast_const().cast(),
+                        req.buf.len(),
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                },
+            };
+            if n >= 0 {
+                return Some(n as i64);
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return None,
+                Some(e) => return Some(-i64::from(e)),
+                None => return None,
+            }
+        }
+    }
+
     /// A request's completion (see the module doc). Returns the number of
     /// host callbacks run.
     pub(super) fn complete_request(&self, key: OpKey, cqe: Cqe) -> i32 {

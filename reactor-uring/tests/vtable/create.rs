@@ -10,7 +10,7 @@ fn unknown_uring_option_is_refused_and_other_prefixes_are_ignored() {
     assert_eq!(status, AA_E_INVALID);
     assert_eq!(
         message,
-        "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
+        "unknown reactor option \"uring.foo\" (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv, uring.inline_streams)"
     );
     let lp = crate::uring_loop!(&[("mio.events_capacity", "64"), ("uring.sq_entries", "8")]);
     lp.finish();
@@ -22,7 +22,7 @@ fn unprefixed_option_is_refused_with_how_to_write_it() {
     assert_eq!(status, AA_E_INVALID);
     assert_eq!(
         message,
-        "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)"
+        "unknown reactor option \"foo\": reactor options are written uring.<option> (known: uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv, uring.inline_streams)"
     );
 }
 
@@ -37,11 +37,12 @@ fn bad_sq_entries_is_refused_with_the_value() {
 }
 
 #[test]
-fn the_vtable_advertises_every_kind_native_io_and_no_inline_completion() {
+fn the_vtable_advertises_every_kind_native_io_and_inline_streams() {
     let (vt, _) = vtable();
     assert_eq!(
         vt.caps,
         AA_CAP_TIMER
+            | AA_CAP_IO_INLINE
             | AA_CAP_POLL
             | AA_CAP_IO
             | AA_CAP_TRIGGER

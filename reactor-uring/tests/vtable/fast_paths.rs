@@ -1,6 +1,7 @@
 //! io_uring's fast paths, each behind its option: deferred task running
-//! (`uring.defer_taskrun`), the multishot accept (`uring.multishot_accept`)
-//! and the multishot receive (`uring.multishot_recv`).
+//! (`uring.defer_taskrun`), the multishot accept (`uring.multishot_accept`),
+//! the multishot receive (`uring.multishot_recv`) and stream requests
+//! tried inline (`uring.inline_streams`).
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -519,4 +520,90 @@ fn closing_a_socket_ends_its_parked_reads_and_frees_its_bytes() {
     }
     lp.finish();
     close_fd(a);
+}
+
+#[test]
+fn inline_streams_is_on_by_default_and_its_capability_follows_the_option() {
+    let lp = crate::uring_loop!();
+    assert_ne!(lp.instance_caps() & AA_CAP_IO_INLINE, 0);
+    lp.finish();
+    let off = crate::uring_loop!(&[("uring.inline_streams", "off")]);
+    assert_eq!(off.instance_caps() & AA_CAP_IO_INLINE, 0);
+    off.finish();
+    // A multishot receive queues bytes a direct read would skip.
+    let recv = crate::uring_loop!(RECV);
+    assert_eq!(recv.instance_caps() & AA_CAP_IO_INLINE, 0);
+    recv.finish();
+}
+
+#[test]
+fn a_stream_read_or_write_allowed_inline_completes_at_once_or_waits_in_the_ring() {
+    let mut lp = crate::uring_loop!();
+    let (a, b) = socketpair();
+    let data = *b"abc";
+    let mut w = write_op(a, &data);
+    assert_eq!(lp.submit_inline("write", &mut w), Ok(None));
+    assert_eq!(w.result, 3);
+    let mut buf = [0u8; 8];
+    let mut r = read_op(b, &mut buf);
+    assert_eq!(lp.submit_inline("read", &mut r), Ok(None));
+    assert_eq!((r.result, &buf[..3]), (3, &b"abc"[..]));
+    // Nothing to read: the read waits in the ring, and completes with the
+    // bytes sent later.
+    let mut buf2 = [0u8; 8];
+    let mut r2 = read_op(b, &mut buf2);
+    let ev = lp
+        .submit_inline("read later", &mut r2)
+        .unwrap()
+        .expect("pending");
+    send_now(a, b"xy");
+    lp.run_until(LIMIT, |log| ios(log) == 1);
+    assert_eq!(lp.take_log(), [Rec::Io("read later", 2)]);
+    assert_eq!(&buf2[..2], b"xy");
+    lp.dispose(ev);
+    // An error is the call's: a write to a closed peer is EPIPE at once.
+    close_fd(b);
+    let mut w2 = write_op(a, &data);
+    assert_eq!(lp.submit_inline("write", &mut w2), Ok(None));
+    assert_eq!(w2.result, -i64::from(libc::EPIPE));
+    lp.finish();
+    close_fd(a);
+}
+
+#[test]
+fn an_inline_write_never_overtakes_a_write_waiting_in_the_ring() {
+    let mut lp = crate::uring_loop!();
+    let (a, b) = socketpair();
+    // Fill `a`'s send buffer, so the next write waits in the ring.
+    let chunk = [b'.'; 4096];
+    // SAFETY: `chunk` is a valid slice for its length.
+    while unsafe { libc::send(a, chunk.as_ptr().cast(), chunk.len(), libc::MSG_DONTWAIT) } > 0 {}
+    let first = [b'1'; 16];
+    let mut w1 = write_op(a, &first);
+    let ev1 = lp.submit_inline("first", &mut w1).unwrap().expect("waits");
+    // Room now: yet the second write, allowed inline, queues behind the
+    // first (G4) instead of being made at once.
+    let mut sink = vec![0u8; 1 << 20];
+    while recv_now(b, &mut sink).is_some_and(|n| n > 0) {}
+    let second = [b'2'; 16];
+    let mut w2 = write_op(a, &second);
+    let ev2 = lp
+        .submit_inline("second", &mut w2)
+        .unwrap()
+        .expect("queued");
+    lp.run_until(LIMIT, |log| ios(log) == 2);
+    assert_eq!(lp.take_log(), [Rec::Io("first", 16), Rec::Io("second", 16)]);
+    // The bytes arrived in submission order.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Some(n) = recv_now(b, &mut buf).filter(|&n| n > 0) {
+        got.extend_from_slice(&buf[..n]);
+    }
+    let tail: Vec<u8> = got.iter().copied().filter(|&c| c != b'.').collect();
+    assert_eq!(tail, [[b'1'; 16], [b'2'; 16]].concat());
+    lp.dispose(ev1);
+    lp.dispose(ev2);
+    lp.finish();
+    close_fd(a);
+    close_fd(b);
 }

@@ -324,6 +324,36 @@ impl Loop {
         }
     }
 
+    /// `io_submit` with `AA_IO_TRY_INLINE`: `Ok(None)` if it completed at
+    /// once (`AA_DONE`, the result in `op.result`), `Ok(Some(event))` if
+    /// it is pending.
+    pub(crate) fn submit_inline(
+        &mut self,
+        tag: &'static str,
+        op: &mut AaIoOp,
+    ) -> Result<Option<*mut AaEvent>, AaStatus> {
+        let ud = self.sink(tag, None);
+        let mut ev = ptr::null_mut();
+        // SAFETY: valid pointers; `ud` outlives the event.
+        let s = unsafe {
+            (self.vt.io_submit.unwrap())(self.r, op, AA_IO_TRY_INLINE, Some(on_io), ud, &mut ev)
+        };
+        match s {
+            AA_OK => Ok(Some(ev)),
+            AA_DONE => {
+                assert!(ev.is_null(), "AA_DONE with an event");
+                Ok(None)
+            }
+            s => Err(s),
+        }
+    }
+
+    /// The instance's capabilities (`instance_caps`).
+    pub(crate) fn instance_caps(&self) -> u64 {
+        // SAFETY: `r` is this loop's live instance.
+        unsafe { (self.vt.instance_caps.unwrap())(self.r) }
+    }
+
     #[track_caller]
     pub(crate) fn submit(&mut self, tag: &'static str, op: &mut AaIoOp) -> *mut AaEvent {
         match self.try_submit(tag, op, None) {

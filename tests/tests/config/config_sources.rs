@@ -145,7 +145,7 @@ fn auto_does_not_hide_a_refused_option_behind_its_fallback() {
     ];
     run_child(PROBE, &[], &env).assert_config_error(
         "cannot start reactor \"uring\": unknown reactor option \"uring.bogus\" (known: \
-         uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv)",
+         uring.sq_entries, uring.single_issuer, uring.defer_taskrun, uring.multishot_accept, uring.multishot_recv, uring.inline_streams)",
     );
     // Another reactor's option is still ignored by uring (one configuration
     // serves auto's both choices).
