@@ -24,12 +24,14 @@
 //!   Pool work never touches the caller's buffer: it reads into or writes
 //!   from a buffer it owns (a detached call keeps it), copied on the loop
 //!   thread.
-//! - **FI5** On a reactor without native reads, a read first asks the
-//!   kernel for what the page cache holds, on the loop thread and without
-//!   waiting (`preadv2` with `RWF_NOWAIT`, at most [`CACHED_READ`] bytes):
-//!   a hit (or end of file) returns at once, with no pool round trip and
-//!   its two cross-thread wake-ups; only a read that would wait for the
-//!   disk (`EAGAIN`) goes to the pool. A hit may be short (the cache held
+//! - **FI5** A read first asks the kernel for what the page cache holds,
+//!   on the loop thread and without waiting (`preadv2` with `RWF_NOWAIT`,
+//!   at most [`CACHED_READ`] bytes): a hit (or end of file) returns at
+//!   once, with no pool round trip and its two cross-thread wake-ups, and
+//!   on io_uring with no ring operation (one system call against a request
+//!   record, an event and a completion: 4 KiB random reads 3.4 to about
+//!   1.3 µs); only a read that would wait for the disk (`EAGAIN`) goes to
+//!   the ring or, without native reads, the pool. A hit may be short (the cache held
 //!   part of it), as any read may. Each such read is a cancellation point
 //!   and takes a unit of the cooperative budget (B2), so a coroutine
 //!   reading a cached file in a loop still gives the loop back. A file
@@ -165,19 +167,20 @@ impl File {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    /// `pread`: natively, else (or when the ring says `EAGAIN`, which a
-    /// reactor that may not wait for the disk can) from the page cache at
-    /// once (FI5) or on the pool.
+    /// `pread`: from the page cache at once (FI5), else natively, else (or
+    /// when the ring says `EAGAIN`, which a reactor that may not wait for
+    /// the disk can) on the pool.
     #[track_caller]
     pub(super) fn pread(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         check_offset(offset)?;
+        if let Some(r) = self.cached_read(buf, Some(offset)) {
+            return r;
+        }
         if native::rw() {
             match self.submit(IoReq::ReadAt(&mut *buf, offset), "read", Some(offset)) {
                 Err(e) if is_errno(&e, libc::EAGAIN) => {}
                 r => return r,
             }
-        } else if let Some(r) = self.cached_read(buf, Some(offset)) {
-            return r;
         }
         self.pool_read(buf, Some(offset))
     }

@@ -844,7 +844,7 @@ fn fs_all(report: &mut Report) {
             true,
         ),
         (
-            "this runtime, io_uring reactor (ring reads)",
+            "this runtime, io_uring reactor (page cache at once, else ring reads)",
             "uring",
             false,
         ),
@@ -860,7 +860,7 @@ fn fs_all(report: &mut Report) {
     );
     report.add(
         r,
-        "this runtime, io_uring reactor (ring reads)",
+        "this runtime, io_uring reactor (page cache at once, else ring reads)",
         fs::ours_random("uring", path),
     );
     report.add_values(
