@@ -23,7 +23,7 @@
 //!   minor) is what the pages say; `cargo xtask check-abi-rules --bless`
 //!   rewrites it;
 //! - every assertion of the kit's tiers is a rule assertion
-//!   (`ensure!`, `ensure_eq!`, `ensure_ne!`, `violated(...)`) whose first
+//!   (`ensure!`, `ensure_eq!`, `ensure_ne!`, `rule_failed!`, `violated(...)`) whose first
 //!   argument is the id of a defined rule, and no tier file asserts with
 //!   a bare `assert!`, `assert_eq!`, `assert_ne!` (a failure that names no
 //!   rule says nothing about what to fix).
@@ -227,7 +227,7 @@ fn bless() -> Result<(), String> {
 
 /// The rule assertions of a tier's source and the bare assertions left:
 /// `(line, rule id or "")` for each `ensure!(`, `ensure_eq!(`,
-/// `ensure_ne!(`, `violated(`; and the lines of `assert!(`, `assert_eq!(`,
+/// `ensure_ne!(`, `rule_failed!(`, `violated(`; and the lines of `assert!(`, `assert_eq!(`,
 /// `assert_ne!(` (comments skipped).
 fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<usize>) {
     // Comments blanked, lines kept: a call's first argument may be on the
@@ -246,7 +246,13 @@ fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<usize>) {
     };
     let mut rule_calls = Vec::new();
     let mut bare = Vec::new();
-    for call in ["ensure!(", "ensure_eq!(", "ensure_ne!(", "violated("] {
+    for call in [
+        "ensure!(",
+        "ensure_eq!(",
+        "ensure_ne!(",
+        "rule_failed!(",
+        "violated(",
+    ] {
         for (i, _) in code.match_indices(call) {
             // `fn violated(` is the definition, not a call.
             if !starts_call(i) || code[..i].trim_end().ends_with("fn") {

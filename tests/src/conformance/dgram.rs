@@ -6,7 +6,7 @@
 //! `RECVFROM` cancelled (its buffer and address untouched after its
 //! callback, and no datagram lost) or disposed.
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::fds;
@@ -403,7 +403,7 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
                 "still queued"
             );
         }
-        ref other => panic!("one callback, the data or the reason: {other:?}"),
+        ref other => rule_failed!("R-IO-14", "one callback, the data or the reason: {other:?}"),
     }
     lp.finish();
 }

@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -26,7 +26,7 @@ fn result_of(lp: &Loop, tag: &'static str) -> (AaStatus, Vec<SocketAddr>) {
     ensure_eq!("R-DNS-1", log.len(), 1, "one callback: {log:?}");
     match &log[0] {
         Rec::Dns(t, status, addrs) if *t == tag => (*status, addrs.clone()),
-        other => panic!("not a lookup record: {other:?}"),
+        other => rule_failed!("R-DNS-1", "not a lookup record: {other:?}"),
     }
 }
 

@@ -11,7 +11,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use crate::{ensure, ensure_eq, ensure_ne};
+use crate::{ensure, ensure_eq, ensure_ne, rule_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -396,7 +396,10 @@ pub fn cancel_and_dispose_of_file_requests(reactor: &Reactor) {
         [Rec::Io("late", r)] if r == i64::from(REASON) => {
             ensure_eq!("R-IO-15", late, AaStat::default())
         }
-        ref other => panic!("one callback, the result or the reason: {other:?}"),
+        ref other => rule_failed!(
+            "R-IO-15",
+            "one callback, the result or the reason: {other:?}"
+        ),
     }
     let opened = lp
         .open_at("opened", AA_IO_CWD, &path, libc::O_RDONLY, 0)

@@ -3,7 +3,7 @@
 //! close of pending requests, `AA_IO_CLOSE`, and how requests on one
 //! descriptor relate (independent directions, FIFO within one).
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::fds;
@@ -118,7 +118,7 @@ pub fn write_waits_for_room_then_completes(reactor: &Reactor) {
     lp.run_until_tag("w");
     match lp.log()[..] {
         [Rec::Io("w", n)] => ensure!("R-IO-2", n > 0 && n <= 4096, "wrote {n}"),
-        ref other => panic!("unexpected log {other:?}"),
+        ref other => rule_failed!("R-IO-2", "unexpected log {other:?}"),
     }
     lp.finish();
 }
@@ -144,7 +144,7 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
     match lp.connect("connect", client, &mut addr, AA_IO_TRY_INLINE) {
         Submit::Done(result) => ensure_eq!("R-IO-3", result, 0),
         Submit::Pending(_) => lp.run_until_tag("connect"),
-        Submit::Failed(s) => panic!("connect failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-3", "connect failed with {s}"),
     }
     lp.run_until_tag("accept");
     let accepted = lp
@@ -177,7 +177,7 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
             lp.run_until_tag("read");
             ensure!("R-IO-3", lp.log().contains(&Rec::Io("read", 4)));
         }
-        Submit::Failed(s) => panic!("read on the accepted socket failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-3", "read on the accepted socket failed with {s}"),
     }
     ensure_eq!("R-IO-3", &buf, b"ping");
     lp.finish();
@@ -198,10 +198,10 @@ pub fn connect_to_a_closed_port_fails(reactor: &Reactor) {
             lp.run_until_tag("connect");
             match lp.log()[..] {
                 [Rec::Io("connect", r)] => r,
-                ref other => panic!("unexpected log {other:?}"),
+                ref other => rule_failed!("R-IO-3", "unexpected log {other:?}"),
             }
         }
-        other => panic!("expected a pending connect, got {other:?}"),
+        other => rule_failed!("R-IO-3", "expected a pending connect, got {other:?}"),
     };
     ensure_eq!("R-IO-3", result, -(libc::ECONNREFUSED as i64));
     lp.finish();
@@ -252,7 +252,7 @@ pub fn end_of_stream_behind_a_short_read_is_still_delivered(reactor: &Reactor) {
             lp.run_until_tag("second");
             ensure_eq!("R-IO-4", lp.log(), vec![Rec::Io("second", 0)]);
         }
-        Submit::Failed(s) => panic!("the second read failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-4", "the second read failed with {s}"),
     }
     lp.finish();
 }
@@ -276,10 +276,10 @@ pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) 
             lp.run_until_tag("w");
             match lp.log()[..] {
                 [Rec::Io("w", r)] => r,
-                ref other => panic!("unexpected log {other:?}"),
+                ref other => rule_failed!("R-IO-4", "unexpected log {other:?}"),
             }
         }
-        other => panic!("expected a pending write, got {other:?}"),
+        other => rule_failed!("R-IO-4", "expected a pending write, got {other:?}"),
     };
     ensure!(
         "R-IO-4",
@@ -329,7 +329,7 @@ pub fn cancel_of_a_pending_read_completes_once_with_the_reason(reactor: &Reactor
             lp.run_until_tag("again");
             ensure!("R-EV-1", lp.log().contains(&Rec::Io("again", 4)));
         }
-        Submit::Failed(s) => panic!("second read failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-EV-1", "second read failed with {s}"),
     }
     ensure_eq!("R-EV-1", &again[..4], b"late");
     lp.finish();
@@ -625,7 +625,7 @@ pub fn disposed_pending_io_close_still_closes_its_descriptor_by_destroy(reactor:
             AA_E_BUSY if start.elapsed() < super::harness::PATIENCE => {
                 lp.run_once(10_000_000);
             }
-            other => panic!("destroy returned {other}: {}", lp.last_error()),
+            other => rule_failed!("R-IO-8", "destroy returned {other}: {}", lp.last_error()),
         }
     }
     ensure_eq!("R-IO-8", lp.log(), vec![], "a disposed close called back");

@@ -438,6 +438,12 @@ fn describe(reactor: &Reactor, library: &Path) -> String {
         vt.caps,
         cap_names(vt.caps),
     );
+    if minor > AA_ABI_MINOR {
+        out.push_str(&format!(
+            "\nreactor_kit: note: minor {minor} is newer than this kit's {AA_ABI_MINOR}: checked \
+             against the rules this kit knows"
+        ));
+    }
     if d.abi_minor != minor {
         out.push_str(&format!(
             "\nreactor_kit: note: the descriptor says minor {} and the vtable {minor}: the kit \

@@ -14,8 +14,8 @@
 //! # Assertions
 //!
 //! Every check of a tier is one of [`ensure!`](crate::ensure),
-//! [`ensure_eq!`](crate::ensure_eq), [`ensure_ne!`](crate::ensure_ne) or
-//! [`violated`], whose first argument is the rule id it checks (`cargo
+//! [`ensure_eq!`](crate::ensure_eq), [`ensure_ne!`](crate::ensure_ne),
+//! [`rule_failed!`](crate::rule_failed) or [`violated`], whose first argument is the rule id it checks (`cargo
 //! xtask check-abi-rules` fails on a bare `assert!` in a tier, or on an id
 //! the pages do not define). A failure reads:
 //!
@@ -798,7 +798,7 @@ macro_rules! ensure {
 #[macro_export]
 macro_rules! ensure_eq {
     ($rule:literal, $got:expr, $want:expr $(,)?) => {
-        $crate::ensure_eq!($rule, $got, $want, "{}", stringify!($got))
+        $crate::ensure_eq!($rule, $got, $want, "checked `{}`", stringify!($got))
     };
     ($rule:literal, $got:expr, $want:expr, $($fmt:tt)+) => {
         match (&$got, &$want) {
@@ -820,7 +820,7 @@ macro_rules! ensure_eq {
 #[macro_export]
 macro_rules! ensure_ne {
     ($rule:literal, $got:expr, $unwanted:expr $(,)?) => {
-        $crate::ensure_ne!($rule, $got, $unwanted, "{}", stringify!($got))
+        $crate::ensure_ne!($rule, $got, $unwanted, "checked `{}`", stringify!($got))
     };
     ($rule:literal, $got:expr, $unwanted:expr, $($fmt:tt)+) => {
         match (&$got, &$unwanted) {
@@ -835,5 +835,20 @@ macro_rules! ensure_ne {
                 }
             }
         }
+    };
+}
+
+/// Fails the running case for rule `$rule` where the reactor did something
+/// no branch of the case expects: the format says what it did (and, for
+/// the reader, in answer to what); the rule's text says what it requires.
+#[macro_export]
+macro_rules! rule_failed {
+    ($rule:literal, $($fmt:tt)+) => {
+        $crate::conformance::rules::violated(
+            $rule,
+            &"",
+            &"what the rule below says",
+            &format!($($fmt)+),
+        )
     };
 }
