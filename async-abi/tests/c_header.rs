@@ -478,22 +478,25 @@ fn frozen_1_0_header_has_the_1_0_layout() {
     try_compile_c("frozen", &source, "include/frozen/1.0", &[]).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// `reactor-c` builds as an ABI 1.0 plugin against the frozen 1.0 header
-/// with its minor pinned at 0 (what the matrix's 1.0 cell loads).
+/// `reactor-c` builds as an ABI 1.0 plugin with its minor pinned at 0,
+/// against the frozen 1.0 header (what the matrix's 1.0 cell loads) and
+/// against this one (a rebuild that keeps its promise).
 #[test]
-fn reactor_c_compiles_as_abi_1_0_against_the_frozen_header() {
+fn reactor_c_compiles_as_abi_1_0_against_the_frozen_and_the_current_header() {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let src = crate_dir.join("../reactor-c/src");
-    let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
-        .args(["-fsyntax-only", "-DAA_IMPLEMENTS_MINOR=0", "-I"])
-        .arg(crate_dir.join("include/frozen/1.0"))
-        .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
-        .output()
-        .expect("cannot run the C compiler");
-    assert!(
-        output.status.success(),
-        "reactor-c does not compile as ABI 1.0:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for include in ["include/frozen/1.0", "include"] {
+        let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
+            .args(["-fsyntax-only", "-DAA_IMPLEMENTS_MINOR=0", "-I"])
+            .arg(crate_dir.join(include))
+            .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
+            .output()
+            .expect("cannot run the C compiler");
+        assert!(
+            output.status.success(),
+            "reactor-c does not compile as ABI 1.0 against {include}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

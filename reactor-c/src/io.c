@@ -29,18 +29,28 @@
 
 /* What the minor this reactor implements (reactor.h) defines: 1.1 added the
  * datagram requests, AA_IO_PEEK and the AaIoOp fields from `path` on; a 1.0
- * build knows none of them (its AaIoOp is the 1.0 struct). */
+ * build knows none of them and reads only the 1.0 fields of an AaIoOp. */
 #if AA_IMPLEMENTS_MINOR >= 1
 #define RC_IS_RECVFROM(op) ((op) == AA_IO_RECVFROM)
 #define RC_IS_SENDTO(op) ((op) == AA_IO_SENDTO)
 #define RC_PEEK_FLAG ((uint32_t)AA_IO_PEEK)
 #define RC_LAST_OPCODE AA_IO_SENDTO
-#define RC_OP_SIZE_V1_0 offsetof(AaIoOp, path)
+#define RC_UNKNOWN_OPCODE AA_E_UNSUPPORTED
 #else
 #define RC_IS_RECVFROM(op) ((void)(op), false)
 #define RC_IS_SENDTO(op) ((void)(op), false)
 #define RC_PEEK_FLAG 0u
 #define RC_LAST_OPCODE AA_IO_CLOSE
+/* 1.0 answered an opcode it does not know AA_E_INVALID; 1.1 made it
+ * AA_E_UNSUPPORTED (R-IO-12 in docs/abi/io.md). */
+#define RC_UNKNOWN_OPCODE AA_E_INVALID
+#endif
+/* The size of a 1.0 AaIoOp is the header's business, not the minor this
+ * reactor implements: a 1.0 reactor built against a 1.1 header still accepts
+ * a 1.0 host's shorter op. */
+#if AA_ABI_MINOR >= 1
+#define RC_OP_SIZE_V1_0 offsetof(AaIoOp, path)
+#else
 #define RC_OP_SIZE_V1_0 sizeof(AaIoOp)
 #endif
 
@@ -295,7 +305,7 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
     memcpy(&o, op, op->struct_size < sizeof o ? op->struct_size : sizeof o);
     const char *name = opcode_name(o.opcode);
     if (name == NULL) {
-        return rc_fail(r, AA_E_UNSUPPORTED, "io_submit: unknown opcode %u", o.opcode);
+        return rc_fail(r, RC_UNKNOWN_OPCODE, "io_submit: unknown opcode %u", o.opcode);
     }
     if (o.opcode > RC_LAST_OPCODE) {
         return rc_fail(r, AA_E_UNSUPPORTED,

@@ -246,7 +246,7 @@ pub const RULES: &[RuleDoc] = &[
         since: 0,
         tightened: Some(1),
         text: "Malformed requests fail at `io_submit`, creating nothing: a NULL op, a `struct_size` below the 1.0 size, a NULL buffer with a length, unknown `io_submit` flag bits (`AA_E_INVALID`), an opcode the reactor does not know (`AA_E_UNSUPPORTED`); a descriptor that is not open fails at submission or completes with `-EBADF`. Since 1.1 also: unknown `op_flags` bits (bits no minor defines, as `1 << 30` and `1 << 31`) are `AA_E_INVALID`, and the `last_error_message` of an unknown opcode is one line that names the opcode as the decimal number it was given (opcode `0x4000`: the text contains `16384`, as in `io_submit: unknown opcode 16384`).",
-        earlier: "1.0 required: an unknown opcode fails with `AA_E_UNSUPPORTED` or `AA_E_INVALID`, with no requirement on its message; `op_flags` was not checked",
+        earlier: "1.0 required: an unknown opcode fails with `AA_E_INVALID`, with no requirement on its message, and the kit also accepts the 1.1 answer `AA_E_UNSUPPORTED` from a 1.0 reactor; `op_flags` was not checked",
     },
     RuleDoc {
         id: "R-IO-13",
