@@ -154,6 +154,7 @@ impl Case {
 /// every later 1.x kit.
 pub fn run_versioned(rules: &[&str], name: &str, run: fn(&Reactor), reactor: &Reactor) {
     let minor = rules::implements(reactor);
+    rules::set_current_minor(minor);
     let newer = rules::newer_rules(rules, minor);
     if !rules.is_empty() && newer.len() == rules.len() {
         note_skip(

@@ -37,6 +37,7 @@
 //! [`tightened_for`].
 
 use std::fmt::Display;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_abi::*;
 
@@ -671,6 +672,16 @@ pub fn tightened_for(id: &str, minor: u16) -> bool {
     }
 }
 
+/// The minor of the reactor the running case checks (`u32::MAX`: not
+/// known), for the hint of [`violated`].
+static CURRENT_MINOR: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Records the minor of the reactor the running case checks
+/// ([`super::run_versioned`] does, before running the case).
+pub fn set_current_minor(minor: u16) {
+    CURRENT_MINOR.store(u32::from(minor), Ordering::Relaxed);
+}
+
 /// Fails the running case: rule `id` was violated. `did` is what the case
 /// did (the call and its input), `wants` what the rule requires of it,
 /// `got` what the reactor did.
@@ -686,8 +697,22 @@ pub fn violated(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Disp
     } else {
         format!(" The case did: {did}.")
     };
+    // A reactor held to a tightened rule because of the minor it declares:
+    // say what the earlier minor required, and that the declaration is the
+    // author's (the failure of a 1.0 source rebuilt claiming 1.1).
+    let minor = CURRENT_MINOR.load(Ordering::Relaxed);
+    let hint = match rule(id).and_then(|r| r.tightened.map(|t| (r, t))) {
+        Some((r, t)) if minor != u32::MAX && minor >= u32::from(t) => format!(
+            " The reactor declares ABI 1.{minor}, so it is held to the rule as 1.{t} tightened \
+             it (before: {}). If it implements only 1.{}, declare that minor \
+             (AA_IMPLEMENTS_MINOR in C, Reactor::ABI_MINOR in reactor-sdk).",
+            r.earlier,
+            t - 1
+        ),
+        _ => String::new(),
+    };
     panic!(
-        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}. \
+        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.{hint} \
          Rule: {text}"
     );
 }
