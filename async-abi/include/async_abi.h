@@ -89,6 +89,12 @@ extern "C" {
 //   `AA_IO_FTRUNCATE`, `AA_CAP_IO_FTRUNCATE`); the `AaIoOp` fields
 //   `path`, `path2`, `fd2`, `open_flags`, `mode`; the vtable slot
 //   `instance_caps`; `AA_CAPS_V1_0`.
+//
+// This is the minor of the header (or crate) a plugin is built with, not
+// the minor the plugin implements: a plugin states that itself
+// (`AA_IMPLEMENTS_MINOR` and `AA_PLUGIN_MINOR` in C, `Reactor::ABI_MINOR`
+// in `reactor-sdk`), so a rebuild against a newer header never promises
+// more than the source implements.
 #define AA_ABI_MINOR 1
 
 // The plugin is a scheduler: its interface is `"aa.scheduler.v1"`.
@@ -1141,6 +1147,32 @@ typedef struct {
 // The address family, socket type or service is not supported for this
 // lookup (`EAI_FAMILY`, `EAI_SOCKTYPE`, `EAI_SERVICE`).
 #define AA_E_DNS_FAMILY -10103
+
+/*
+ * The minor a plugin implements, stated by its author. A plugin defines
+ * AA_IMPLEMENTS_MINOR (0 for 1.0, 1 for 1.1) before including this header
+ * and writes AA_PLUGIN_MINOR into its descriptor's abi_minor and its
+ * vtable's iface_minor:
+ *
+ *     #define AA_IMPLEMENTS_MINOR 1
+ *     #include "async_abi.h"
+ *     ... .abi_minor = AA_PLUGIN_MINOR ... .iface_minor = AA_PLUGIN_MINOR ...
+ *
+ * Never write AA_ABI_MINOR there: it is the minor of this header, so the
+ * same source rebuilt against a newer header would promise a minor it never
+ * implemented, and hosts and the conformance kit hold a plugin to the rules
+ * and requests of the minor it declares (docs/abi/versioning.md). Without
+ * AA_IMPLEMENTS_MINOR, AA_PLUGIN_MINOR does not compile; a minor newer than
+ * this header's is an error.
+ */
+#ifdef AA_IMPLEMENTS_MINOR
+#if AA_IMPLEMENTS_MINOR > AA_ABI_MINOR
+#error "AA_IMPLEMENTS_MINOR is newer than this header's AA_ABI_MINOR"
+#endif
+#define AA_PLUGIN_MINOR ((uint16_t)(AA_IMPLEMENTS_MINOR))
+#else
+#define AA_PLUGIN_MINOR AA_PLUGIN_MINOR_needs_AA_IMPLEMENTS_MINOR_defined_before_async_abi_h
+#endif
 
 /*
  * The entry symbols, one per role a plugin plays (a library may play both):

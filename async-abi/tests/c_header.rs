@@ -410,3 +410,93 @@ fn a_wrong_offset_is_caught_by_the_c_compiler() {
     assert!(!status.status.success(), "a wrong offset assert compiled");
     assert!(String::from_utf8_lossy(&status.stderr).contains("offset AaIoOp.fd"));
 }
+
+/// Compiles `source` (a C11 translation unit) with `include` first on the
+/// include path and `defines`; returns the compiler's stderr on failure.
+fn try_compile_c(name: &str, source: &str, include: &str, defines: &[&str]) -> Result<(), String> {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_minor");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
+        .args(["-fsyntax-only", "-I"])
+        .arg(crate_dir.join(include))
+        .args(defines)
+        .arg(&src)
+        .output()
+        .expect("cannot run the C compiler");
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// A plugin states the minor it implements: `AA_PLUGIN_MINOR` is
+/// `AA_IMPLEMENTS_MINOR`, it does not compile when the plugin did not define
+/// it (no silent `AA_ABI_MINOR`), and a minor newer than the header's is an
+/// error naming the two.
+#[test]
+fn a_plugin_states_the_minor_it_implements() {
+    let uses = "#include \"async_abi.h\"\n\
+                _Static_assert(AA_PLUGIN_MINOR == 0, \"the stated minor\");\n\
+                const AaIfaceHeader HDR = {.struct_size = 8, .iface_minor = AA_PLUGIN_MINOR};\n";
+    let stated = format!("#define AA_IMPLEMENTS_MINOR 0\n{uses}");
+    try_compile_c("stated", &stated, "include", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let unstated = try_compile_c("unstated", uses, "include", &[])
+        .expect_err("AA_PLUGIN_MINOR compiled without AA_IMPLEMENTS_MINOR");
+    assert!(
+        unstated.contains("AA_PLUGIN_MINOR_needs_AA_IMPLEMENTS_MINOR_defined_before_async_abi_h"),
+        "{unstated}"
+    );
+    let newer = format!("-DAA_IMPLEMENTS_MINOR={}", AA_ABI_MINOR + 1);
+    let err = try_compile_c("newer", "#include \"async_abi.h\"\n", "include", &[&newer])
+        .expect_err("a minor newer than the header compiled");
+    assert!(
+        err.contains("AA_IMPLEMENTS_MINOR is newer than this header's AA_ABI_MINOR"),
+        "{err}"
+    );
+}
+
+/// The frozen 1.0 header (`include/frozen/1.0/async_abi.h`) is minor 0 with
+/// the 1.0 layout: the 1.0 `AaIoOp` and the reactor vtable up to
+/// `instance_caps`, as the current crate says the 1.0 prefixes are.
+#[test]
+fn frozen_1_0_header_has_the_1_0_layout() {
+    let source = format!(
+        "#include \"async_abi.h\"\n#include <stddef.h>\n\
+         _Static_assert(AA_ABI_MINOR == 0, \"minor 0\");\n\
+         _Static_assert(sizeof(AaIoOp) == {}, \"1.0 AaIoOp\");\n\
+         _Static_assert(sizeof(AaReactorVTable) == {}, \"1.0 vtable\");\n\
+         _Static_assert(offsetof(AaReactorVTable, last_error_message) == {}, \"slot\");\n",
+        AaIoOp::SIZE_V1_0,
+        offset_of!(AaReactorVTable, instance_caps),
+        offset_of!(AaReactorVTable, last_error_message),
+    );
+    try_compile_c("frozen", &source, "include/frozen/1.0", &[]).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `reactor-c` builds as an ABI 1.0 plugin with its minor pinned at 0,
+/// against the frozen 1.0 header (what the matrix's 1.0 cell loads) and
+/// against this one (a rebuild that keeps its promise).
+#[test]
+fn reactor_c_compiles_as_abi_1_0_against_the_frozen_and_the_current_header() {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = crate_dir.join("../reactor-c/src");
+    for include in ["include/frozen/1.0", "include"] {
+        let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
+            .args(["-fsyntax-only", "-DAA_IMPLEMENTS_MINOR=0", "-I"])
+            .arg(crate_dir.join(include))
+            .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
+            .output()
+            .expect("cannot run the C compiler");
+        assert!(
+            output.status.success(),
+            "reactor-c does not compile as ABI 1.0 against {include}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

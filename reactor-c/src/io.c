@@ -27,17 +27,47 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* What the minor this reactor implements (reactor.h) defines: 1.1 added the
+ * datagram requests, AA_IO_PEEK and the AaIoOp fields from `path` on; a 1.0
+ * build knows none of them and reads only the 1.0 fields of an AaIoOp. */
+#if AA_IMPLEMENTS_MINOR >= 1
+#define RC_IS_RECVFROM(op) ((op) == AA_IO_RECVFROM)
+#define RC_IS_SENDTO(op) ((op) == AA_IO_SENDTO)
+#define RC_PEEK_FLAG ((uint32_t)AA_IO_PEEK)
+#define RC_LAST_OPCODE AA_IO_SENDTO
+#define RC_UNKNOWN_OPCODE AA_E_UNSUPPORTED
+#else
+#define RC_IS_RECVFROM(op) ((void)(op), false)
+#define RC_IS_SENDTO(op) ((void)(op), false)
+#define RC_PEEK_FLAG 0u
+#define RC_LAST_OPCODE AA_IO_CLOSE
+/* 1.0 answered an opcode it does not know AA_E_INVALID; 1.1 made it
+ * AA_E_UNSUPPORTED (R-IO-12 in docs/abi/io.md). */
+#define RC_UNKNOWN_OPCODE AA_E_INVALID
+#endif
+/* The size of a 1.0 AaIoOp is the header's business, not the minor this
+ * reactor implements: a 1.0 reactor built against a 1.1 header still accepts
+ * a 1.0 host's shorter op. */
+#if AA_ABI_MINOR >= 1
+#define RC_OP_SIZE_V1_0 offsetof(AaIoOp, path)
+#else
+#define RC_OP_SIZE_V1_0 sizeof(AaIoOp)
+#endif
+
 static const char *opcode_name(uint32_t opcode) {
     static const char *const names[] = {
         NULL,           "AA_IO_READ",     "AA_IO_WRITE",     "AA_IO_ACCEPT",  "AA_IO_CONNECT",
-        "AA_IO_CLOSE",  "AA_IO_RECVFROM", "AA_IO_SENDTO",    "AA_IO_OPENAT",  "AA_IO_STATX",
+        "AA_IO_CLOSE",
+#if AA_IMPLEMENTS_MINOR >= 1
+        "AA_IO_RECVFROM", "AA_IO_SENDTO",    "AA_IO_OPENAT",  "AA_IO_STATX",
         "AA_IO_FSYNC",  "AA_IO_UNLINKAT", "AA_IO_RENAMEAT",  "AA_IO_MKDIRAT", "AA_IO_FTRUNCATE",
+#endif
     };
     return opcode < sizeof names / sizeof names[0] ? names[opcode] : NULL;
 }
 
 static bool reads(uint32_t opcode) {
-    return opcode == AA_IO_READ || opcode == AA_IO_ACCEPT || opcode == AA_IO_RECVFROM;
+    return opcode == AA_IO_READ || opcode == AA_IO_ACCEPT || RC_IS_RECVFROM(opcode);
 }
 
 static bool would_block(void) { return errno == EAGAIN || errno == EWOULDBLOCK; }
@@ -101,6 +131,7 @@ static bool attempt(IoState *io, int64_t *res) {
                 }
             }
             break;
+#if AA_IMPLEMENTS_MINOR >= 1
         case AA_IO_RECVFROM:
             len = sizeof io->peer->storage;
             n = recvfrom(io->fd, io->buf, io->len, io->peek ? MSG_PEEK : 0, peer,
@@ -113,6 +144,7 @@ static bool attempt(IoState *io, int64_t *res) {
             n = sendto(io->fd, io->buf, io->len, MSG_NOSIGNAL, target,
                        target ? io->target.len : 0);
             break;
+#endif
         default:
             *res = -EINVAL;
             return true;
@@ -262,7 +294,7 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
     /* Read only the host's struct_size bytes (a 1.0 host's op ends where
      * `path` begins) into a zeroed copy; write back only `result`, which
      * every version has. */
-    size_t v1_0 = offsetof(AaIoOp, path);
+    size_t v1_0 = RC_OP_SIZE_V1_0;
     if (op->struct_size < v1_0) {
         return rc_fail(r, AA_E_INVALID,
                        "io_submit: op struct_size %u is smaller than %zu (ABI 1.0)",
@@ -273,13 +305,13 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
     memcpy(&o, op, op->struct_size < sizeof o ? op->struct_size : sizeof o);
     const char *name = opcode_name(o.opcode);
     if (name == NULL) {
-        return rc_fail(r, AA_E_UNSUPPORTED, "io_submit: unknown opcode %u", o.opcode);
+        return rc_fail(r, RC_UNKNOWN_OPCODE, "io_submit: unknown opcode %u", o.opcode);
     }
-    if (o.opcode > AA_IO_SENDTO) {
+    if (o.opcode > RC_LAST_OPCODE) {
         return rc_fail(r, AA_E_UNSUPPORTED,
                        "io_submit: %s is not supported by " RC_NAME " (no AA_CAP_IO_FILE)", name);
     }
-    uint32_t valid = (o.opcode == AA_IO_READ || o.opcode == AA_IO_RECVFROM) ? AA_IO_PEEK : 0;
+    uint32_t valid = (o.opcode == AA_IO_READ || RC_IS_RECVFROM(o.opcode)) ? RC_PEEK_FLAG : 0;
     if (o.op_flags & ~valid) {
         return rc_fail(r, AA_E_INVALID, "io_submit: op_flags %#x are not valid for %s",
                        o.op_flags & ~valid, name);
@@ -295,12 +327,14 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
         return submit_close(r, op, fd, flags, cb, ud, out);
     }
 
-    IoState io = {.opcode = o.opcode, .fd = fd, .offset = -1, .peek = o.op_flags & AA_IO_PEEK};
+    IoState io = {.opcode = o.opcode, .fd = fd, .offset = -1, .peek = o.op_flags & RC_PEEK_FLAG};
     switch (o.opcode) {
     case AA_IO_READ:
     case AA_IO_WRITE:
+#if AA_IMPLEMENTS_MINOR >= 1
     case AA_IO_RECVFROM:
     case AA_IO_SENDTO:
+#endif
         if (o.buf == NULL && o.len > 0) {
             return rc_fail(r, AA_E_INVALID, "io_submit: NULL buffer with a non-zero length");
         }
@@ -315,7 +349,7 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
         break;
     default: break;
     }
-    if ((o.opcode == AA_IO_ACCEPT || o.opcode == AA_IO_RECVFROM) && o.addr != NULL) {
+    if ((o.opcode == AA_IO_ACCEPT || RC_IS_RECVFROM(o.opcode)) && o.addr != NULL) {
         if ((uintptr_t)o.addr % _Alignof(AaSockAddr) != 0) {
             return rc_fail(r, AA_E_INVALID, "io_submit: misaligned address");
         }
@@ -324,7 +358,7 @@ AaStatus rc_io_submit(AaReactor *ar, AaIoOp *op, uint32_t flags, AaIoCb cb, void
     if (o.opcode == AA_IO_CONNECT && o.addr == NULL) {
         return rc_fail(r, AA_E_INVALID, "io_submit: AA_IO_CONNECT needs an address");
     }
-    if ((o.opcode == AA_IO_CONNECT || o.opcode == AA_IO_SENDTO) && o.addr != NULL) {
+    if ((o.opcode == AA_IO_CONNECT || RC_IS_SENDTO(o.opcode)) && o.addr != NULL) {
         if (copy_address(r, o.addr, &io.target) != AA_OK) {
             return AA_E_INVALID;
         }

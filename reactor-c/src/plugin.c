@@ -452,15 +452,17 @@ static size_t rc_last_error_message(const AaReactor *ar, uint8_t *buf, size_t ca
     return r->error_len;
 }
 
+#if AA_IMPLEMENTS_MINOR >= 1
 static uint64_t rc_instance_caps(const AaReactor *r) {
     (void)r;
     return RC_CAPS;
 }
+#endif
 
 /* --- the vtable and the descriptor --------------------------------------- */
 
 static const AaReactorVTable VTABLE = {
-    .hdr = {.struct_size = sizeof(AaReactorVTable), .iface_minor = AA_ABI_MINOR},
+    .hdr = {.struct_size = sizeof(AaReactorVTable), .iface_minor = AA_PLUGIN_MINOR},
     .caps = RC_CAPS,
     /* required */
     .create = rc_create,
@@ -486,7 +488,9 @@ static const AaReactorVTable VTABLE = {
     .process_new = NULL,  /* no AA_CAP_PROCESS: the host waits on its pool */
     .fs_watch_new = NULL, /* no AA_CAP_FS_WATCH: fs::watch is unsupported */
     .dns_resolve = NULL,  /* no AA_CAP_DNS: the host resolves on its pool */
+#if AA_IMPLEMENTS_MINOR >= 1
     .instance_caps = rc_instance_caps,
+#endif
 };
 
 static AaStatus rc_init(const AaHostApi *host, AaPluginCtx **out) {
@@ -516,7 +520,7 @@ static const AaIfaceHeader *rc_get_interface(AaPluginCtx *ctx, AaStr id) {
 static const AaPluginDesc DESC = {
     .struct_size = sizeof(AaPluginDesc),
     .abi_major = AA_ABI_MAJOR,
-    .abi_minor = AA_ABI_MINOR,
+    .abi_minor = AA_PLUGIN_MINOR,
     .role = AA_ROLE_REACTOR,
     .name = RC_NAME,
     .version = "0.1.0",

@@ -23,7 +23,21 @@
 #ifndef REACTOR_C_H
 #define REACTOR_C_H
 
+/* The ABI minor this reactor implements, stated here (never AA_ABI_MINOR, the
+ * header's minor: rebuilt against a newer header, the same source would then
+ * promise a minor it never implemented). 1: datagram requests and the 1.1
+ * vtable. `-DAA_IMPLEMENTS_MINOR=0` builds the 1.0 reactor against a 1.0
+ * header (async-abi/include/frozen/async_abi_1_0.h): no datagram requests, no
+ * instance_caps; `cargo xtask conformance` and the test matrix build both. */
+#ifndef AA_IMPLEMENTS_MINOR
+#define AA_IMPLEMENTS_MINOR 1
+#endif
 #include "async_abi.h"
+/* Headers before AA_PLUGIN_MINOR existed (the frozen 1.0 header) leave it to
+ * the plugin; the minor is still the one stated above. */
+#ifndef AA_PLUGIN_MINOR
+#define AA_PLUGIN_MINOR ((uint16_t)(AA_IMPLEMENTS_MINOR))
+#endif
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -38,9 +52,14 @@
 /* What this reactor runs: everything but processes, filesystem watches, name
  * resolution, file requests (the host falls back to its blocking pool for
  * all of them but fs watches, which it reports as unsupported). */
+#if AA_IMPLEMENTS_MINOR >= 1
+#define RC_CAPS_1_1 AA_CAP_IO_DGRAM
+#else
+#define RC_CAPS_1_1 0
+#endif
 #define RC_CAPS                                                                               \
     (AA_CAP_TIMER | AA_CAP_POLL | AA_CAP_IO | AA_CAP_TRIGGER | AA_CAP_SIGNAL | AA_CAP_IO_INLINE | \
-     AA_CAP_IO_DGRAM)
+     RC_CAPS_1_1)
 
 typedef struct Reactor Reactor;
 typedef struct Event Event;

@@ -80,7 +80,7 @@ pub const fn desc<R: Exported>(version: &'static CStr) -> AaPluginDesc {
     AaPluginDesc {
         struct_size: size_of::<AaPluginDesc>() as u32,
         abi_major: AA_ABI_MAJOR,
-        abi_minor: AA_ABI_MINOR,
+        abi_minor: R::ABI_MINOR,
         role: AA_ROLE_REACTOR,
         _reserved: 0,
         name: R::NAME.as_ptr(),
@@ -190,10 +190,20 @@ unsafe extern "C" fn get_interface<R: Exported>(
 /// The `aa.reactor.v1` vtable of reactor `R`: every slot filled (the
 /// optional kinds answer `AA_E_UNSUPPORTED` unless `R` implements them).
 pub const fn vtable<R: Reactor>() -> AaReactorVTable {
+    // Evaluated when the vtable static is built: a compile error, not a
+    // plugin that lies about its minor.
+    assert!(
+        R::ABI_MINOR <= AA_ABI_MINOR,
+        "Reactor::ABI_MINOR is newer than this SDK's AA_ABI_MINOR"
+    );
+    assert!(
+        R::ABI_MINOR > 0 || R::CAPS & !AA_CAPS_V1_0 == 0,
+        "a reactor of ABI minor 0 has a capability bit 1.0 does not define"
+    );
     AaReactorVTable {
         hdr: AaIfaceHeader {
             struct_size: size_of::<AaReactorVTable>() as u32,
-            iface_minor: AA_ABI_MINOR,
+            iface_minor: R::ABI_MINOR,
             _reserved: 0,
         },
         caps: R::CAPS,

@@ -44,7 +44,8 @@
 //! ```
 //! // A reactor type gets its plugin glue from one macro call:
 //! //     reactor_sdk::export_reactor!(crate::reactor::Reactor);
-//! // which needs `impl reactor_sdk::Reactor for Reactor` and
+//! // which needs `impl reactor_sdk::Reactor for Reactor` (its `ABI_MINOR`
+//! // the minor you implement, stated, never `AA_ABI_MINOR`) and
 //! // `unsafe impl reactor_sdk::Event for Event` (given for `event::Ev`);
 //! // a backend of the readiness driver:
 //! //     reactor_sdk::export_reactor!(backend crate::Epoll);

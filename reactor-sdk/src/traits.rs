@@ -87,6 +87,17 @@ pub trait Reactor: Sized + 'static {
     const VENDOR: &'static CStr;
     /// The `AA_CAP_*` bits of the vtable.
     const CAPS: u64;
+    /// The ABI minor this reactor implements (`0` for 1.0, `1` for 1.1):
+    /// its descriptor's `abi_minor` and its vtable's `iface_minor`.
+    ///
+    /// Stated by the author, never taken from the SDK's `AA_ABI_MINOR`: a
+    /// reactor rebuilt against a newer SDK must not silently promise the
+    /// new minor (the conformance kit and the host hold a reactor to the
+    /// rules and requests of the minor it declares). Raise it when the
+    /// reactor implements what the new minor added. The vtable refuses to
+    /// compile with a minor newer than the SDK's, or, for minor 0, with a
+    /// capability bit 1.0 does not define.
+    const ABI_MINOR: u16;
 
     /// Reads `create`'s options (`Err(key bytes)` is an entry that is not
     /// UTF-8).

@@ -2,17 +2,31 @@
 //! conformance cases cite each other.
 //!
 //! A rule is defined in a page as a list item or paragraph that starts with
-//! its bold id, `**R-TIMER-2**`, and names the cases that check it after
-//! `*Cases:*` (case function names in backticks). A case cites its rules in
-//! the kit's case list (`tests/src/conformance/mod.rs`,
+//! its anchor and bold id, `<a id="r-timer-2"></a>**R-TIMER-2**` (the kit's
+//! failures link to `docs/abi/timer.md#r-timer-2`), says the ABI minor that
+//! introduced it after `*Since:*` (`*Since:* 1.0.`, or `*Since:* 1.0;
+//! tightened in 1.1 (what 1.0 required).`), and names the cases that check
+//! it after `*Cases:*` (case function names in backticks). A case cites its
+//! rules in the kit's case list (`tests/src/conformance/mod.rs`,
 //! `case_name ["R-TIMER-2", ...]`). The check fails, listing every
 //! problem, unless:
 //!
 //! - every case cites at least one rule, and every id it cites is defined;
-//! - every rule is defined once and cited by at least one case;
+//! - every rule is defined once, with its anchor and its `*Since:*`, and
+//!   cited by at least one case;
 //! - a rule's `*Cases:*` are exactly the cases that cite it;
 //! - every rule id written anywhere in `docs/abi/` or in the kit's sources
-//!   is defined.
+//!   is defined;
+//! - the kit's copy of the rules (`tests/src/conformance/rules.rs`, between
+//!   its `BEGIN RULES` and `END RULES` lines: page, minors, text, which the
+//!   kit quotes in a failure and uses to pick the rules of a plugin's
+//!   minor) is what the pages say; `cargo xtask check-abi-rules --bless`
+//!   rewrites it;
+//! - every assertion of the kit's tiers is a rule assertion
+//!   (`ensure!`, `ensure_eq!`, `ensure_ne!`, `rule_failed!`, `violated(...)`) whose first
+//!   argument is the id of a defined rule, and no tier file asserts with
+//!   a bare `assert!`, `assert_eq!`, `assert_ne!` (a failure that names no
+//!   rule says nothing about what to fix).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,9 +35,33 @@ use crate::cmd::root;
 
 const CASE_LIST: &str = "tests/src/conformance/mod.rs";
 
+/// The kit's copy of the rules.
+const RULE_TABLE: &str = "tests/src/conformance/rules.rs";
+const TABLE_BEGIN: &str = "// BEGIN RULES (cargo xtask check-abi-rules --bless)\n";
+const TABLE_END: &str = "// END RULES\n";
+
+/// The kit's files that are not tiers: they may assert with `assert!`
+/// (their checks are the harness's own, H1-H4, the runner's, or that a
+/// system call the case made for itself worked).
+const NOT_TIERS: [&str; 8] = [
+    "harness.rs",
+    "requests.rs",
+    "kit.rs",
+    "mod.rs",
+    "plugin.rs",
+    "rules.rs",
+    "fds.rs",
+    "os.rs",
+];
+
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if let Some(a) = args.first() {
-        return Err(format!("unknown check-abi-rules argument \"{a}\""));
+    match args.first().map(String::as_str) {
+        None => {}
+        Some("--bless") if args.len() == 1 => {
+            bless()?;
+            println!("xtask: check-abi-rules: wrote the rule table of {RULE_TABLE}");
+        }
+        Some(a) => return Err(format!("unknown check-abi-rules argument \"{a}\"")),
     }
     let (rules, cases) = check()?;
     println!(
@@ -36,13 +74,216 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 struct Rule {
     page: String,
     cases: BTreeSet<String>,
+    /// The minor that introduced it.
+    since: Option<u16>,
+    /// The minor that tightened it, and what the earlier minor required.
+    tightened: Option<(u16, String)>,
+    /// The rule's text, up to `*Since:*`, on one line.
+    text: String,
+}
+
+/// Every rule of `docs/abi/*.md`, by id (a duplicate is a problem).
+fn rules_of_docs(problems: &mut Vec<String>) -> Result<BTreeMap<String, Rule>, String> {
+    let docs = root().join("docs/abi");
+    let mut pages: Vec<_> = std::fs::read_dir(&docs)
+        .map_err(|e| format!("cannot read {}: {e}", docs.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    let mut rules = BTreeMap::new();
+    for page in &pages {
+        let text = read(page)?;
+        let name = format!("docs/abi/{}", page.file_name().unwrap().to_string_lossy());
+        for (id, anchor, body) in definitions(&text) {
+            let cases = cases_after_marker(&body);
+            if cases.is_empty() {
+                problems.push(format!("{name}: {id} names no case after *Cases:*"));
+            }
+            if anchor.as_deref() != Some(id.to_ascii_lowercase().as_str()) {
+                problems.push(format!(
+                    "{name}: {id} does not start with its anchor <a id=\"{}\"></a>",
+                    id.to_ascii_lowercase()
+                ));
+            }
+            let (since, tightened, text) = since_of(&body);
+            if since.is_none() {
+                problems.push(format!(
+                    "{name}: {id} does not say the minor that introduced it (*Since:* 1.N.)"
+                ));
+            }
+            let rule = Rule {
+                page: name.clone(),
+                cases,
+                since,
+                tightened,
+                text,
+            };
+            if let Some(old) = rules.insert(id.clone(), rule) {
+                problems.push(format!("{id} is defined twice ({} and {name})", old.page));
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// `(since, tightened, text)` of a rule's body: the minor after
+/// `*Since:* 1.`, the minor after `tightened in 1.` with the parenthesis
+/// after it (what the earlier minor required), and the text before
+/// `*Since:*` on one line.
+fn since_of(body: &str) -> (Option<u16>, Option<(u16, String)>, String) {
+    let flat = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let start = flat.find("**").map_or(0, |i| i);
+    let flat = &flat[start..];
+    let Some((before, after)) = flat.split_once("*Since:*") else {
+        return (None, None, flat.to_owned());
+    };
+    let text = before
+        .trim_start_matches("**")
+        .split_once("**")
+        .map_or(before, |(_, t)| t)
+        .trim()
+        .to_owned();
+    let minor = |s: &str| -> Option<u16> {
+        let digits: String = s
+            .trim_start()
+            .strip_prefix("1.")?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let since = minor(after);
+    let tightened = after.split_once("tightened in ").and_then(|(_, t)| {
+        let m = minor(t)?;
+        let earlier = t.split_once('(').map_or("", |(_, e)| e);
+        // The parenthesis closes where the nesting returns to zero.
+        let mut depth = 1;
+        let mut end = earlier.len();
+        for (i, c) in earlier.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some((m, earlier[..end].trim().to_owned()))
+    });
+    (since, tightened, text)
+}
+
+/// The kit's rule table as `docs/abi` defines it (Rust source).
+fn table_source(rules: &BTreeMap<String, Rule>) -> String {
+    let mut out = String::from(TABLE_BEGIN);
+    out.push_str("/// Every rule of `docs/abi/`, by id (generated: see the module doc).\n");
+    out.push_str("pub const RULES: &[RuleDoc] = &[\n");
+    for (id, rule) in rules {
+        let (tightened, earlier) = match &rule.tightened {
+            Some((m, e)) => (format!("Some({m})"), e.as_str()),
+            None => ("None".to_owned(), ""),
+        };
+        out.push_str(&format!(
+            "    RuleDoc {{\n        id: {id:?},\n        page: {:?},\n        since: {},\n        \
+             tightened: {tightened},\n        text: {:?},\n        earlier: {earlier:?},\n    }},\n",
+            rule.page.trim_start_matches("docs/abi/"),
+            rule.since.unwrap_or(0),
+            rule.text,
+        ));
+    }
+    out.push_str("];\n");
+    out.push_str(TABLE_END);
+    out
+}
+
+/// The table block of `rules.rs`: `(before, block, after)`.
+fn table_block(text: &str) -> Result<(&str, &str, &str), String> {
+    let b = text
+        .find(TABLE_BEGIN)
+        .ok_or_else(|| format!("{RULE_TABLE}: no line {:?}", TABLE_BEGIN.trim_end()))?;
+    let e = text[b..]
+        .find(TABLE_END)
+        .map(|e| b + e + TABLE_END.len())
+        .ok_or_else(|| format!("{RULE_TABLE}: no line {:?}", TABLE_END.trim_end()))?;
+    Ok((&text[..b], &text[b..e], &text[e..]))
+}
+
+/// `--bless`: rewrites the kit's rule table from the pages.
+fn bless() -> Result<(), String> {
+    let mut problems = Vec::new();
+    let rules = rules_of_docs(&mut problems)?;
+    let path = root().join(RULE_TABLE);
+    let text = read(&path)?;
+    let (before, _, after) = table_block(&text)?;
+    let fresh = format!("{before}{}{after}", table_source(&rules));
+    std::fs::write(&path, fresh).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The rule assertions of a tier's source and the bare assertions left:
+/// `(line, rule id or "")` for each `ensure!(`, `ensure_eq!(`,
+/// `ensure_ne!(`, `rule_failed!(`, `violated(`; and the lines of `assert!(`, `assert_eq!(`,
+/// `assert_ne!(` (comments skipped).
+fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<usize>) {
+    // Comments blanked, lines kept: a call's first argument may be on the
+    // next line (rustfmt puts it there).
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let line_of = |i: usize| code[..i].matches('\n').count() + 1;
+    let starts_call = |i: usize| {
+        !code[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut rule_calls = Vec::new();
+    let mut bare = Vec::new();
+    for call in [
+        "ensure!(",
+        "ensure_eq!(",
+        "ensure_ne!(",
+        "rule_failed!(",
+        "violated(",
+    ] {
+        for (i, _) in code.match_indices(call) {
+            // `fn violated(` is the definition, not a call.
+            if !starts_call(i) || code[..i].trim_end().ends_with("fn") {
+                continue;
+            }
+            let arg = code[i + call.len()..].trim_start();
+            let id = arg
+                .strip_prefix('"')
+                .and_then(|a| a.split_once('"'))
+                .map(|(id, _)| id.to_owned())
+                .unwrap_or_default();
+            rule_calls.push((line_of(i), id));
+        }
+    }
+    for bad in ["assert!(", "assert_eq!(", "assert_ne!("] {
+        for (i, _) in code.match_indices(bad) {
+            if starts_call(i) {
+                bare.push(line_of(i));
+            }
+        }
+    }
+    rule_calls.sort();
+    bare.sort_unstable();
+    (rule_calls, bare)
 }
 
 /// Runs the check; returns the number of rules and of cases.
 pub(crate) fn check() -> Result<(usize, usize), String> {
     let root = root();
     let mut problems = Vec::new();
-    let mut rules: BTreeMap<String, Rule> = BTreeMap::new();
+    let rules = rules_of_docs(&mut problems)?;
     let mut mentions: Vec<(String, String)> = Vec::new();
     let docs = root.join("docs/abi");
     let mut pages: Vec<_> = std::fs::read_dir(&docs)
@@ -55,24 +296,18 @@ pub(crate) fn check() -> Result<(usize, usize), String> {
     for page in &pages {
         let text = read(page)?;
         let name = format!("docs/abi/{}", page.file_name().unwrap().to_string_lossy());
-        for (id, body) in definitions(&text) {
-            let cases = cases_after_marker(&body);
-            if cases.is_empty() {
-                problems.push(format!("{name}: {id} names no case after *Cases:*"));
-            }
-            if let Some(old) = rules.insert(
-                id.clone(),
-                Rule {
-                    page: name.clone(),
-                    cases,
-                },
-            ) {
-                problems.push(format!("{id} is defined twice ({} and {name})", old.page));
-            }
-        }
         for id in rule_ids(&text) {
             mentions.push((name.clone(), id));
         }
+    }
+    let table = read(&root.join(RULE_TABLE))?;
+    match table_block(&table) {
+        Ok((_, block, _)) if block == table_source(&rules) => {}
+        Ok(_) => problems.push(format!(
+            "{RULE_TABLE}: the rule table differs from docs/abi (run `cargo xtask check-abi-rules \
+             --bless` and commit it)"
+        )),
+        Err(e) => problems.push(e),
     }
 
     let list = read(&root.join(CASE_LIST))?;
@@ -90,6 +325,28 @@ pub(crate) fn check() -> Result<(usize, usize), String> {
             );
             for id in rule_ids(&text) {
                 mentions.push((shown.clone(), id));
+            }
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !NOT_TIERS.contains(&file.as_str()) {
+                let (calls, bare) = assertions(&text);
+                for (line, id) in calls {
+                    if id.is_empty() {
+                        problems.push(format!(
+                            "{shown}:{line}: a rule assertion whose first argument is not a rule id \
+                             in quotes"
+                        ));
+                    } else if !rules.contains_key(&id) {
+                        problems.push(format!(
+                            "{shown}:{line}: asserts {id}, which docs/abi does not define"
+                        ));
+                    }
+                }
+                for line in bare {
+                    problems.push(format!(
+                        "{shown}:{line}: a bare assertion: use ensure!/ensure_eq!/ensure_ne! \
+                         with the rule it checks"
+                    ));
+                }
             }
         }
     }
@@ -202,23 +459,31 @@ fn rule_ids(text: &str) -> Vec<String> {
 }
 
 /// The rules a page defines: `**R-X-N**` at the start of a list item or a
-/// paragraph, with the text up to the next item, blank line or heading.
-fn definitions(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut current: Option<(String, String)> = None;
+/// paragraph (after its anchor `<a id="r-x-n"></a>`, returned too), with
+/// the text up to the next item, blank line or heading.
+fn definitions(text: &str) -> Vec<(String, Option<String>, String)> {
+    let mut out: Vec<(String, Option<String>, String)> = Vec::new();
+    let mut current: Option<(String, Option<String>, String)> = None;
     for line in text.lines() {
         let t = line.trim_start();
         let item = t.strip_prefix("- ").unwrap_or(t);
+        let (anchor, item) = match item
+            .strip_prefix("<a id=\"")
+            .and_then(|r| r.split_once("\"></a>"))
+        {
+            Some((anchor, rest)) => (Some(anchor.to_owned()), rest),
+            None => (None, item),
+        };
         let starts = item
             .strip_prefix("**")
             .and_then(|rest| id_len(rest).map(|n| (rest, n)))
             .filter(|(rest, n)| rest[*n..].starts_with("**"));
         if let Some((rest, n)) = starts {
             out.extend(current.take());
-            current = Some((rest[..n].to_owned(), line.to_owned()));
+            current = Some((rest[..n].to_owned(), anchor, line.to_owned()));
         } else if t.is_empty() || t.starts_with('#') || t.starts_with("- ") {
             out.extend(current.take());
-        } else if let Some((_, body)) = current.as_mut() {
+        } else if let Some((_, _, body)) = current.as_mut() {
             body.push('\n');
             body.push_str(line);
         }
@@ -283,12 +548,23 @@ mod tests {
 
     #[test]
     fn finds_definitions_ids_and_cases() {
-        let page = "# T\n\n- **R-TIMER-1** Due timers fire in order.\n  *Cases:* `a_case`,\n  `b_case`.\n- **R-TIMER-2** Ties. *Cases:* `c`.\n\nSee R-TIMER-1 and AA-R8, not XR-A-1.\n";
+        let page = "# T\n\n- <a id=\"r-timer-1\"></a>**R-TIMER-1** Due timers fire in order.\n  *Since:* 1.0; tightened in 1.1 (1.0 required (some) order). *Cases:* `a_case`,\n  `b_case`.\n- **R-TIMER-2** Ties. *Since:* 1.1. *Cases:* `c`.\n\nSee R-TIMER-1 and AA-R8, not XR-A-1.\n";
         let defs = definitions(page);
         assert_eq!(defs.len(), 2);
         assert_eq!(defs[0].0, "R-TIMER-1");
-        let cases: Vec<_> = cases_after_marker(&defs[0].1).into_iter().collect();
+        assert_eq!(defs[0].1.as_deref(), Some("r-timer-1"));
+        assert_eq!(defs[1].1, None);
+        let (since, tightened, text) = since_of(&defs[0].2);
+        assert_eq!(since, Some(0));
+        assert_eq!(tightened, Some((1, "1.0 required (some) order".to_owned())));
+        assert_eq!(text, "Due timers fire in order.");
+        assert_eq!(since_of(&defs[1].2).0, Some(1));
+        let cases: Vec<_> = cases_after_marker(&defs[0].2).into_iter().collect();
         assert_eq!(cases, ["a_case", "b_case"]);
+        let src = "ensure!(\"R-IO-1\", x);\n// assert!(no)\nassert_eq!(a, b);\nfn violated(\nensure_eq!(rule, a, b);\n";
+        let (calls, bare) = assertions(src);
+        assert_eq!(calls, [(1, "R-IO-1".to_owned()), (5, String::new())]);
+        assert_eq!(bare, [3]);
         assert_eq!(rule_ids(page), ["R-TIMER-1", "R-TIMER-2", "R-TIMER-1"]);
         let list = "macro_rules! __conformance_case_list {\n    timers {\n        a_case [\"R-TIMER-1\", \"R-IO-3\"],\n        b_case [],\n    }\n}\n";
         let cases = case_list(list).unwrap();

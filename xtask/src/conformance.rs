@@ -3,7 +3,8 @@
 //! conformance [LIBRARY.so] [KIT OPTIONS]`: builds the standalone kit
 //! (`reactor_kit`, from `tests/src/bin/`) and runs it on the library given,
 //! or, with none, on every reactor of the workspace as the matrix builds
-//! them (the cdylib plugins that are reactors, and `reactor-c`). Options
+//! them (the cdylib plugins that are reactors, and `reactor-c`, also built
+//! as an ABI 1.0 plugin against the frozen 1.0 header). Options
 //! other than a library (`--jobs 2`, `--filter timers`) go to the kit.
 
 use std::path::{Path, PathBuf};
@@ -33,28 +34,50 @@ pub(crate) fn target_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "cargo metadata has no target_directory".to_owned())
 }
 
+/// The frozen copy of the last ABI 1.0 header (commit a77ff1a, the last
+/// whose `AA_ABI_MINOR` was 0), against which the 1.0 build of `reactor-c`
+/// compiles.
+const FROZEN_1_0_INCLUDE: &str = "async-abi/include/frozen/1.0";
+
 /// Builds `reactor-c` into `<target>/debug/libreactor_c.so` with `$CC` (or
 /// `cc`), warnings as errors, exactly as its Makefile does; returns the path.
 pub(crate) fn build_c_reactor() -> Result<PathBuf, String> {
+    build_c("libreactor_c.so", "async-abi/include", None)
+}
+
+/// Builds `reactor-c` as an ABI 1.0 plugin into
+/// `<target>/debug/libreactor_c_abi1_0.so`: against the frozen 1.0 header,
+/// with its minor pinned at 0 (`-DAA_IMPLEMENTS_MINOR=0`, as `make MINOR=0
+/// ABI_INCLUDE=../async-abi/include/frozen/1.0` does). A real 1.0 binary
+/// (1.0 vtable and op sizes, minor 0 in its descriptor and vtable) kept in
+/// the matrix: it must pass every later 1.x kit and the suite.
+pub(crate) fn build_c_reactor_1_0() -> Result<PathBuf, String> {
+    build_c("libreactor_c_abi1_0.so", FROZEN_1_0_INCLUDE, Some(0))
+}
+
+fn build_c(name: &str, include: &str, minor: Option<u16>) -> Result<PathBuf, String> {
     let dir = target_dir()?.join("debug");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let out = dir.join("libreactor_c.so");
+    let out = dir.join(name);
     // Built under a temporary name, then renamed: a test loading the old
     // library meanwhile never sees half a file.
-    let tmp = dir.join(format!("libreactor_c.{}.tmp.so", std::process::id()));
+    let tmp = dir.join(format!("{name}.{}.tmp.so", std::process::id()));
     let src = root().join("reactor-c");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let mut cmd = Command::new(&cc);
     cmd.current_dir(&src)
         .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
-        .args(["-O2", "-g", "-fPIC", "-shared", "-fvisibility=hidden"])
-        .arg("-I")
-        .arg(root().join("async-abi/include"))
+        .args(["-O2", "-g", "-fPIC", "-shared", "-fvisibility=hidden"]);
+    if let Some(minor) = minor {
+        cmd.arg(format!("-DAA_IMPLEMENTS_MINOR={minor}"));
+    }
+    cmd.arg("-I")
+        .arg(root().join(include))
         .arg("-o")
         .arg(&tmp)
         .args(C_SOURCES)
         .arg("-lpthread");
-    eprintln!("xtask: building reactor-c with {cc}");
+    eprintln!("xtask: building reactor-c ({name}, header {include}) with {cc}");
     let built = run_capture(cmd, &format!("{cc} (reactor-c)"))?;
     if !built.status.success() {
         return Err(format!(
@@ -115,10 +138,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             .into_iter()
             .filter(|p| p.starts_with("reactor-"))
             .collect();
+        run_inherit(build, "cargo build (the kit)")?;
+        // Their own command: `--bin reactor_kit` above would select only
+        // that binary in every package given, and no library would be built.
+        let mut build = cargo();
+        build.arg("build");
         for p in &reactors {
             build.args(["-p", p]);
         }
-        run_inherit(build, "cargo build (the kit and the reactors)")?;
+        run_inherit(build, "cargo build (the reactors)")?;
         let dir = target_dir()?.join("debug");
         for p in &reactors {
             // `reactor-mio-cdylib` builds `libreactor_mio.so` (its lib name
@@ -127,6 +155,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             libraries.push(dir.join(format!("lib{stem}.so")));
         }
         libraries.push(build_c_reactor()?);
+        libraries.push(build_c_reactor_1_0()?);
     } else {
         run_inherit(build, "cargo build (the kit)")?;
     }

@@ -15,8 +15,11 @@
 //! - `conformance [LIBRARY.so] [KIT OPTIONS]`: builds the standalone
 //!   reactor conformance kit and runs it on a library, or on every reactor
 //!   of the workspace.
-//! - `check-abi-rules`: every rule id of `docs/abi/` is checked by a
-//!   conformance case that cites it, and every id a case cites is defined.
+//! - `check-abi-rules [--bless]`: every rule id of `docs/abi/` is checked
+//!   by a conformance case that cites it, and every id a case cites is
+//!   defined; every rule has its anchor and minor, the kit's copy of the
+//!   rules matches (`--bless` rewrites it), and every assertion of a tier
+//!   names a defined rule.
 //! - `check-semantics`: rule ids cited are defined in `docs/semantics.md` and
 //!   checked by tests; no path points outside the repository.
 //! - `memcheck`: a representative part of the suite under valgrind.
@@ -53,7 +56,7 @@ commands:
   bench [ARGS...]                         benchmarks side by side with peers (release build)
   chaos --seeds N [--start S]             the suite under the chaos scheduler, seeds S..S+N (S = 1)
   conformance [LIB.so] [KIT OPTIONS]      build the reactor kit, run it on LIB (or every reactor)
-  check-abi-rules                         docs/abi rule ids and conformance cases cite each other
+  check-abi-rules [--bless]               docs/abi rules (anchors, minors) and kit cases and assertions cite each other
   check-semantics                         rule ids defined in docs/semantics.md and tested
   memcheck                                part of the suite under valgrind: 0 errors, 0 leaks
   soak --secs N [--reactor R] [--conns C] the echo server under load: requests/s, errors, RSS

@@ -113,6 +113,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     run_inherit(build, "cargo build (plugins)")?;
     let c_reactor = crate::conformance::build_c_reactor()?;
+    // Next to `c_reactor`; its cell finds it there (see `cells`).
+    crate::conformance::build_c_reactor_1_0()?;
 
     let nextest = have_nextest();
     let mut rows = Vec::new();
@@ -282,6 +284,26 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),
                 ("ASYNC_REACTOR", c_reactor.display().to_string()),
+                files.clone(),
+            ],
+            chaos: false,
+            skips: C_REACTOR_SKIPS,
+        });
+        // The proof that a plugin is held to the rules of the minor it
+        // declares: reactor-c built as ABI 1.0 (frozen 1.0 header, minor
+        // pinned at 0) runs the current kit and suite.
+        cells.push(Cell {
+            label: "scheduler .so (context engine) + C reactor .so built as ABI 1.0".into(),
+            package: "tests",
+            env: vec![
+                ("ASYNC_SCHEDULER", "context".into()),
+                (
+                    "ASYNC_REACTOR",
+                    c_reactor
+                        .with_file_name("libreactor_c_abi1_0.so")
+                        .display()
+                        .to_string(),
+                ),
                 files.clone(),
             ],
             chaos: false,

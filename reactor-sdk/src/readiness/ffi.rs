@@ -46,11 +46,18 @@ impl<B: Backend> crate::Reactor for Readiness<B> {
 
     const NAME: &'static CStr = B::NAME;
     const VENDOR: &'static CStr = B::VENDOR;
+    const ABI_MINOR: u16 = B::ABI_MINOR;
+    // Datagram requests are 1.1: a backend that states minor 0 does not
+    // claim them.
     const CAPS: u64 = AA_CAP_TIMER
         | AA_CAP_POLL
         | AA_CAP_IO
         | AA_CAP_TRIGGER
-        | AA_CAP_IO_DGRAM
+        | if B::ABI_MINOR >= 1 {
+            AA_CAP_IO_DGRAM
+        } else {
+            0
+        }
         | AA_CAP_SIGNAL
         | AA_CAP_PROCESS
         | AA_CAP_FS_WATCH

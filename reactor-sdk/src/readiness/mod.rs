@@ -85,6 +85,10 @@ pub trait Backend: Debug + Sized + 'static {
     const NAME: &'static CStr;
     /// The plugin's vendor string.
     const VENDOR: &'static CStr;
+    /// The ABI minor the plugin implements, stated by its author (see
+    /// [`crate::Reactor::ABI_MINOR`]): the readiness driver runs every 1.1
+    /// request it claims, so `1` is the usual answer; never `AA_ABI_MINOR`.
+    const ABI_MINOR: u16;
     /// The backend's cross-thread waker.
     type Waker: Wake;
 

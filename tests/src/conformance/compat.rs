@@ -21,6 +21,8 @@ use super::fds;
 use super::harness::{Loop, Submit};
 use super::plugin::Reactor;
 use super::requests::{addr_bytes, raw_send_to, udp_socket};
+use super::rules::{self, submitted};
+use crate::{ensure, ensure_eq};
 
 /// Two pages, the second inaccessible: memory for a short struct that ends
 /// exactly where reading becomes a fault.
@@ -45,11 +47,16 @@ impl Guarded {
                 0,
             )
         };
-        assert_ne!(base, libc::MAP_FAILED, "mmap");
+        // The kit's own setup, not the reactor's: no rule.
+        if base == libc::MAP_FAILED {
+            panic!("mmap: {}", std::io::Error::last_os_error());
+        }
         // SAFETY: the second page of the mapping just made.
         let res =
             unsafe { libc::mprotect(base.cast::<u8>().add(page).cast(), page, libc::PROT_NONE) };
-        assert_eq!(res, 0, "mprotect");
+        if res != 0 {
+            panic!("mprotect: {}", std::io::Error::last_os_error());
+        }
         Guarded {
             base: base.cast(),
             page,
@@ -101,10 +108,16 @@ pub fn a_1_0_sized_request_is_served_and_nothing_beyond_it_is_read(reactor: &Rea
     let short = guarded.place_1_0(&write);
     // SAFETY: `short` is valid for its 1.0 struct_size; the data is static.
     let got = unsafe { lp.submit_raw("w", short, flags) };
+    let what = format!(
+        "io_submit(AA_IO_WRITE of 3 bytes on a socket, struct_size {} (1.0), flags {flags:#x})",
+        AaIoOp::SIZE_V1_0
+    );
     if inline {
-        assert_eq!(got, Submit::Done(3), "inline, result in the short struct");
+        ensure!("R-COMPAT-1", got == Submit::Done(3);
+            did: what, wants: "AA_DONE with result 3 written into the short struct",
+            got: submitted(&got));
     }
-    assert_eq!(lp.result("w", got), 3);
+    ensure_eq!("R-COMPAT-1", lp.result("w", got), 3, "{what}: its result");
     let mut buf = [0u8; 8];
     let mut read = AaIoOp::new(AA_IO_READ, i64::from(b));
     read.buf = buf.as_mut_ptr();
@@ -112,8 +125,13 @@ pub fn a_1_0_sized_request_is_served_and_nothing_beyond_it_is_read(reactor: &Rea
     let short = guarded.place_1_0(&read);
     // SAFETY: as above; `buf` outlives the request (`result` waits).
     let got = unsafe { lp.submit_raw("r", short, flags) };
-    assert_eq!(lp.result("r", got), 3);
-    assert_eq!(&buf[..3], b"old");
+    let what = format!(
+        "io_submit(AA_IO_READ of 8 bytes after a write of \"old\", struct_size {} (1.0), flags \
+         {flags:#x})",
+        AaIoOp::SIZE_V1_0
+    );
+    ensure_eq!("R-COMPAT-1", lp.result("r", got), 3, "{what}: its result");
+    ensure_eq!("R-COMPAT-1", &buf[..3], b"old", "{what}: the data read");
     if lp.instance_caps() & AA_CAP_IO_DGRAM != 0 {
         let (u, u_addr) = udp_socket();
         let (v, v_addr) = udp_socket();
@@ -128,8 +146,20 @@ pub fn a_1_0_sized_request_is_served_and_nothing_beyond_it_is_read(reactor: &Rea
         let short = guarded.place_1_0(&recv);
         // SAFETY: as above; `buf` and `from` outlive the request.
         let got = unsafe { lp.submit_raw("recvfrom", short, 0) };
-        assert_eq!(lp.result("recvfrom", got), 2);
-        assert_eq!(addr_bytes(&from), addr_bytes(&u_addr));
+        let what = "io_submit(AA_IO_RECVFROM of 8 bytes on a UDP socket sent \"dg\", struct_size \
+                    1.0, flags 0)";
+        ensure_eq!(
+            "R-COMPAT-1",
+            lp.result("recvfrom", got),
+            2,
+            "{what}: its result"
+        );
+        ensure_eq!(
+            "R-COMPAT-1",
+            addr_bytes(&from),
+            addr_bytes(&u_addr),
+            "{what}: the sender's address"
+        );
     }
     let mut mkdir = AaIoOp::new(AA_IO_MKDIRAT, AA_IO_CWD);
     mkdir.path = AaBytes::from_slice(b"/nonexistent-dir-of-the-kit/x");
@@ -145,9 +175,21 @@ pub fn a_1_0_sized_request_is_served_and_nothing_beyond_it_is_read(reactor: &Rea
             _ => AA_E_INVALID,
         }
     };
-    assert_eq!(got, Submit::Failed(expected));
+    let what = "io_submit(AA_IO_MKDIRAT, struct_size 1.0 (so no path field), flags 0)";
+    ensure!("R-COMPAT-1", got == Submit::Failed(expected);
+        did: what,
+        wants: format!(
+            "failed with {} (a path request whose struct has no path)",
+            rules::status(expected)
+        ),
+        got: submitted(&got));
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!(
+        "R-ERR-1",
+        lp.log(),
+        vec![],
+        "{what}, then run_once(0): callbacks"
+    );
     lp.finish();
 }
 
@@ -160,13 +202,10 @@ pub fn instance_caps_never_exceed_caps(reactor: &Reactor) {
         Some(f) => {
             // SAFETY: a live reactor, on its loop thread.
             let caps = unsafe { f(lp.raw()) };
-            assert_eq!(
-                caps & !vt.caps,
-                0,
-                "instance {caps:#x}, plugin {:#x}",
-                vt.caps
-            );
-            assert!(vt.hdr.iface_minor >= 1, "a 1.0 vtable has no such slot");
+            ensure!("R-COMPAT-2", caps & !vt.caps == 0;
+                did: format!("instance_caps() of a new loop, caps {:#x}", vt.caps),
+                wants: "no bit caps lacks",
+                got: format!("{caps:#x}: the extra bits {:#x}", caps & !vt.caps));
         }
         None => {
             let expected = if vt.hdr.iface_minor == 0 {
@@ -174,10 +213,24 @@ pub fn instance_caps_never_exceed_caps(reactor: &Reactor) {
             } else {
                 vt.caps
             };
-            assert_eq!(lp.instance_caps(), expected);
+            ensure_eq!(
+                "R-COMPAT-2",
+                lp.instance_caps(),
+                expected,
+                "no instance_caps slot: the instance's capabilities as a host reads them"
+            );
         }
     }
     lp.finish();
+}
+
+/// The capability bit of a 1.1 opcode.
+fn cap_of(opcode: u32) -> u64 {
+    match opcode {
+        AA_IO_RECVFROM | AA_IO_SENDTO => AA_CAP_IO_DGRAM,
+        AA_IO_FTRUNCATE => AA_CAP_IO_FTRUNCATE,
+        _ => AA_CAP_IO_FILE,
+    }
 }
 
 /// Checks that every 1.1 request whose capability this instance lacks is
@@ -239,23 +292,43 @@ pub fn a_1_1_request_the_instance_lacks_is_unsupported(reactor: &Reactor) {
             }
         }
         let got = lp.submit("lacking", &mut op, AA_IO_TRY_INLINE);
-        if lp.vt().hdr.iface_minor == 0 {
+        let what = format!(
+            "io_submit({} ({opcode}), flags AA_IO_TRY_INLINE) to an instance without {}",
+            rules::opcode_name(opcode),
+            super::kit::cap_names(cap_of(opcode))
+        );
+        if !rules::tightened_for("R-COMPAT-3", rules::implements(reactor)) {
             // A 1.0 reactor does not know the opcode: unsupported or invalid.
-            assert!(
-                got == Submit::Failed(AA_E_UNSUPPORTED) || got == Submit::Failed(AA_E_INVALID),
-                "opcode {opcode} to a 1.0 reactor: {got:?}"
-            );
+            ensure!("R-COMPAT-3",
+                got == Submit::Failed(AA_E_UNSUPPORTED) || got == Submit::Failed(AA_E_INVALID);
+                did: what, wants: "AA_E_UNSUPPORTED or AA_E_INVALID (ABI 1.0)",
+                got: submitted(&got));
             continue;
         }
-        assert_eq!(got, Submit::Failed(AA_E_UNSUPPORTED), "opcode {opcode}");
+        ensure!("R-COMPAT-3", got == Submit::Failed(AA_E_UNSUPPORTED);
+            did: what, wants: "AA_E_UNSUPPORTED", got: submitted(&got));
         let msg = lp.last_error();
-        assert!(
-            msg.starts_with("io_submit: AA_IO_") && !msg.contains('\n'),
-            "one line naming the request: {msg:?}"
-        );
+        let name = rules::opcode_name(opcode);
+        ensure!("R-COMPAT-3", msg.starts_with(&format!("io_submit: {name}")) && !msg.contains('\n');
+            did: what,
+            wants: format!(
+                "a last_error_message of one line starting with \"io_submit: \" and the \
+                 opcode's name (\"io_submit: {name} ...\")"
+            ),
+            got: format!("last_error_message {msg:?}"));
     }
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
-    assert_eq!(stat, AaStat::default());
+    ensure_eq!(
+        "R-ERR-1",
+        lp.log(),
+        vec![],
+        "the refused 1.1 requests, then run_once(0)"
+    );
+    ensure_eq!(
+        "R-COMPAT-3",
+        stat,
+        AaStat::default(),
+        "a refused AA_IO_STATX: its AaStat"
+    );
     lp.finish();
 }

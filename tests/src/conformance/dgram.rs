@@ -6,6 +6,7 @@
 //! `RECVFROM` cancelled (its buffer and address untouched after its
 //! callback, and no datagram lost) or disposed.
 
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::fds;
@@ -70,29 +71,34 @@ pub fn udp_sendto_and_recvfrom_carry_data_and_the_sender_address(reactor: &React
         .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
         .pending();
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-IO-13", lp.log(), vec![]);
+    ensure_eq!("R-IO-13", lp.alive(), 1);
     let sent = lp.send_to("s", a, b"ping", Some(&mut b_addr), 0);
-    assert_eq!(lp.result("s", sent), 4);
+    ensure_eq!("R-IO-13", lp.result("s", sent), 4);
     lp.run_until_tag("r");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r", 4)]);
-    assert_eq!(&buf[..4], b"ping");
-    assert_eq!(addr_bytes(&from), addr_bytes(&a_addr), "the sender");
+    ensure_eq!("R-IO-13", lp.log(), vec![Rec::Io("r", 4)]);
+    ensure_eq!("R-IO-13", &buf[..4], b"ping");
+    ensure_eq!(
+        "R-IO-13",
+        addr_bytes(&from),
+        addr_bytes(&a_addr),
+        "the sender"
+    );
     lp.dispose(r);
     lp.take_log();
     if lp.instance_caps() & AA_CAP_IO_INLINE != 0 {
         let mut to_a = a_addr;
         let s = lp.send_to("s2", b, b"pong!", Some(&mut to_a), AA_IO_TRY_INLINE);
-        assert_eq!(lp.result("s2", s), 5);
+        ensure_eq!("R-IO-13", lp.result("s2", s), 5);
         let mut back = [0u8; 8];
         let mut from = AaSockAddr::EMPTY;
         let got = lp.recv_from("r2", a, &mut back, Some(&mut from), 0, AA_IO_TRY_INLINE);
-        assert_eq!(lp.result("r2", got), 5);
-        assert_eq!(&back[..5], b"pong!");
-        assert_eq!(addr_bytes(&from), addr_bytes(&b_addr));
+        ensure_eq!("R-IO-13", lp.result("r2", got), 5);
+        ensure_eq!("R-IO-13", &back[..5], b"pong!");
+        ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&b_addr));
     }
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-13", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -110,16 +116,17 @@ pub fn recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries(reactor: 
     raw_send_to(a, b"x", &b_addr);
     let mut short = [0u8; 5];
     let got = lp.recv_from("short", b, &mut short, None, 0, 0);
-    assert_eq!(lp.result("short", got), 5);
-    assert_eq!(&short, b"hello");
+    ensure_eq!("R-IO-13", lp.result("short", got), 5);
+    ensure_eq!("R-IO-13", &short, b"hello");
     let mut next = [0u8; 8];
     let got = lp.recv_from("next", b, &mut next, None, 0, 0);
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-13",
         lp.result("next", got),
         1,
         "the rest of the first was dropped"
     );
-    assert_eq!(next[0], b'x');
+    ensure_eq!("R-IO-13", next[0], b'x');
     let mut first = [0u8; 8];
     let mut second = [0u8; 8];
     lp.recv_from("first", b, &mut first, None, 0, 0).pending();
@@ -129,8 +136,16 @@ pub fn recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries(reactor: 
     raw_send_to(a, b"22", &b_addr);
     lp.run_until("both", |log| log.len() == 2);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("first", 1), Rec::Io("second", 2)]);
-    assert_eq!((&first[..1], &second[..2]), (&b"1"[..], &b"22"[..]));
+    ensure_eq!(
+        "R-IO-10",
+        lp.log(),
+        vec![Rec::Io("first", 1), Rec::Io("second", 2)]
+    );
+    ensure_eq!(
+        "R-IO-10",
+        (&first[..1], &second[..2]),
+        (&b"1"[..], &b"22"[..])
+    );
     lp.finish();
 }
 
@@ -154,7 +169,7 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
         raw_send_to(a, data, &b_addr);
     };
     let send_stream = |data: &[u8]| {
-        assert_eq!(fds::raw_write(x, data), data.len() as isize);
+        ensure_eq!("R-IO-13", fds::raw_write(x, data), data.len() as isize);
     };
     let sends: [(&str, i32, &Sender<'_>); 2] = [("udp", b, &send_udp), ("stream", y, &send_stream)];
     for (what, fd, send) in sends {
@@ -162,7 +177,7 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
         let got = lp.read("prime", fd, &mut prime, 0);
         lp.run_once(0);
         send(b"p");
-        assert_eq!(lp.result("prime", got), 1, "{what}");
+        ensure_eq!("R-IO-13", lp.result("prime", got), 1, "{what}");
         send(b"abc");
         lp.run_once(0);
         let mut peeked = [0u8; 16];
@@ -177,7 +192,7 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
                 AA_IO_TRY_INLINE,
             );
             let n = lp.result("peek", got);
-            assert_eq!(addr_bytes(&from), addr_bytes(&a_addr), "{what}");
+            ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&a_addr), "{what}");
             n
         } else {
             let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
@@ -187,25 +202,36 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
             let got = lp.submit("peek", &mut op, AA_IO_TRY_INLINE);
             lp.result("peek", got)
         };
-        assert_eq!((got, &peeked[..3]), (3, &b"abc"[..]), "{what}");
+        ensure_eq!("R-IO-13", (got, &peeked[..3]), (3, &b"abc"[..]), "{what}");
         let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
         let mut again = [0u8; 16];
         op.buf = again.as_mut_ptr();
         op.len = again.len();
         op.op_flags = AA_IO_PEEK;
         let got = lp.submit("peek_read", &mut op, AA_IO_TRY_INLINE);
-        assert_eq!(lp.result("peek_read", got), 3, "{what}: a second peek");
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("peek_read", got),
+            3,
+            "{what}: a second peek"
+        );
         let mut read = [0u8; 16];
         let got = lp.read("read", fd, &mut read, 0);
-        assert_eq!(
+        ensure_eq!(
+            "R-IO-13",
             lp.result("read", got),
             3,
             "{what}: the data was still there"
         );
-        assert_eq!(&read[..3], b"abc", "{what}");
-        assert_eq!(raw_try_recv(fd, &mut read), None, "{what}: consumed once");
+        ensure_eq!("R-IO-13", &read[..3], b"abc", "{what}");
+        ensure_eq!(
+            "R-IO-13",
+            raw_try_recv(fd, &mut read),
+            None,
+            "{what}: consumed once"
+        );
     }
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-13", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -243,14 +269,14 @@ pub fn unix_datagrams_carry_path_abstract_and_unnamed_senders(reactor: &Reactor)
     ];
     for (what, fd, expected) in senders {
         let sent = lp.send_to("s", fd, what.as_bytes(), Some(&mut to), 0);
-        assert_eq!(lp.result("s", sent), what.len() as i64, "{what}");
+        ensure_eq!("R-IO-13", lp.result("s", sent), what.len() as i64, "{what}");
         let mut buf = [0u8; 16];
         let mut from = AaSockAddr::EMPTY;
         from.len = 0xdead;
         let got = lp.recv_from("r", receiver, &mut buf, Some(&mut from), 0, 0);
-        assert_eq!(lp.result("r", got), what.len() as i64, "{what}");
-        assert_eq!(&buf[..what.len()], what.as_bytes());
-        assert_eq!(addr_bytes(&from), expected, "{what} sender");
+        ensure_eq!("R-IO-13", lp.result("r", got), what.len() as i64, "{what}");
+        ensure_eq!("R-IO-13", &buf[..what.len()], what.as_bytes());
+        ensure_eq!("R-IO-13", addr_bytes(&from), expected, "{what} sender");
     }
     lp.finish();
 }
@@ -266,26 +292,31 @@ pub fn sendto_without_address_needs_a_connection_and_a_closed_port_refuses(react
     };
     let ((a, a_addr), (b, b_addr)) = udp_pair(&lp);
     let sent = lp.send_to("unconnected", a, b"x", None, 0);
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-13",
         lp.result("unconnected", sent),
         -i64::from(libc::EDESTADDRREQ)
     );
     connect(a, &b_addr);
     let sent = lp.send_to("connected", a, b"hi", None, 0);
-    assert_eq!(lp.result("connected", sent), 2);
+    ensure_eq!("R-IO-13", lp.result("connected", sent), 2);
     let mut buf = [0u8; 4];
     let mut from = AaSockAddr::EMPTY;
     let got = lp.recv_from("r", b, &mut buf, Some(&mut from), 0, 0);
-    assert_eq!(lp.result("r", got), 2);
-    assert_eq!(addr_bytes(&from), addr_bytes(&a_addr));
+    ensure_eq!("R-IO-13", lp.result("r", got), 2);
+    ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&a_addr));
     // A port nobody listens on: bound, then closed.
     let (gone, gone_addr) = udp_socket();
     fds::raw_close(gone);
     connect(b, &gone_addr);
     let sent = lp.send_to("to_gone", b, b"?", None, 0);
-    assert_eq!(lp.result("to_gone", sent), 1);
+    ensure_eq!("R-IO-13", lp.result("to_gone", sent), 1);
     let got = lp.recv_from("refused", b, &mut buf, None, 0, 0);
-    assert_eq!(lp.result("refused", got), -i64::from(libc::ECONNREFUSED));
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("refused", got),
+        -i64::from(libc::ECONNREFUSED)
+    );
     lp.finish();
 }
 
@@ -308,21 +339,38 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
         .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
         .pending();
     lp.run_once(0);
-    assert_eq!(lp.cancel(r, REASON), AA_OK);
-    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
-    assert_eq!(lp.alive(), 1, "alive until its callback");
+    ensure_eq!("R-IO-14", lp.cancel(r, REASON), AA_OK);
+    ensure_eq!(
+        "R-IO-14",
+        lp.log(),
+        vec![],
+        "cancel called back synchronously"
+    );
+    ensure_eq!("R-IO-14", lp.alive(), 1, "alive until its callback");
     lp.run_until_tag("r");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-IO-14", lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
+    ensure_eq!("R-IO-14", lp.alive(), 0);
     raw_send_to(a, b"late", &b_addr);
     let mut again = [0u8; 16];
     let got = lp.recv_from("again", b, &mut again, None, 0, 0);
-    assert_eq!(lp.result("again", got), 4, "the datagram was not lost");
-    assert_eq!(&again[..4], b"late");
-    assert_eq!(buf, [0xaa; 16], "the buffer was written after its callback");
-    assert_eq!(
-        from.len, 0xdead,
+    ensure_eq!(
+        "R-IO-14",
+        lp.result("again", got),
+        4,
+        "the datagram was not lost"
+    );
+    ensure_eq!("R-IO-14", &again[..4], b"late");
+    ensure_eq!(
+        "R-IO-14",
+        buf,
+        [0xaa; 16],
+        "the buffer was written after its callback"
+    );
+    ensure_eq!(
+        "R-IO-14",
+        from.len,
+        0xdead,
         "the address was written after its callback"
     );
     lp.dispose(r);
@@ -332,20 +380,30 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
     let r2 = lp.recv_from("raced", b, &mut raced, None, 0, 0).pending();
     lp.run_once(0);
     raw_send_to(a, b"race", &b_addr);
-    assert_eq!(lp.cancel(r2, REASON), AA_OK);
+    ensure_eq!("R-IO-14", lp.cancel(r2, REASON), AA_OK);
     lp.run_until_tag("raced");
     lp.run_once(0);
     let mut left = [0u8; 16];
     match lp.log()[..] {
         [Rec::Io("raced", 4)] => {
-            assert_eq!(&raced[..4], b"race");
-            assert_eq!(raw_try_recv(b, &mut left), None, "delivered once");
+            ensure_eq!("R-IO-14", &raced[..4], b"race");
+            ensure_eq!(
+                "R-IO-14",
+                raw_try_recv(b, &mut left),
+                None,
+                "delivered once"
+            );
         }
         [Rec::Io("raced", reason)] if reason == i64::from(REASON) => {
-            assert_eq!(raced, [0; 16]);
-            assert_eq!(raw_try_recv(b, &mut left), Some(4), "still queued");
+            ensure_eq!("R-IO-14", raced, [0; 16]);
+            ensure_eq!(
+                "R-IO-14",
+                raw_try_recv(b, &mut left),
+                Some(4),
+                "still queued"
+            );
         }
-        ref other => panic!("one callback, the data or the reason: {other:?}"),
+        ref other => rule_failed!("R-IO-14", "one callback, the data or the reason: {other:?}"),
     }
     lp.finish();
 }
@@ -361,14 +419,14 @@ pub fn dispose_of_a_pending_recvfrom_never_calls_back(reactor: &Reactor) {
     let mut buf = [0u8; 8];
     let r = lp.recv_from("r", b, &mut buf, None, 0, 0).pending();
     lp.dispose(r);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-EV-3", lp.alive(), 0);
     raw_send_to(a, b"kept", &b_addr);
     let mut again = [0u8; 8];
     let got = lp.recv_from("again", b, &mut again, None, 0, 0);
-    assert_eq!(lp.result("again", got), 4);
-    assert_eq!(&again[..4], b"kept");
+    ensure_eq!("R-EV-3", lp.result("again", got), 4);
+    ensure_eq!("R-EV-3", &again[..4], b"kept");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-EV-3", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -383,17 +441,19 @@ pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
     let (r, w) = fds::pipe();
     lp.track_fd(r);
     lp.track_fd(w);
-    assert_eq!(fds::raw_write(w, b"p"), 1);
+    ensure_eq!("R-IO-13", fds::raw_write(w, b"p"), 1);
     let mut buf = [0u8; 4];
     let mut op = AaIoOp::new(AA_IO_READ, i64::from(r));
     op.buf = buf.as_mut_ptr();
     op.len = buf.len();
     op.op_flags = AA_IO_PEEK;
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-13",
         lp.submit("peek_pipe", &mut op, AA_IO_TRY_INLINE),
         Submit::Failed(AA_E_INVALID)
     );
-    assert!(
+    ensure!(
+        "R-IO-13",
         lp.last_error().contains("not a socket"),
         "{}",
         lp.last_error()
@@ -404,13 +464,15 @@ pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
     op.len = 1;
     op.addr = &mut b_addr;
     op.op_flags = AA_IO_PEEK;
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-13",
         lp.submit("peek_send", &mut op, 0),
         Submit::Failed(AA_E_INVALID)
     );
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
-    assert_eq!(
+    ensure_eq!("R-IO-13", lp.log(), vec![]);
+    ensure_eq!(
+        "R-IO-13",
         fds::raw_read(r, &mut buf),
         1,
         "the pipe's byte is still there"

@@ -9,6 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -22,10 +23,10 @@ fn result_of(lp: &Loop, tag: &'static str) -> (AaStatus, Vec<SocketAddr>) {
     lp.run_until_tag(tag);
     lp.run_once(0);
     let log = lp.log();
-    assert_eq!(log.len(), 1, "one callback: {log:?}");
+    ensure_eq!("R-DNS-1", log.len(), 1, "one callback: {log:?}");
     match &log[0] {
         Rec::Dns(t, status, addrs) if *t == tag => (*status, addrs.clone()),
-        other => panic!("not a lookup record: {other:?}"),
+        other => rule_failed!("R-DNS-1", "not a lookup record: {other:?}"),
     }
 }
 
@@ -46,14 +47,19 @@ pub fn localhost_with_af_inet_resolves_to_127_0_0_1(reactor: &Reactor) {
         "80",
         Some((libc::AF_INET, libc::SOCK_STREAM)),
     );
-    assert_eq!(lp.log(), vec![], "called back outside run_once");
+    ensure_eq!("R-DNS-1", lp.log(), vec![], "called back outside run_once");
     let (status, addrs) = result_of(&lp, "d");
-    assert_eq!(status, 0, "{}", lp.last_error());
-    assert!(
+    ensure_eq!("R-DNS-1", status, 0, "{}", lp.last_error());
+    ensure!(
+        "R-DNS-1",
         addrs.contains(&SocketAddr::from((Ipv4Addr::LOCALHOST, 80))),
         "{addrs:?}"
     );
-    assert!(addrs.iter().all(SocketAddr::is_ipv4), "{addrs:?}");
+    ensure!(
+        "R-DNS-1",
+        addrs.iter().all(SocketAddr::is_ipv4),
+        "{addrs:?}"
+    );
     lp.finish_when_idle();
 }
 
@@ -70,12 +76,20 @@ pub fn localhost_with_af_unspec_includes_127_0_0_1(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     lp.dns("d", "localhost", "", None);
     let (status, addrs) = result_of(&lp, "d");
-    assert_eq!(status, 0);
+    ensure_eq!("R-DNS-1", status, 0);
     let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
-    assert!(ips.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{addrs:?}");
-    assert!(ips.iter().all(IpAddr::is_loopback), "{addrs:?}");
+    ensure!(
+        "R-DNS-1",
+        ips.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        "{addrs:?}"
+    );
+    ensure!("R-DNS-1", ips.iter().all(IpAddr::is_loopback), "{addrs:?}");
     for (i, a) in addrs.iter().enumerate() {
-        assert!(!addrs[i + 1..].contains(a), "{a} listed twice: {addrs:?}");
+        ensure!(
+            "R-DNS-1",
+            !addrs[i + 1..].contains(a),
+            "{a} listed twice: {addrs:?}"
+        );
     }
     lp.finish_when_idle();
 }
@@ -92,7 +106,7 @@ pub fn name_under_invalid_fails_with_dns_noname(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     lp.dns("d", "no-such-host.invalid", "", None);
-    assert_eq!(result_of(&lp, "d"), (AA_E_DNS_NONAME, vec![]));
+    ensure_eq!("R-DNS-2", result_of(&lp, "d"), (AA_E_DNS_NONAME, vec![]));
     lp.finish_when_idle();
 }
 
@@ -108,16 +122,26 @@ pub fn cancel_of_a_pending_lookup_delivers_the_reason_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let d = lp.dns("d", "localhost", "", None);
-    assert_eq!(lp.cancel(d, REASON), AA_OK);
-    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
-    assert_eq!(result_of(&lp, "d"), (REASON, vec![]));
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(lp.cancel(d, REASON), AA_E_INVALID, "nothing is pending");
+    ensure_eq!("R-EV-1", lp.cancel(d, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "the cancellation callback is still to come"
+    );
+    ensure_eq!("R-EV-1", result_of(&lp, "d"), (REASON, vec![]));
+    ensure_eq!("R-EV-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(d, REASON),
+        AA_E_INVALID,
+        "nothing is pending"
+    );
     // Give the resolver time to answer: its result must not be delivered.
     for _ in 0..10 {
         lp.run_once(20_000_000);
     }
-    assert_eq!(lp.log().len(), 1, "{:?}", lp.log());
+    ensure_eq!("R-EV-1", lp.log().len(), 1, "{:?}", lp.log());
     lp.finish_when_idle();
 }
 
@@ -128,9 +152,9 @@ pub fn pending_lookup_counts_in_alive(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     lp.dns("d", "localhost", "", None);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-6", lp.alive(), 1);
     lp.run_until_tag("d");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-6", lp.alive(), 0);
     lp.finish_when_idle();
 }
 
@@ -147,9 +171,9 @@ pub fn dispose_of_a_pending_lookup_then_destroy_succeeds(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let d = lp.dns("d", "localhost", "", None);
     lp.dispose(d);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-DNS-4", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-DNS-4", lp.log(), vec![]);
     lp.finish_when_idle();
 }
 
@@ -164,18 +188,24 @@ pub fn malformed_lookups_fail_without_callback(reactor: &Reactor) {
         return;
     }
     let lp = Loop::new(reactor);
-    assert_eq!(lp.try_dns("d", "", "", None).err(), Some(AA_E_INVALID));
-    assert_eq!(
+    ensure_eq!(
+        "R-DNS-3",
+        lp.try_dns("d", "", "", None).err(),
+        Some(AA_E_INVALID)
+    );
+    ensure_eq!(
+        "R-DNS-3",
         lp.try_dns("d", "localhost", "", Some((12345, 0))).err(),
         Some(AA_E_INVALID)
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-DNS-3",
         lp.try_dns("d", "localhost", "", Some((libc::AF_INET, 999)))
             .err(),
         Some(AA_E_INVALID)
     );
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-DNS-3", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-DNS-3", lp.log(), vec![]);
     lp.finish_when_idle();
 }

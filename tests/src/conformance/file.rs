@@ -11,6 +11,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use crate::{ensure, ensure_eq, ensure_ne, rule_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -49,7 +50,12 @@ fn neg(errno: i32) -> i64 {
 fn cloexec(fd: i32) -> bool {
     // SAFETY: plain syscall on a descriptor the case owns.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    assert!(flags >= 0, "fcntl: {}", std::io::Error::last_os_error());
+    ensure!(
+        "R-IO-15",
+        flags >= 0,
+        "fcntl: {}",
+        std::io::Error::last_os_error()
+    );
     flags & libc::FD_CLOEXEC != 0
 }
 
@@ -58,7 +64,7 @@ fn cloexec(fd: i32) -> bool {
 fn open(lp: &Loop, path: &Path, flags: i32, mode: u32) -> i32 {
     let got = lp.open_at("open", AA_IO_CWD, &path_bytes(path), flags, mode);
     let fd = lp.result("open", got);
-    assert!(fd >= 0, "open {}: {fd}", path.display());
+    ensure!("R-IO-15", fd >= 0, "open {}: {fd}", path.display());
     lp.track_fd(fd as i32)
 }
 
@@ -80,17 +86,17 @@ pub fn openat_creates_opens_and_reports_errno(reactor: &Reactor) {
         libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
         0o600,
     );
-    assert!(cloexec(fd), "the reactor adds O_CLOEXEC");
+    ensure!("R-IO-15", cloexec(fd), "the reactor adds O_CLOEXEC");
     let meta = std::fs::metadata(&file).expect("created");
-    assert!(meta.is_file());
-    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    ensure!("R-IO-15", meta.is_file());
+    ensure_eq!("R-IO-15", meta.permissions().mode() & 0o777, 0o600);
     let mut op = AaIoOp::new(AA_IO_WRITE, i64::from(fd));
     op.buf = b"hello".as_ptr().cast_mut();
     op.len = 5;
     op.offset = 0;
     let got = lp.submit("write", &mut op, 0);
-    assert_eq!(lp.result("write", got), 5);
-    assert_eq!(std::fs::read(&file).unwrap(), b"hello");
+    ensure_eq!("R-IO-15", lp.result("write", got), 5);
+    ensure_eq!("R-IO-15", std::fs::read(&file).unwrap(), b"hello");
     let again = lp.open_at(
         "again",
         AA_IO_CWD,
@@ -98,7 +104,7 @@ pub fn openat_creates_opens_and_reports_errno(reactor: &Reactor) {
         libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
         0o600,
     );
-    assert_eq!(lp.result("again", again), neg(libc::EEXIST));
+    ensure_eq!("R-IO-15", lp.result("again", again), neg(libc::EEXIST));
     let missing = lp.open_at(
         "missing",
         AA_IO_CWD,
@@ -106,11 +112,11 @@ pub fn openat_creates_opens_and_reports_errno(reactor: &Reactor) {
         0,
         0,
     );
-    assert_eq!(lp.result("missing", missing), neg(libc::ENOENT));
+    ensure_eq!("R-IO-15", lp.result("missing", missing), neg(libc::ENOENT));
     let dirfd = open(&lp, dir.path(), libc::O_RDONLY | libc::O_DIRECTORY, 0);
     let inside = lp.open_at("inside", i64::from(dirfd), b"f", libc::O_RDONLY, 0);
     let inside = lp.result("inside", inside);
-    assert!(inside >= 0, "relative open: {inside}");
+    ensure!("R-IO-15", inside >= 0, "relative open: {inside}");
     lp.track_fd(inside as i32);
     let mut buf = [0u8; 8];
     let mut op = AaIoOp::new(AA_IO_READ, inside);
@@ -118,9 +124,9 @@ pub fn openat_creates_opens_and_reports_errno(reactor: &Reactor) {
     op.len = buf.len();
     op.offset = 0;
     let got = lp.submit("read", &mut op, 0);
-    assert_eq!(lp.result("read", got), 5);
-    assert_eq!(&buf[..5], b"hello");
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-15", lp.result("read", got), 5);
+    ensure_eq!("R-IO-15", &buf[..5], b"hello");
+    ensure_eq!("R-IO-15", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -143,11 +149,12 @@ pub fn statx_matches_std_metadata_and_follows_links_unless_nofollow(reactor: &Re
     let std_meta = std::fs::metadata(&file).unwrap();
     let mut st = AaStat::default();
     let got = lp.statx("stat", AA_IO_CWD, &path_bytes(&link), &mut st, 0);
-    assert_eq!(lp.result("stat", got), 0);
-    assert_eq!(st.mode, libc::S_IFREG | 0o640);
-    assert_eq!(st.mode, std_meta.mode());
-    assert_eq!(st.size, 5);
-    assert_eq!(
+    ensure_eq!("R-IO-15", lp.result("stat", got), 0);
+    ensure_eq!("R-IO-15", st.mode, libc::S_IFREG | 0o640);
+    ensure_eq!("R-IO-15", st.mode, std_meta.mode());
+    ensure_eq!("R-IO-15", st.size, 5);
+    ensure_eq!(
+        "R-IO-15",
         (st.nlink, st.uid, st.gid, st.ino, st.dev, st.rdev),
         (
             std_meta.nlink(),
@@ -158,32 +165,42 @@ pub fn statx_matches_std_metadata_and_follows_links_unless_nofollow(reactor: &Re
             std_meta.rdev()
         )
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         (st.blocks, st.blksize),
         (std_meta.blocks(), std_meta.blksize())
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         (st.mtime.sec, i64::from(st.mtime.nsec)),
         (std_meta.mtime(), std_meta.mtime_nsec())
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         (st.ctime.sec, i64::from(st.ctime.nsec)),
         (std_meta.ctime(), std_meta.ctime_nsec())
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         (st.atime.sec, i64::from(st.atime.nsec)),
         (std_meta.atime(), std_meta.atime_nsec())
     );
     match std_meta.created() {
         Ok(created) => {
-            assert_ne!(st.valid & AA_STAT_BTIME, 0, "std sees a creation time");
+            ensure_ne!(
+                "R-IO-15",
+                st.valid & AA_STAT_BTIME,
+                0,
+                "std sees a creation time"
+            );
             let since = created.duration_since(std::time::UNIX_EPOCH).unwrap();
-            assert_eq!(
+            ensure_eq!(
+                "R-IO-15",
                 (st.btime.sec, st.btime.nsec),
                 (since.as_secs() as i64, since.subsec_nanos())
             );
         }
-        Err(_) => assert_eq!(st.valid & AA_STAT_BTIME, 0),
+        Err(_) => ensure_eq!("R-IO-15", st.valid & AA_STAT_BTIME, 0),
     }
     let mut lst = AaStat::default();
     let got = lp.statx(
@@ -193,14 +210,18 @@ pub fn statx_matches_std_metadata_and_follows_links_unless_nofollow(reactor: &Re
         &mut lst,
         AA_IO_NOFOLLOW,
     );
-    assert_eq!(lp.result("lstat", got), 0);
-    assert_eq!(lst.mode & libc::S_IFMT, libc::S_IFLNK);
-    assert_eq!(lst.ino, std::fs::symlink_metadata(&link).unwrap().ino());
+    ensure_eq!("R-IO-15", lp.result("lstat", got), 0);
+    ensure_eq!("R-IO-15", lst.mode & libc::S_IFMT, libc::S_IFLNK);
+    ensure_eq!(
+        "R-IO-15",
+        lst.ino,
+        std::fs::symlink_metadata(&link).unwrap().ino()
+    );
     let fd = open(&lp, &file, libc::O_RDONLY, 0);
     let mut fst = AaStat::default();
     let got = lp.statx("fstat", i64::from(fd), b"", &mut fst, 0);
-    assert_eq!(lp.result("fstat", got), 0);
-    assert_eq!(fst, st, "the descriptor's own metadata");
+    ensure_eq!("R-IO-15", lp.result("fstat", got), 0);
+    ensure_eq!("R-IO-15", fst, st, "the descriptor's own metadata");
     let mut untouched = AaStat::default();
     let got = lp.statx(
         "missing",
@@ -209,8 +230,8 @@ pub fn statx_matches_std_metadata_and_follows_links_unless_nofollow(reactor: &Re
         &mut untouched,
         0,
     );
-    assert_eq!(lp.result("missing", got), neg(libc::ENOENT));
-    assert_eq!(untouched, AaStat::default());
+    ensure_eq!("R-IO-15", lp.result("missing", got), neg(libc::ENOENT));
+    ensure_eq!("R-IO-15", untouched, AaStat::default());
     lp.finish();
 }
 
@@ -225,15 +246,15 @@ pub fn fsync_and_datasync_flush_a_file(reactor: &Reactor) {
     let dir = TempDir::new("fsync");
     let file = dir.path().join("f");
     let fd = open(&lp, &file, libc::O_CREAT | libc::O_WRONLY, 0o600);
-    assert_eq!(super::fds::raw_write(fd, b"data"), 4);
+    ensure_eq!("R-IO-15", super::fds::raw_write(fd, b"data"), 4);
     let got = lp.file_request("fsync", AA_IO_FSYNC, fd, 0, 0);
-    assert_eq!(lp.result("fsync", got), 0);
+    ensure_eq!("R-IO-15", lp.result("fsync", got), 0);
     let got = lp.file_request("fdatasync", AA_IO_FSYNC, fd, AA_IO_DATASYNC, 0);
-    assert_eq!(lp.result("fdatasync", got), 0);
-    assert_eq!(std::fs::read(&file).unwrap(), b"data");
+    ensure_eq!("R-IO-15", lp.result("fdatasync", got), 0);
+    ensure_eq!("R-IO-15", std::fs::read(&file).unwrap(), b"data");
     let got = lp.file_request("bad", AA_IO_FSYNC, super::fds::BAD_FD, 0, 0);
-    assert_eq!(lp.result("bad", got), neg(libc::EBADF));
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-15", lp.result("bad", got), neg(libc::EBADF));
+    ensure_eq!("R-IO-15", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -255,19 +276,24 @@ pub fn mkdirat_renameat_unlinkat_change_the_tree(reactor: &Reactor) {
         });
         lp.result(tag, got)
     };
-    assert_eq!(mkdir("mkdir", &sub), 0);
+    ensure_eq!("R-IO-15", mkdir("mkdir", &sub), 0);
     let meta = std::fs::metadata(&sub).unwrap();
-    assert!(meta.is_dir());
-    assert_eq!(meta.permissions().mode() & 0o777, 0o750);
-    assert_eq!(mkdir("mkdir_again", &sub), neg(libc::EEXIST));
+    ensure!("R-IO-15", meta.is_dir());
+    ensure_eq!("R-IO-15", meta.permissions().mode() & 0o777, 0o750);
+    ensure_eq!("R-IO-15", mkdir("mkdir_again", &sub), neg(libc::EEXIST));
     std::fs::write(dir.path().join("a"), b"A").unwrap();
     std::fs::write(sub.join("b"), b"old").unwrap();
     let top = open(&lp, dir.path(), libc::O_RDONLY | libc::O_DIRECTORY, 0);
     let below = open(&lp, &sub, libc::O_RDONLY | libc::O_DIRECTORY, 0);
     let got = lp.rename_at("rename", i64::from(top), b"a", i64::from(below), b"b");
-    assert_eq!(lp.result("rename", got), 0);
-    assert!(!dir.path().join("a").exists());
-    assert_eq!(std::fs::read(sub.join("b")).unwrap(), b"A", "replaced");
+    ensure_eq!("R-IO-15", lp.result("rename", got), 0);
+    ensure!("R-IO-15", !dir.path().join("a").exists());
+    ensure_eq!(
+        "R-IO-15",
+        std::fs::read(sub.join("b")).unwrap(),
+        b"A",
+        "replaced"
+    );
     let unlink = |tag: &'static str, path: &Path, flags: u32| {
         let got = lp.path_request(
             tag,
@@ -279,19 +305,21 @@ pub fn mkdirat_renameat_unlinkat_change_the_tree(reactor: &Reactor) {
         );
         lp.result(tag, got)
     };
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         unlink("rmdir_full", &sub, AA_IO_REMOVEDIR),
         neg(libc::ENOTEMPTY)
     );
-    assert_eq!(unlink("unlink", &sub.join("b"), 0), 0);
-    assert!(!sub.join("b").exists());
-    assert_eq!(
+    ensure_eq!("R-IO-15", unlink("unlink", &sub.join("b"), 0), 0);
+    ensure!("R-IO-15", !sub.join("b").exists());
+    ensure_eq!(
+        "R-IO-15",
         unlink("unlink_missing", &sub.join("b"), 0),
         neg(libc::ENOENT)
     );
-    assert_eq!(unlink("unlink_dir", &sub, 0), neg(libc::EISDIR));
-    assert_eq!(unlink("rmdir", &sub, AA_IO_REMOVEDIR), 0);
-    assert!(!sub.exists());
+    ensure_eq!("R-IO-15", unlink("unlink_dir", &sub, 0), neg(libc::EISDIR));
+    ensure_eq!("R-IO-15", unlink("rmdir", &sub, AA_IO_REMOVEDIR), 0);
+    ensure!("R-IO-15", !sub.exists());
     let got = lp.rename_at(
         "rename_missing",
         AA_IO_CWD,
@@ -299,8 +327,12 @@ pub fn mkdirat_renameat_unlinkat_change_the_tree(reactor: &Reactor) {
         AA_IO_CWD,
         b"x",
     );
-    assert_eq!(lp.result("rename_missing", got), neg(libc::ENOENT));
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!(
+        "R-IO-15",
+        lp.result("rename_missing", got),
+        neg(libc::ENOENT)
+    );
+    ensure_eq!("R-IO-15", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -317,14 +349,14 @@ pub fn ftruncate_sets_the_length(reactor: &Reactor) {
     std::fs::write(&file, b"0123456789").unwrap();
     let fd = open(&lp, &file, libc::O_WRONLY, 0);
     let got = lp.file_request("shorten", AA_IO_FTRUNCATE, fd, 0, 3);
-    assert_eq!(lp.result("shorten", got), 0);
-    assert_eq!(std::fs::read(&file).unwrap(), b"012");
+    ensure_eq!("R-IO-15", lp.result("shorten", got), 0);
+    ensure_eq!("R-IO-15", std::fs::read(&file).unwrap(), b"012");
     let got = lp.file_request("extend", AA_IO_FTRUNCATE, fd, 0, 6);
-    assert_eq!(lp.result("extend", got), 0);
-    assert_eq!(std::fs::read(&file).unwrap(), b"012\0\0\0");
+    ensure_eq!("R-IO-15", lp.result("extend", got), 0);
+    ensure_eq!("R-IO-15", std::fs::read(&file).unwrap(), b"012\0\0\0");
     let ro = open(&lp, &file, libc::O_RDONLY, 0);
     let got = lp.file_request("read_only", AA_IO_FTRUNCATE, ro, 0, 1);
-    assert_eq!(lp.result("read_only", got), neg(libc::EINVAL));
+    ensure_eq!("R-IO-15", lp.result("read_only", got), neg(libc::EINVAL));
     lp.finish();
 }
 
@@ -344,11 +376,15 @@ pub fn cancel_and_dispose_of_file_requests(reactor: &Reactor) {
     let path = path_bytes(&file);
     let mut st = AaStat::default();
     let early = lp.statx("early", AA_IO_CWD, &path, &mut st, 0).pending();
-    assert_eq!(lp.cancel(early, REASON), AA_OK);
+    ensure_eq!("R-IO-15", lp.cancel(early, REASON), AA_OK);
     lp.run_until_tag("early");
     lp.run_once(0);
-    assert_eq!(lp.take_log(), vec![Rec::Io("early", i64::from(REASON))]);
-    assert_eq!(st, AaStat::default(), "never started");
+    ensure_eq!(
+        "R-IO-15",
+        lp.take_log(),
+        vec![Rec::Io("early", i64::from(REASON))]
+    );
+    ensure_eq!("R-IO-15", st, AaStat::default(), "never started");
     let mut late = AaStat::default();
     let ev = lp.statx("late", AA_IO_CWD, &path, &mut late, 0).pending();
     lp.run_once(0);
@@ -356,11 +392,14 @@ pub fn cancel_and_dispose_of_file_requests(reactor: &Reactor) {
     lp.run_until_tag("late");
     lp.run_once(0);
     match lp.take_log()[..] {
-        [Rec::Io("late", 0)] => assert_eq!(late.size, 3),
+        [Rec::Io("late", 0)] => ensure_eq!("R-IO-15", late.size, 3),
         [Rec::Io("late", r)] if r == i64::from(REASON) => {
-            assert_eq!(late, AaStat::default())
+            ensure_eq!("R-IO-15", late, AaStat::default())
         }
-        ref other => panic!("one callback, the result or the reason: {other:?}"),
+        ref other => rule_failed!(
+            "R-IO-15",
+            "one callback, the result or the reason: {other:?}"
+        ),
     }
     let opened = lp
         .open_at("opened", AA_IO_CWD, &path, libc::O_RDONLY, 0)
@@ -372,12 +411,13 @@ pub fn cancel_and_dispose_of_file_requests(reactor: &Reactor) {
     // given. Otherwise the reactor closes it when the kernel is done.
     for rec in lp.take_tagged("opened") {
         if let Rec::Io(_, fd) = rec {
-            assert!(fd >= 0, "open: {fd}");
+            ensure!("R-IO-15", fd >= 0, "open: {fd}");
             lp.track_fd(fd as i32);
         }
     }
     lp.finish_when_idle();
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-15",
         open_descriptors_of(&file),
         0,
         "a disposed open leaked its fd"

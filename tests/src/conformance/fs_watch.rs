@@ -11,6 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -59,14 +60,15 @@ pub fn creating_then_writing_a_file_reports_rename_then_change(reactor: &Reactor
     let dir = TempDir::new("fs-create");
     let lp = Loop::new(reactor);
     lp.fs_watch("w", &dir.bytes(), 0);
-    assert_eq!(lp.alive(), 1, "a watch keeps the loop alive");
+    ensure_eq!("R-FS-1", lp.alive(), 1, "a watch keeps the loop alive");
     let file = dir.path().join("a.txt");
     File::create(&file).expect("create");
-    assert_eq!(lp.log(), vec![], "called back outside run_once");
+    ensure_eq!("R-FS-1", lp.log(), vec![], "called back outside run_once");
     lp.run_until("the creation", |log| has(log, "w", AA_FS_RENAME, "a.txt"));
     let created = changes(&lp.take_log(), "w");
-    assert_eq!(created[0], (0, AA_FS_RENAME, "a.txt".to_string()));
-    assert!(
+    ensure_eq!("R-FS-1", created[0], (0, AA_FS_RENAME, "a.txt".to_string()));
+    ensure!(
+        "R-FS-1",
         created[1..]
             .iter()
             .all(|c| *c == (0, AA_FS_CHANGE, "a.txt".to_string())),
@@ -75,7 +77,8 @@ pub fn creating_then_writing_a_file_reports_rename_then_change(reactor: &Reactor
     append(&file, b"hello");
     lp.run_until("the write", |log| has(log, "w", AA_FS_CHANGE, "a.txt"));
     lp.run_once(0);
-    assert!(
+    ensure!(
+        "R-FS-1",
         changes(&lp.log(), "w")
             .iter()
             .all(|c| *c == (0, AA_FS_CHANGE, "a.txt".to_string())),
@@ -103,7 +106,8 @@ pub fn watched_file_reports_its_changes_with_an_empty_name(reactor: &Reactor) {
     append(&file, b"x");
     lp.run_until("the write", |log| has(log, "w", AA_FS_CHANGE, ""));
     lp.run_once(0);
-    assert!(
+    ensure!(
+        "R-FS-1",
         changes(&lp.log(), "w")
             .iter()
             .all(|c| *c == (0, AA_FS_CHANGE, String::new())),
@@ -122,16 +126,21 @@ pub fn missing_path_fails_with_enoent(reactor: &Reactor) {
     let dir = TempDir::new("fs-missing");
     let lp = Loop::new(reactor);
     let missing = dir.path().join("missing");
-    assert_eq!(
+    ensure_eq!(
+        "R-FS-2",
         lp.try_fs_watch("w", missing.as_os_str().as_encoded_bytes(), 0)
             .err(),
         Some(-libc::ENOENT)
     );
-    assert!(!lp.last_error().is_empty());
-    assert_eq!(lp.try_fs_watch("w", b"", 0).err(), Some(AA_E_INVALID));
-    assert_eq!(lp.alive(), 0);
+    ensure!("R-FS-2", !lp.last_error().is_empty());
+    ensure_eq!(
+        "R-FS-2",
+        lp.try_fs_watch("w", b"", 0).err(),
+        Some(AA_E_INVALID)
+    );
+    ensure_eq!("R-FS-2", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-FS-2", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -158,14 +167,19 @@ pub fn two_watches_of_one_path_and_dispose_stops_reports(reactor: &Reactor) {
     File::create(dir.path().join("y")).expect("create");
     lp.run_until("the other watch", |log| has(log, "b", AA_FS_RENAME, "y"));
     lp.run_once(0);
-    assert!(changes(&lp.log(), "a").is_empty(), "{:?}", lp.log());
+    ensure!(
+        "R-EV-3",
+        changes(&lp.log(), "a").is_empty(),
+        "{:?}",
+        lp.log()
+    );
     lp.dispose(b);
     lp.take_log();
     File::create(dir.path().join("z")).expect("create");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![], "a disposed watch reported");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-EV-3", lp.log(), vec![], "a disposed watch reported");
+    ensure_eq!("R-EV-3", lp.alive(), 0);
     lp.finish();
 }
 
@@ -182,14 +196,23 @@ pub fn cancel_of_a_fs_watch_delivers_the_reason_once(reactor: &Reactor) {
     let dir = TempDir::new("fs-cancel");
     let lp = Loop::new(reactor);
     let w = lp.fs_watch("w", &dir.bytes(), 0);
-    assert_eq!(lp.cancel(w, REASON), AA_OK);
-    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
+    ensure_eq!("R-EV-1", lp.cancel(w, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "the cancellation callback is still to come"
+    );
     File::create(dir.path().join("x")).expect("create");
     lp.run_until_tag("w");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::FsWatch("w", REASON, 0, String::new())]);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::FsWatch("w", REASON, 0, String::new())]
+    );
+    ensure_eq!("R-EV-1", lp.alive(), 0);
     lp.finish();
 }
 
@@ -214,17 +237,23 @@ pub fn deleting_the_watched_directory_ends_the_watch_with_enoent(reactor: &React
     });
     lp.run_once(0);
     let seen = changes(&lp.log(), "w");
-    assert_eq!(
+    ensure_eq!(
+        "R-FS-3",
         seen.last(),
         Some(&(-libc::ENOENT, 0, String::new())),
         "{seen:?}"
     );
-    assert!(seen.contains(&(0, AA_FS_RENAME, String::new())), "{seen:?}");
-    assert_eq!(
+    ensure!(
+        "R-FS-3",
+        seen.contains(&(0, AA_FS_RENAME, String::new())),
+        "{seen:?}"
+    );
+    ensure_eq!(
+        "R-FS-3",
         seen.iter().filter(|c| c.0 != 0).count(),
         1,
         "one end: {seen:?}"
     );
-    assert_eq!(lp.alive(), 0, "the watch has ended");
+    ensure_eq!("R-FS-3", lp.alive(), 0, "the watch has ended");
     lp.finish();
 }

@@ -3,6 +3,7 @@
 //! close of pending requests, `AA_IO_CLOSE`, and how requests on one
 //! descriptor relate (independent directions, FIFO within one).
 
+use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::fds;
@@ -34,13 +35,21 @@ pub fn write_then_read_inline_on_a_socketpair(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let (a, b) = pair(&lp);
-    assert_eq!(lp.write("w", a, b"hello", AA_IO_TRY_INLINE).done(), 5);
+    ensure_eq!(
+        "R-IO-1",
+        lp.write("w", a, b"hello", AA_IO_TRY_INLINE).done(),
+        5
+    );
     let mut buf = [0u8; 16];
-    assert_eq!(lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).done(), 5);
-    assert_eq!(&buf[..5], b"hello");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!(
+        "R-IO-1",
+        lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).done(),
+        5
+    );
+    ensure_eq!("R-IO-1", &buf[..5], b"hello");
+    ensure_eq!("R-IO-1", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-1", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -54,15 +63,15 @@ pub fn read_waits_for_data_then_completes_once(reactor: &Reactor) {
     let (a, b) = pair(&lp);
     let mut buf = [0u8; 16];
     lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-IO-2", lp.alive(), 1);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
-    assert_eq!(fds::raw_write(a, b"abc"), 3);
+    ensure_eq!("R-IO-2", lp.log(), vec![]);
+    ensure_eq!("R-IO-2", fds::raw_write(a, b"abc"), 3);
     lp.run_until_tag("r");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r", 3)]);
-    assert_eq!(&buf[..3], b"abc");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-IO-2", lp.log(), vec![Rec::Io("r", 3)]);
+    ensure_eq!("R-IO-2", &buf[..3], b"abc");
+    ensure_eq!("R-IO-2", lp.alive(), 0);
     lp.finish();
 }
 
@@ -74,16 +83,21 @@ pub fn request_without_inline_completes_from_run_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let (a, b) = pair(&lp);
-    assert_eq!(fds::raw_write(a, b"xyz"), 3);
+    ensure_eq!("R-IO-2", fds::raw_write(a, b"xyz"), 3);
     let mut buf = [0u8; 16];
     lp.read("r", b, &mut buf, 0).pending();
     lp.write("w", a, b"more", 0).pending();
-    assert_eq!(lp.log(), vec![], "io_submit called back synchronously");
+    ensure_eq!(
+        "R-IO-2",
+        lp.log(),
+        vec![],
+        "io_submit called back synchronously"
+    );
     lp.run_until("both requests", |log| log.len() == 2);
     let mut log = lp.log();
     log.sort_by_key(|r| r.tag());
-    assert_eq!(log, vec![Rec::Io("r", 3), Rec::Io("w", 4)]);
-    assert_eq!(&buf[..3], b"xyz");
+    ensure_eq!("R-IO-2", log, vec![Rec::Io("r", 3), Rec::Io("w", 4)]);
+    ensure_eq!("R-IO-2", &buf[..3], b"xyz");
     lp.finish();
 }
 
@@ -99,12 +113,12 @@ pub fn write_waits_for_room_then_completes(reactor: &Reactor) {
     let data = vec![7u8; 4096];
     lp.write("w", a, &data, AA_IO_TRY_INLINE).pending();
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-IO-2", lp.log(), vec![]);
     fds::drain(b);
     lp.run_until_tag("w");
     match lp.log()[..] {
-        [Rec::Io("w", n)] => assert!(n > 0 && n <= 4096, "wrote {n}"),
-        ref other => panic!("unexpected log {other:?}"),
+        [Rec::Io("w", n)] => ensure!("R-IO-2", n > 0 && n <= 4096, "wrote {n}"),
+        ref other => rule_failed!("R-IO-2", "unexpected log {other:?}"),
     }
     lp.finish();
 }
@@ -128,9 +142,9 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
     lp.accept("accept", listener, &mut peer, AA_IO_TRY_INLINE)
         .pending();
     match lp.connect("connect", client, &mut addr, AA_IO_TRY_INLINE) {
-        Submit::Done(result) => assert_eq!(result, 0),
+        Submit::Done(result) => ensure_eq!("R-IO-3", result, 0),
         Submit::Pending(_) => lp.run_until_tag("connect"),
-        Submit::Failed(s) => panic!("connect failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-3", "connect failed with {s}"),
     }
     lp.run_until_tag("accept");
     let accepted = lp
@@ -141,28 +155,31 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
             _ => None,
         })
         .expect("accept completed");
-    assert!(accepted >= 0, "accept failed with {accepted}");
+    ensure!("R-IO-3", accepted >= 0, "accept failed with {accepted}");
     let accepted = lp.track_fd(accepted as i32);
     if let Some(Rec::Io("connect", result)) = lp.log().iter().find(|r| r.tag() == "connect") {
-        assert_eq!(*result, 0);
+        ensure_eq!("R-IO-3", *result, 0);
     }
     let (family, ip, port) = fds::parse_ipv4(&peer);
-    assert_eq!(family, libc::AF_INET);
-    assert_eq!(ip, [127, 0, 0, 1]);
-    assert_eq!(port, fds::parse_ipv4(&fds::local_addr(client)).2);
-    assert!(peer.len as usize >= std::mem::size_of::<libc::sockaddr_in>());
+    ensure_eq!("R-IO-3", family, libc::AF_INET);
+    ensure_eq!("R-IO-3", ip, [127, 0, 0, 1]);
+    ensure_eq!("R-IO-3", port, fds::parse_ipv4(&fds::local_addr(client)).2);
+    ensure!(
+        "R-IO-3",
+        peer.len as usize >= std::mem::size_of::<libc::sockaddr_in>()
+    );
     // The accepted socket carries data.
-    assert_eq!(fds::raw_write(client, b"ping"), 4);
+    ensure_eq!("R-IO-3", fds::raw_write(client, b"ping"), 4);
     let mut buf = [0u8; 4];
     match lp.read("read", accepted, &mut buf, AA_IO_TRY_INLINE) {
-        Submit::Done(n) => assert_eq!(n, 4),
+        Submit::Done(n) => ensure_eq!("R-IO-3", n, 4),
         Submit::Pending(_) => {
             lp.run_until_tag("read");
-            assert!(lp.log().contains(&Rec::Io("read", 4)));
+            ensure!("R-IO-3", lp.log().contains(&Rec::Io("read", 4)));
         }
-        Submit::Failed(s) => panic!("read on the accepted socket failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-3", "read on the accepted socket failed with {s}"),
     }
-    assert_eq!(&buf, b"ping");
+    ensure_eq!("R-IO-3", &buf, b"ping");
     lp.finish();
 }
 
@@ -181,12 +198,12 @@ pub fn connect_to_a_closed_port_fails(reactor: &Reactor) {
             lp.run_until_tag("connect");
             match lp.log()[..] {
                 [Rec::Io("connect", r)] => r,
-                ref other => panic!("unexpected log {other:?}"),
+                ref other => rule_failed!("R-IO-3", "unexpected log {other:?}"),
             }
         }
-        other => panic!("expected a pending connect, got {other:?}"),
+        other => rule_failed!("R-IO-3", "expected a pending connect, got {other:?}"),
     };
-    assert_eq!(result, -(libc::ECONNREFUSED as i64));
+    ensure_eq!("R-IO-3", result, -(libc::ECONNREFUSED as i64));
     lp.finish();
 }
 
@@ -202,7 +219,7 @@ pub fn read_at_end_of_stream_returns_zero(reactor: &Reactor) {
     lp.read("r", b, &mut buf, 0).pending();
     fds::raw_close(a);
     lp.run_until_tag("r");
-    assert_eq!(lp.log(), vec![Rec::Io("r", 0)]);
+    ensure_eq!("R-IO-4", lp.log(), vec![Rec::Io("r", 0)]);
     lp.finish();
 }
 
@@ -224,18 +241,18 @@ pub fn end_of_stream_behind_a_short_read_is_still_delivered(reactor: &Reactor) {
     lp.track_fd(b);
     let mut first = [0u8; 64];
     lp.read("first", b, &mut first, AA_IO_TRY_INLINE).pending();
-    assert_eq!(fds::raw_write(a, b"hi"), 2);
+    ensure_eq!("R-IO-4", fds::raw_write(a, b"hi"), 2);
     fds::raw_close(a);
     lp.run_until_tag("first");
-    assert_eq!(lp.take_log(), vec![Rec::Io("first", 2)]);
+    ensure_eq!("R-IO-4", lp.take_log(), vec![Rec::Io("first", 2)]);
     let mut second = [0u8; 64];
     match lp.read("second", b, &mut second, AA_IO_TRY_INLINE) {
-        Submit::Done(n) => assert_eq!(n, 0, "the second read must see end of stream"),
+        Submit::Done(n) => ensure_eq!("R-IO-4", n, 0, "the second read must see end of stream"),
         Submit::Pending(_) => {
             lp.run_until_tag("second");
-            assert_eq!(lp.log(), vec![Rec::Io("second", 0)]);
+            ensure_eq!("R-IO-4", lp.log(), vec![Rec::Io("second", 0)]);
         }
-        Submit::Failed(s) => panic!("the second read failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-IO-4", "the second read failed with {s}"),
     }
     lp.finish();
 }
@@ -259,12 +276,13 @@ pub fn write_to_a_closed_peer_fails_with_epipe_or_econnreset(reactor: &Reactor) 
             lp.run_until_tag("w");
             match lp.log()[..] {
                 [Rec::Io("w", r)] => r,
-                ref other => panic!("unexpected log {other:?}"),
+                ref other => rule_failed!("R-IO-4", "unexpected log {other:?}"),
             }
         }
-        other => panic!("expected a pending write, got {other:?}"),
+        other => rule_failed!("R-IO-4", "expected a pending write, got {other:?}"),
     };
-    assert!(
+    ensure!(
+        "R-IO-4",
         result == -(libc::EPIPE as i64) || result == -(libc::ECONNRESET as i64),
         "write to a closed peer gave {result}"
     );
@@ -286,24 +304,34 @@ pub fn cancel_of_a_pending_read_completes_once_with_the_reason(reactor: &Reactor
     let (a, b) = pair(&lp);
     let mut buf = [0xaau8; 8];
     let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
-    assert_eq!(lp.cancel(r, REASON), AA_OK);
-    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
-    assert_eq!(fds::raw_write(a, b"late"), 4);
+    ensure_eq!("R-EV-1", lp.cancel(r, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![],
+        "cancel called back synchronously"
+    );
+    ensure_eq!("R-EV-1", fds::raw_write(a, b"late"), 4);
     lp.run_until_tag("r");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
-    assert_eq!(buf, [0xaa; 8], "the buffer was written after cancel");
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
+    ensure_eq!(
+        "R-EV-1",
+        buf,
+        [0xaa; 8],
+        "the buffer was written after cancel"
+    );
     let mut again = [0u8; 8];
     match lp.read("again", b, &mut again, AA_IO_TRY_INLINE) {
-        Submit::Done(n) => assert_eq!(n, 4),
+        Submit::Done(n) => ensure_eq!("R-EV-1", n, 4),
         Submit::Pending(_) => {
             lp.run_until_tag("again");
-            assert!(lp.log().contains(&Rec::Io("again", 4)));
+            ensure!("R-EV-1", lp.log().contains(&Rec::Io("again", 4)));
         }
-        Submit::Failed(s) => panic!("second read failed with {s}"),
+        Submit::Failed(s) => rule_failed!("R-EV-1", "second read failed with {s}"),
     }
-    assert_eq!(&again[..4], b"late");
+    ensure_eq!("R-EV-1", &again[..4], b"late");
     lp.finish();
 }
 
@@ -316,9 +344,9 @@ pub fn cancel_after_completion_is_invalid(reactor: &Reactor) {
     let (a, _b) = pair(&lp);
     let w = lp.write("w", a, b"x", 0).pending();
     lp.run_until_tag("w");
-    assert_eq!(lp.cancel(w, REASON), AA_E_INVALID);
+    ensure_eq!("R-ERR-3", lp.cancel(w, REASON), AA_E_INVALID);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("w", 1)]);
+    ensure_eq!("R-ERR-3", lp.log(), vec![Rec::Io("w", 1)]);
     lp.finish();
 }
 
@@ -333,14 +361,14 @@ pub fn dispose_of_a_pending_read_never_calls_back(reactor: &Reactor) {
     let mut buf = [0u8; 8];
     let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
     lp.dispose(r);
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(fds::raw_write(a, b"kept"), 4);
+    ensure_eq!("R-EV-3", lp.alive(), 0);
+    ensure_eq!("R-EV-3", fds::raw_write(a, b"kept"), 4);
     let mut again = [0u8; 8];
     lp.read("again", b, &mut again, 0).pending();
     lp.run_until_tag("again");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("again", 4)]);
-    assert_eq!(&again[..4], b"kept");
+    ensure_eq!("R-EV-3", lp.log(), vec![Rec::Io("again", 4)]);
+    ensure_eq!("R-EV-3", &again[..4], b"kept");
     lp.finish();
 }
 
@@ -359,11 +387,20 @@ pub fn close_of_a_pending_read_gives_ecanceled_then_on_closed(reactor: &Reactor)
     let (_a, b) = pair(&lp);
     let mut buf = [0u8; 8];
     let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
-    assert_eq!(lp.close(r), AA_OK);
-    assert_eq!(lp.log(), vec![], "close called back synchronously");
+    ensure_eq!("R-IO-6", lp.close(r), AA_OK);
+    ensure_eq!(
+        "R-IO-6",
+        lp.log(),
+        vec![],
+        "close called back synchronously"
+    );
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("r")));
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("r", ECANCELED), Rec::Closed("r")]);
+    ensure_eq!(
+        "R-IO-6",
+        lp.log(),
+        vec![Rec::Io("r", ECANCELED), Rec::Closed("r")]
+    );
     lp.finish();
 }
 
@@ -385,10 +422,11 @@ pub fn io_close_completes_other_pending_requests_with_ecanceled(reactor: &Reacto
     lp.read("r1", b, &mut buf1, 0).pending();
     lp.read("r2", b, &mut buf2, 0).pending();
     lp.run_once(0);
-    assert_eq!(lp.close_fd(b), 0);
+    ensure_eq!("R-IO-7", lp.close_fd(b), 0);
     lp.run_until("both cancellations", |log| log.len() == 2);
     lp.run_once(0);
-    assert_eq!(
+    ensure_eq!(
+        "R-IO-7",
         lp.log(),
         vec![Rec::Io("r1", ECANCELED), Rec::Io("r2", ECANCELED)]
     );
@@ -411,13 +449,17 @@ pub fn reader_and_writer_on_one_fd_complete_independently(reactor: &Reactor) {
     lp.read("read", a, &mut buf, 0).pending();
     lp.write("write", a, b"out", 0).pending();
     lp.run_until_tag("write");
-    assert_eq!(lp.log(), vec![Rec::Io("write", 3)]);
+    ensure_eq!("R-IO-9", lp.log(), vec![Rec::Io("write", 3)]);
     let mut peer = [0u8; 8];
-    assert_eq!(fds::raw_read(b, &mut peer), 3);
-    assert_eq!(fds::raw_write(b, b"in!!"), 4);
+    ensure_eq!("R-IO-9", fds::raw_read(b, &mut peer), 3);
+    ensure_eq!("R-IO-9", fds::raw_write(b, b"in!!"), 4);
     lp.run_until_tag("read");
-    assert_eq!(lp.log(), vec![Rec::Io("write", 3), Rec::Io("read", 4)]);
-    assert_eq!(&buf[..4], b"in!!");
+    ensure_eq!(
+        "R-IO-9",
+        lp.log(),
+        vec![Rec::Io("write", 3), Rec::Io("read", 4)]
+    );
+    ensure_eq!("R-IO-9", &buf[..4], b"in!!");
     lp.finish();
 }
 
@@ -435,14 +477,18 @@ pub fn pending_reads_on_one_fd_complete_in_fifo_order(reactor: &Reactor) {
     lp.read("second", b, &mut second, AA_IO_TRY_INLINE)
         .pending();
     lp.run_once(0);
-    assert_eq!(fds::raw_write(a, b"1"), 1);
+    ensure_eq!("R-IO-10", fds::raw_write(a, b"1"), 1);
     lp.run_until_tag("first");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Io("first", 1)]);
-    assert_eq!(fds::raw_write(a, b"2"), 1);
+    ensure_eq!("R-IO-10", lp.log(), vec![Rec::Io("first", 1)]);
+    ensure_eq!("R-IO-10", fds::raw_write(a, b"2"), 1);
     lp.run_until_tag("second");
-    assert_eq!(lp.log(), vec![Rec::Io("first", 1), Rec::Io("second", 1)]);
-    assert_eq!((first[0], second[0]), (b'1', b'2'));
+    ensure_eq!(
+        "R-IO-10",
+        lp.log(),
+        vec![Rec::Io("first", 1), Rec::Io("second", 1)]
+    );
+    ensure_eq!("R-IO-10", (first[0], second[0]), (b'1', b'2'));
     lp.finish();
 }
 
@@ -466,7 +512,7 @@ pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor
         let buf = unsafe { &mut *bufs.add(i) };
         let ev = lp.read(tags[i], fd, buf, 0).pending();
         lp.on(ev, move |lp, rec| {
-            assert_eq!(*rec, Rec::Io(tags[i], 1));
+            ensure_eq!("R-EV-4", *rec, Rec::Io(tags[i], 1));
             lp.dispose(ev);
             if i + 1 < tags.len() {
                 chain(lp, fd, bufs, tags, i + 1);
@@ -474,15 +520,16 @@ pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor
         });
     }
     chain(&lp, b, bufs_ptr, tags, 0);
-    assert_eq!(fds::raw_write(a, b"ab"), 2);
+    ensure_eq!("R-EV-4", fds::raw_write(a, b"ab"), 2);
     lp.run_until("two reads", |log| log.len() == 2);
-    assert_eq!(fds::raw_write(a, b"c"), 1);
+    ensure_eq!("R-EV-4", fds::raw_write(a, b"c"), 1);
     lp.run_until("three reads", |log| log.len() == 3);
-    assert_eq!(
+    ensure_eq!(
+        "R-EV-4",
         lp.log(),
         vec![Rec::Io("r0", 1), Rec::Io("r1", 1), Rec::Io("r2", 1)]
     );
-    assert_eq!(*bufs, [[b'a'], [b'b'], [b'c']]);
+    ensure_eq!("R-EV-4", *bufs, [[b'a'], [b'b'], [b'c']]);
     lp.finish();
 }
 
@@ -496,17 +543,21 @@ pub fn descriptor_reused_after_io_close_works(reactor: &Reactor) {
     let (a, b) = fds::socketpair();
     let mut old = [0u8; 4];
     lp.read("old", b, &mut old, AA_IO_TRY_INLINE).pending();
-    assert_eq!(lp.close_fd(b), 0);
-    assert_eq!(lp.close_fd(a), 0);
+    ensure_eq!("R-IO-7", lp.close_fd(b), 0);
+    ensure_eq!("R-IO-7", lp.close_fd(a), 0);
     lp.run_until_tag("old");
     let (c, d) = pair(&lp);
     let mut new = [0u8; 4];
     lp.read("new", d, &mut new, AA_IO_TRY_INLINE).pending();
     lp.run_once(0);
-    assert_eq!(fds::raw_write(c, b"new!"), 4);
+    ensure_eq!("R-IO-7", fds::raw_write(c, b"new!"), 4);
     lp.run_until_tag("new");
-    assert_eq!(lp.log(), vec![Rec::Io("old", ECANCELED), Rec::Io("new", 4)]);
-    assert_eq!(&new, b"new!");
+    ensure_eq!(
+        "R-IO-7",
+        lp.log(),
+        vec![Rec::Io("old", ECANCELED), Rec::Io("new", 4)]
+    );
+    ensure_eq!("R-IO-7", &new, b"new!");
     lp.finish();
 }
 
@@ -529,15 +580,16 @@ pub fn requests_on_different_descriptors_start_in_submission_order(reactor: &Rea
     let (a, b) = pair(&lp);
     // SAFETY: `dup` of a descriptor this case owns.
     let b2 = lp.track_fd(unsafe { libc::dup(b) });
-    assert!(b2 >= 0, "dup failed");
+    ensure!("R-IO-11", b2 >= 0, "dup failed");
     for (round, (first, second)) in [(b2, b), (b, b2)].into_iter().enumerate() {
         let mut bufs = [[0u8; 1]; 2];
         let [x, y] = &mut bufs;
-        assert_eq!(fds::raw_write(a, b"12"), 2);
+        ensure_eq!("R-IO-11", fds::raw_write(a, b"12"), 2);
         let ex = lp.read("first", first, x, 0).pending();
         let ey = lp.read("second", second, y, 0).pending();
         lp.run_until("both reads", |log| log.len() == 2);
-        assert_eq!(
+        ensure_eq!(
+            "R-IO-11",
             bufs,
             [[b'1'], [b'2']],
             "round {round}: the reads did not start in submission order; log {:?}",
@@ -573,12 +625,12 @@ pub fn disposed_pending_io_close_still_closes_its_descriptor_by_destroy(reactor:
             AA_E_BUSY if start.elapsed() < super::harness::PATIENCE => {
                 lp.run_once(10_000_000);
             }
-            other => panic!("destroy returned {other}: {}", lp.last_error()),
+            other => rule_failed!("R-IO-8", "destroy returned {other}: {}", lp.last_error()),
         }
     }
-    assert_eq!(lp.log(), vec![], "a disposed close called back");
+    ensure_eq!("R-IO-8", lp.log(), vec![], "a disposed close called back");
     // SAFETY: F_GETFD on a number: only asks whether it is open.
     let open = unsafe { libc::fcntl(r, libc::F_GETFD) } != -1;
     fds::raw_close(w);
-    assert!(!open, "fd {r} is still open after destroy");
+    ensure!("R-IO-8", !open, "fd {r} is still open after destroy");
 }

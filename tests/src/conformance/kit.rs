@@ -246,7 +246,7 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
         drop(slot);
         default_hook(info);
     }));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(&reactor)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case.run_on(&reactor)));
     let skip = super::take_skip();
     let (line, code) = match (result, skip) {
         (Ok(()), None) => ("pass".to_owned(), 0),
@@ -415,17 +415,70 @@ fn describe(reactor: &Reactor, library: &Path) -> String {
         }
     };
     let vt = reactor.vtable();
-    format!(
-        "reactor {:?} {} (ABI {}.{}, vtable minor {}, caps {:#x}: {}) from {}",
+    let minor = super::rules::implements(reactor);
+    let newer: Vec<&str> = super::rules::RULES
+        .iter()
+        .filter(|r| r.since > minor)
+        .map(|r| r.id)
+        .collect();
+    let earlier: Vec<&str> = super::rules::RULES
+        .iter()
+        .filter(|r| r.tightened.is_some_and(|t| t > minor))
+        .map(|r| r.id)
+        .collect();
+    let mut out = format!(
+        "reactor {:?} {} from {}\n\
+         reactor_kit: implements ABI {}.{minor} (vtable iface_minor {minor}; descriptor abi_minor \
+         {}); caps {:#x}: {}",
         reactor.name(),
         text(d.version),
+        library.display(),
         d.abi_major,
         d.abi_minor,
-        vt.hdr.iface_minor,
         vt.caps,
         cap_names(vt.caps),
-        library.display()
-    )
+    );
+    if minor > AA_ABI_MINOR {
+        out.push_str(&format!(
+            "\nreactor_kit: note: minor {minor} is newer than this kit's {AA_ABI_MINOR}: checked \
+             against the rules this kit knows"
+        ));
+    }
+    if d.abi_minor != minor {
+        out.push_str(&format!(
+            "\nreactor_kit: note: the descriptor says minor {} and the vtable {minor}: the kit \
+             (and a host) go by the vtable",
+            d.abi_minor
+        ));
+    }
+    out.push_str(&format!(
+        "\nreactor_kit: the rules of ABI 1.{minor}: {} rules; not checked (a later minor's): {}; \
+         checked as 1.{minor} wrote them (tightened later): {}",
+        super::rules::RULES.len() - newer.len(),
+        if newer.is_empty() {
+            "none".to_owned()
+        } else {
+            newer.join(" ")
+        },
+        if earlier.is_empty() {
+            "none".to_owned()
+        } else {
+            earlier.join(" ")
+        },
+    ));
+    out
+}
+
+/// `R-IO-12 (docs/abi/io.md#r-io-12)` for each rule of a case.
+fn rule_links(rules: &[&str]) -> String {
+    rules
+        .iter()
+        .map(|id| match super::rules::rule(id) {
+            Some(r) => format!("{id} ({})", r.link()),
+            None => (*id).to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn run_all(opts: &Options, library: &Path) -> ExitCode {
@@ -489,7 +542,7 @@ fn report(done: &Done, verbose: bool) {
         Outcome::Skipped(bits, _) => println!("skip  {path} (lacks {})", cap_names(*bits)),
         Outcome::Failed(why) => {
             println!("FAIL  {path} ({secs:.2} s): {why}");
-            println!("      rules: {}", done.case.rules.join(" "));
+            println!("      the case's rules: {}", rule_links(done.case.rules));
         }
     }
     if verbose || matches!(done.outcome, Outcome::Failed(_)) {

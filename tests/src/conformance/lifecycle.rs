@@ -9,20 +9,41 @@ use async_abi::*;
 use super::fds;
 use super::harness::{create_raw, Loop, Rec};
 use super::plugin::{capture_log, Reactor};
+use super::rules::{self, status, submitted, violated};
+use crate::{ensure, ensure_eq, ensure_ne};
 
 /// Checks that the descriptor names a reactor of this ABI major with a
 /// name and version, and that `aa.reactor.v1` has a sized header.
 pub fn descriptor_names_a_reactor_of_this_abi(reactor: &Reactor) {
     let desc = reactor.desc();
-    assert_eq!(desc.abi_major, AA_ABI_MAJOR);
-    assert_eq!(desc.role, AA_ROLE_REACTOR);
-    assert!(!desc.name.is_null() && !desc.version.is_null());
+    let what = "aa_reactor_entry_v1(), the descriptor";
+    ensure_eq!(
+        "R-LOAD-1",
+        desc.abi_major,
+        AA_ABI_MAJOR,
+        "{what}: abi_major"
+    );
+    ensure_eq!(
+        "R-LOAD-1",
+        desc.role,
+        AA_ROLE_REACTOR,
+        "{what}: role (AA_ROLE_REACTOR)"
+    );
+    ensure!("R-LOAD-1", !desc.name.is_null() && !desc.version.is_null();
+        did: what, wants: "name and version not NULL",
+        got: format!("name {:?}, version {:?}", desc.name, desc.version));
     // SAFETY: AA-R7: static NUL-terminated strings.
     let version = unsafe { CStr::from_ptr(desc.version) };
-    assert!(!version.to_bytes().is_empty(), "empty plugin version");
-    assert!(!reactor.name().is_empty());
+    ensure!("R-LOAD-1", !version.to_bytes().is_empty();
+        did: what, wants: "a non-empty version", got: "an empty version");
+    ensure!("R-LOAD-1", !reactor.name().is_empty();
+        did: what, wants: "a non-empty name", got: "an empty name");
     let hdr = reactor.vtable().hdr;
-    assert!(hdr.struct_size as usize >= std::mem::offset_of!(AaReactorVTable, last_error_message));
+    let v1_0 = std::mem::offset_of!(AaReactorVTable, last_error_message);
+    ensure!("R-LOAD-1", hdr.struct_size as usize >= v1_0;
+        did: "get_interface(\"aa.reactor.v1\"), the vtable header",
+        wants: format!("struct_size >= {v1_0} (the ABI 1.0 prefix)"),
+        got: format!("struct_size {}", hdr.struct_size));
 }
 
 /// Checks that `get_interface` answers NULL for an interface it does not
@@ -31,13 +52,17 @@ pub fn unknown_interface_id_gives_null(reactor: &Reactor) {
     let get_interface = reactor.desc().get_interface.expect("checked at load");
     // SAFETY: `ctx` came from `init`; the id is borrowed for the call.
     let hdr = unsafe { get_interface(reactor.ctx(), AaStr::from_str("aa.no-such-interface.v9")) };
-    assert!(hdr.is_null());
+    ensure!("R-LOAD-2", hdr.is_null();
+        did: "get_interface(\"aa.no-such-interface.v9\")", wants: "NULL",
+        got: format!("{hdr:?}"));
 }
 
 /// Checks that a loop with nothing in it is destroyed with `AA_OK`.
 pub fn create_then_destroy_returns_ok(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    assert_eq!(lp.destroy(), AA_OK);
+    let got = lp.destroy();
+    ensure!("R-LOOP-1", got == AA_OK;
+        did: "create (no options) then destroy", wants: "AA_OK", got: status(got));
 }
 
 /// Checks that `destroy` refuses with `AA_E_BUSY` while an event is not
@@ -45,8 +70,12 @@ pub fn create_then_destroy_returns_ok(reactor: &Reactor) {
 pub fn destroy_with_a_live_event_returns_busy(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", 10_000_000_000, 0, 0);
-    assert_eq!(lp.destroy(), AA_E_BUSY);
-    assert!(!lp.last_error().is_empty(), "AA_E_BUSY without a message");
+    let what = "destroy with an armed 10 s timer not disposed";
+    let got = lp.destroy();
+    ensure!("R-LOOP-2", got == AA_E_BUSY;
+        did: what, wants: "AA_E_BUSY", got: status(got));
+    ensure!("R-ERR-2", !lp.last_error().is_empty();
+        did: what, wants: "a last_error_message after AA_E_BUSY", got: "an empty message");
     lp.dispose(t);
     lp.finish();
 }
@@ -54,8 +83,18 @@ pub fn destroy_with_a_live_event_returns_busy(reactor: &Reactor) {
 /// Checks that `run_once(0)` on an empty loop runs nothing and returns 0.
 pub fn run_once_on_an_empty_loop_returns_zero(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    assert_eq!(lp.run_once(0), 0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!(
+        "R-LOOP-1",
+        lp.run_once(0),
+        0,
+        "run_once(0) on an empty loop: its return"
+    );
+    ensure_eq!(
+        "R-LOOP-1",
+        lp.log(),
+        vec![],
+        "run_once(0) on an empty loop: callbacks"
+    );
     lp.finish();
 }
 
@@ -69,7 +108,14 @@ pub fn options_of_other_plugins_are_ignored(reactor: &Reactor) {
         "mio.x"
     };
     let lp = Loop::with_options(reactor, &[("conformance-other.key", "1"), (other, "1")])
-        .unwrap_or_else(|(s, m)| panic!("create refused a foreign option: {s}: {m}"));
+        .unwrap_or_else(|(s, m)| {
+            violated(
+                "R-OPT-1",
+                &format!("create with options conformance-other.key=1, {other}=1"),
+                &"AA_OK (keys with another plugin's prefix are ignored)",
+                &format!("{}, err_buf {m:?}", status(s)),
+            )
+        });
     lp.finish();
 }
 
@@ -78,26 +124,35 @@ pub fn options_of_other_plugins_are_ignored(reactor: &Reactor) {
 /// at warn or error: the host prints `err_buf` once, so a log record of
 /// the same failure would print it twice. Returns the line.
 #[track_caller]
-fn refused_in_one_line(reactor: &Reactor, key: &str) -> String {
+fn refused_in_one_line(reactor: &Reactor, key: &str, rule: &str) -> String {
     let (created, logged) = capture_log(|| Loop::with_options(reactor, &[(key, "1")]));
+    let what = format!("create with the option {key}=1, err_buf of 256 bytes");
     let msg = match created {
         Ok(lp) => {
             lp.finish();
-            panic!("create accepted the option {key:?}");
+            let got = "AA_OK (the option was accepted)";
+            if rule == "R-OPT-3" {
+                violated("R-OPT-3", &what, &"AA_E_INVALID", &got);
+            }
+            violated("R-OPT-2", &what, &"AA_E_INVALID", &got);
         }
-        Err((status, msg)) => {
-            assert_eq!(status, AA_E_INVALID, "status of the refusal of {key:?}");
+        Err((got, msg)) => {
+            ensure!("R-OPT-2", got == AA_E_INVALID;
+                did: what, wants: "AA_E_INVALID", got: status(got));
             msg
         }
     };
-    assert!(!msg.is_empty(), "refused {key:?} with an empty err_buf");
-    assert!(msg.contains(key), "message {msg:?} does not name {key:?}");
-    assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+    ensure!("R-OPT-4", !msg.is_empty() && !msg.contains('\n');
+        did: what, wants: "one non-empty line in err_buf", got: format!("err_buf {msg:?}"));
+    ensure!("R-OPT-2", msg.contains(key);
+        did: what, wants: format!("err_buf naming the key: containing {key:?}"),
+        got: format!("err_buf {msg:?}"));
     let loud: Vec<_> = logged.iter().filter(|r| r.level <= AA_LOG_WARN).collect();
-    assert!(
-        loud.is_empty(),
-        "a failing create wrote err_buf and also logged {loud:?}: the host would print the error twice"
-    );
+    ensure!("R-OPT-4", loud.is_empty();
+        did: what,
+        wants: "the reason in err_buf only, nothing logged at warn or error (the host prints \
+                err_buf once; a log record would print it twice)",
+        got: format!("err_buf {msg:?} and log records {loud:?}"));
     msg
 }
 
@@ -106,7 +161,7 @@ fn refused_in_one_line(reactor: &Reactor, key: &str) -> String {
 /// or error in the log.
 pub fn unknown_option_in_own_prefix_is_refused_with_its_name(reactor: &Reactor) {
     let key = format!("{}conformance-no-such-option", reactor.option_prefix());
-    refused_in_one_line(reactor, &key);
+    refused_in_one_line(reactor, &key, "R-OPT-2");
 }
 
 /// Checks that a key without a prefix fails `create` with `AA_E_INVALID`,
@@ -115,12 +170,15 @@ pub fn unknown_option_in_own_prefix_is_refused_with_its_name(reactor: &Reactor) 
 /// reactor reads such a key, so ignoring it would hide the mistake.
 pub fn unprefixed_option_is_refused_with_how_to_write_it(reactor: &Reactor) {
     let key = "conformance_no_prefix";
-    let msg = refused_in_one_line(reactor, key);
+    let msg = refused_in_one_line(reactor, key, "R-OPT-3");
     let prefix = reactor.option_prefix();
-    assert!(
-        msg.contains(&prefix),
-        "message {msg:?} does not say options are written {prefix}<option>"
-    );
+    ensure!("R-OPT-3", msg.contains(&prefix);
+        did: format!("create with the option {key}=1 (no prefix)"),
+        wants: format!(
+            "err_buf saying how options are written: containing the prefix {prefix:?} \
+             (as in \"write it {prefix}<option>\")"
+        ),
+        got: format!("err_buf {msg:?}"));
 }
 
 /// Checks that a config whose `struct_size` is too small is refused.
@@ -133,7 +191,10 @@ pub fn config_struct_size_too_small_is_invalid(reactor: &Reactor) {
         err_buf: std::ptr::null_mut(),
         err_cap: 0,
     };
-    assert_eq!(create_raw(reactor, &cfg).err(), Some(AA_E_INVALID));
+    let got = create_raw(reactor, &cfg).err();
+    ensure!("R-LOOP-3", got == Some(AA_E_INVALID);
+        did: "create with a config of struct_size 4", wants: "AA_E_INVALID",
+        got: got.map_or("AA_OK (a reactor was created)".to_owned(), status));
 }
 
 /// Checks that a failing call leaves a one-line message, that the full
@@ -142,22 +203,39 @@ pub fn config_struct_size_too_small_is_invalid(reactor: &Reactor) {
 pub fn last_error_message_describes_the_last_failure(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     // Flag bits no ABI version defines: AA_E_INVALID from every reactor.
-    let mut op = AaIoOp::new(AA_IO_WRITE, 0);
-    op.op_flags = 1 << 31;
-    assert!(matches!(
-        lp.submit("bad", &mut op, 0),
-        super::Submit::Failed(AA_E_INVALID)
-    ));
+    // Flag bits no ABI version defines (1.0 did not check `op_flags`: an
+    // unknown opcode there).
+    let mut op = if rules::tightened_for("R-ERR-2", rules::implements(reactor)) {
+        let mut op = AaIoOp::new(AA_IO_WRITE, 0);
+        op.op_flags = 1 << 31;
+        op
+    } else {
+        AaIoOp::new(0x7777, 0)
+    };
+    let what = format!(
+        "io_submit({}, op_flags {:#x}, fd 0, flags 0)",
+        rules::opcode_name(op.opcode),
+        op.op_flags
+    );
+    let got = lp.submit("bad", &mut op, 0);
+    ensure!("R-IO-12", matches!(got, super::Submit::Failed(_));
+        did: what, wants: "a negative status (a malformed request)", got: submitted(&got));
     let msg = lp.last_error();
-    assert!(!msg.is_empty(), "no message after a failure");
-    assert!(!msg.contains('\n'), "message {msg:?} is not one line");
+    ensure!("R-ERR-2", !msg.is_empty() && !msg.contains('\n');
+        did: format!("{what}, which {}; then last_error_message", submitted(&got)),
+        wants: "one non-empty line", got: format!("{msg:?}"));
     let f = lp.vt().last_error_message.expect("checked at load");
     let mut small = [0xffu8; 4];
     // SAFETY: live reactor; `small` is a local of 4 bytes.
     let n = unsafe { f(lp.raw(), small.as_mut_ptr(), small.len()) };
-    assert_eq!(n, msg.len());
-    assert_eq!(&small[..3], &msg.as_bytes()[..3]);
-    assert_eq!(small[3], 0);
+    let did = format!("last_error_message into a 4-byte buffer after {msg:?}");
+    ensure!("R-ERR-2", n == msg.len() && small[..3] == msg.as_bytes()[..3] && small[3] == 0;
+        did: did,
+        wants: format!(
+            "the full length {} returned, the first 3 bytes copied, then NUL",
+            msg.len()
+        ),
+        got: format!("returned {n}, buffer {small:?}"));
     lp.finish();
 }
 
@@ -168,11 +246,17 @@ pub fn now_ns_advances_with_the_loop(reactor: &Reactor) {
     let before = lp.now_ns();
     lp.timer("t", 2_000_000, 0, 0);
     lp.run_until_tag("t");
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
-    assert!(
-        lp.now_ns() >= before + 2_000_000,
-        "clock did not advance by the timer's 2 ms"
+    ensure_eq!(
+        "R-LOOP-4",
+        lp.log(),
+        vec![Rec::Timer("t", 0)],
+        "a 2 ms timer, then run_once until it fired: callbacks"
     );
+    let now = lp.now_ns();
+    ensure!("R-LOOP-4", now >= before + 2_000_000;
+        did: format!("now_ns() = {before}, a 2 ms timer, run_once until it fired, now_ns()"),
+        wants: format!("at least {} (2 ms later)", before + 2_000_000),
+        got: now);
     lp.finish();
 }
 
@@ -184,18 +268,37 @@ pub fn now_ns_advances_with_the_loop(reactor: &Reactor) {
 /// before it left, so a stale message does not pass.
 pub fn every_failure_sets_last_error_message(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    let mut previous = String::new();
-    let mut check = |what: &str, status: AaStatus, lp: &Loop| {
-        assert!(status < 0, "{what}: expected a failure, got {status}");
-        let msg = lp.last_error();
-        assert!(!msg.is_empty(), "{what} failed ({status}) with no message");
-        assert!(
-            !msg.contains('\n'),
-            "{what}: message {msg:?} is not one line"
+    if !rules::tightened_for("R-ERR-2", rules::implements(reactor)) {
+        // 1.0 asked a message of a failed io_submit and of AA_E_BUSY only
+        // (last_error_message_describes_the_last_failure and
+        // destroy_with_a_live_event_returns_busy check those).
+        super::note_skip(
+            0,
+            format!(
+                "SKIPPED every_failure_sets_last_error_message: rule of a later ABI minor, R-ERR-2 \
+                 as tightened in 1.1; reactor {:?} implements ABI 1.{}",
+                reactor.name(),
+                rules::implements(reactor)
+            ),
         );
-        assert_ne!(
-            msg, previous,
-            "{what}: the message is the previous failure's"
+        lp.finish();
+        return;
+    }
+    let mut previous = String::new();
+    let mut check = |what: &str, got: AaStatus, lp: &Loop| {
+        ensure!("R-ERR-2", got < 0;
+            did: what, wants: "a failure (a negative status)", got: status(got));
+        let msg = lp.last_error();
+        ensure!("R-ERR-2", !msg.is_empty() && !msg.contains('\n');
+            did: format!("{what}, which failed with {}; then last_error_message", status(got)),
+            wants: "one non-empty line", got: format!("{msg:?}"));
+        ensure_ne!(
+            "R-ERR-2",
+            msg,
+            previous,
+            "{what}, which failed with {}; then last_error_message (the message must describe \
+             this failure, not the previous one)",
+            status(got)
         );
         previous = msg;
     };
@@ -204,11 +307,17 @@ pub fn every_failure_sets_last_error_message(reactor: &Reactor) {
     let vt = *lp.vt();
     if reactor.has_caps(AA_CAP_IO) {
         let mut op = AaIoOp::new(0xff, 0);
-        let status = match lp.submit("op", &mut op, 0) {
+        let what = "io_submit(opcode 0xff (unknown), fd 0, flags 0)";
+        let got = match lp.submit("op", &mut op, 0) {
             super::Submit::Failed(s) => s,
-            other => panic!("unknown opcode 0xff: {other:?}"),
+            other => violated(
+                "R-IO-12",
+                &what,
+                &"AA_E_UNSUPPORTED (an opcode the reactor does not know)",
+                &submitted(&other),
+            ),
         };
-        check("io_submit of opcode 0xff", status, &lp);
+        check(what, got, &lp);
     }
     if reactor.has_caps(AA_CAP_SIGNAL) {
         let status = lp

@@ -2,6 +2,7 @@
 //! armed timers, pending requests, closes in progress; `set_ref(false)` and
 //! `AA_EVF_HIDDEN` take an event out of the count.
 
+use crate::ensure_eq;
 use async_abi::*;
 
 use super::fds;
@@ -13,7 +14,7 @@ const MS: u64 = 1_000_000;
 /// Checks that a new loop has nothing alive.
 pub fn empty_loop_has_nothing_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-6", lp.alive(), 0);
     lp.finish();
 }
 
@@ -22,10 +23,10 @@ pub fn armed_timer_is_alive_until_it_fires(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     lp.timer("a", MS, 0, 0);
     lp.timer("b", 2 * MS, 0, 0);
-    assert_eq!(lp.alive(), 2);
+    ensure_eq!("R-LOOP-6", lp.alive(), 2);
     lp.run_until_tag("a");
     lp.run_until_tag("b");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-6", lp.alive(), 0);
     lp.finish();
 }
 
@@ -35,13 +36,13 @@ pub fn set_ref_false_takes_an_event_out_of_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", 5 * MS, 0, 0);
     lp.set_ref(t, false);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.set_ref(t, true);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-7", lp.alive(), 1);
     lp.set_ref(t, false);
     lp.run_until_tag("t");
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.finish();
 }
 
@@ -49,11 +50,11 @@ pub fn set_ref_false_takes_an_event_out_of_alive(reactor: &Reactor) {
 pub fn hidden_timer_is_never_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, MS, AA_EVF_HIDDEN);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.set_ref(t, true);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.run_until_tag("t");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.finish();
 }
 
@@ -72,10 +73,10 @@ pub fn pending_request_is_alive_until_it_completes(reactor: &Reactor) {
     lp.track_fd(b);
     let mut buf = [0u8; 4];
     lp.read("r", b, &mut buf, 0).pending();
-    assert_eq!(lp.alive(), 1);
-    assert_eq!(fds::raw_write(a, b"x"), 1);
+    ensure_eq!("R-LOOP-6", lp.alive(), 1);
+    ensure_eq!("R-LOOP-6", fds::raw_write(a, b"x"), 1);
     lp.run_until_tag("r");
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-6", lp.alive(), 0);
     lp.finish();
 }
 
@@ -83,9 +84,9 @@ pub fn pending_request_is_alive_until_it_completes(reactor: &Reactor) {
 pub fn close_in_progress_is_alive_until_on_closed(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", 3_600_000 * MS, 0, 0);
-    assert_eq!(lp.close(t), AA_OK);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-6", lp.close(t), AA_OK);
+    ensure_eq!("R-LOOP-6", lp.alive(), 1);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-6", lp.alive(), 0);
     lp.finish();
 }

@@ -12,7 +12,20 @@
 //!
 //! Every case cites the rules of `docs/abi/` it checks (its `rules` in
 //! [`CASES`], from the case list below), and every rule there names its
-//! cases; `cargo xtask check-abi-rules` fails if the two disagree.
+//! cases; `cargo xtask check-abi-rules` fails if the two disagree. Every
+//! assertion of a case names the rule it checks ([`rules`]: `ensure!`,
+//! `ensure_eq!`, `ensure_ne!`), so a failure says what the case did, what
+//! the rule requires, what the reactor did, and links the rule
+//! (`docs/abi/<page>.md#<rule id>`).
+//!
+//! # Versions
+//!
+//! A reactor is checked against the rules of the ABI minor it implements
+//! (its vtable's `iface_minor`): a case whose rules all came later is
+//! skipped naming them ([`run_versioned`]), and a rule tightened after that
+//! minor is checked as the earlier minor wrote it
+//! ([`rules::tightened_for`]). Each rule's minors are in its page
+//! (`*Since:*`) and in [`rules::RULES`].
 //!
 //! Inside a test binary: invoke [`reactor_conformance_tests!`](crate::reactor_conformance_tests) with an expression
 //! that yields a [`Reactor`]; the macro expands to one `#[test]` per case,
@@ -96,6 +109,7 @@ pub mod plugin;
 pub mod poll;
 pub mod process;
 pub mod requests;
+pub mod rules;
 pub mod signal;
 pub mod timers;
 pub mod trigger;
@@ -124,6 +138,36 @@ impl Case {
     pub fn path(&self) -> String {
         format!("{}::{}", self.tier, self.name)
     }
+
+    /// Runs the case against `reactor` under the rules of the minor it
+    /// implements ([`run_versioned`]).
+    pub fn run_on(&self, reactor: &Reactor) {
+        run_versioned(self.rules, self.name, self.run, reactor);
+    }
+}
+
+/// Runs case `name`, which checks `rules`, against `reactor`, unless every
+/// one of those rules came with an ABI minor after the one the reactor
+/// implements ([`rules::implements`]): then the case is skipped with a
+/// line naming the rules and their minor. A plugin is held to the rules of
+/// the minor it declares, so a 1.0 binary that passed the 1.0 kit passes
+/// every later 1.x kit.
+pub fn run_versioned(rules: &[&str], name: &str, run: fn(&Reactor), reactor: &Reactor) {
+    let minor = rules::implements(reactor);
+    rules::set_current_minor(minor);
+    let newer = rules::newer_rules(rules, minor);
+    if !rules.is_empty() && newer.len() == rules.len() {
+        note_skip(
+            0,
+            format!(
+                "SKIPPED {name}: rule of a later ABI minor, {}; reactor {:?} implements ABI 1.{minor}",
+                newer.join(", "),
+                reactor.name()
+            ),
+        );
+        return;
+    }
+    run(reactor);
 }
 
 /// The list of every case, by tier, each with the rule ids it cites:
@@ -339,7 +383,12 @@ macro_rules! __conformance_cases {
                     #[test]
                     fn $case() {
                         let reactor = super::__conformance_reactor();
-                        $crate::conformance::$tier::$case(&reactor);
+                        $crate::conformance::run_versioned(
+                            &[$($rule),*],
+                            stringify!($case),
+                            $crate::conformance::$tier::$case,
+                            &reactor,
+                        );
                     }
                 )*
             }

@@ -2,6 +2,7 @@
 //! `poll_set_interest`, interest 0, cancel, hang-up, sharing a descriptor
 //! with requests, and `AA_EVF_OWNS_FD`.
 
+use crate::{ensure, ensure_eq, ensure_ne};
 use async_abi::*;
 
 use super::fds;
@@ -32,13 +33,14 @@ pub fn pipe_read_end_reports_readable(reactor: &Reactor) {
     lp.poll("r", r, AA_POLL_READABLE, 0);
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![], "readable before any data");
-    assert_eq!(fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-POLL-1", lp.log(), vec![], "readable before any data");
+    ensure_eq!("R-POLL-1", fds::raw_write(w, b"x"), 1);
     lp.run_until_tag("r");
     let polls = polls_of(&lp.log(), "r");
-    assert_eq!(polls.len(), 1);
-    assert_eq!(polls[0].0, 0);
-    assert_ne!(
+    ensure_eq!("R-POLL-1", polls.len(), 1);
+    ensure_eq!("R-POLL-1", polls[0].0, 0);
+    ensure_ne!(
+        "R-POLL-1",
         polls[0].1 & AA_POLL_READABLE,
         0,
         "ready bits {:#x}",
@@ -59,10 +61,11 @@ pub fn socketpair_reports_writable(reactor: &Reactor) {
     lp.poll("w", a, AA_POLL_WRITABLE, 0);
     lp.run_until_tag("w");
     let polls = polls_of(&lp.log(), "w");
-    assert_eq!(polls.len(), 1);
-    assert_eq!(polls[0].0, 0);
-    assert_ne!(polls[0].1 & AA_POLL_WRITABLE, 0);
-    assert_eq!(
+    ensure_eq!("R-POLL-1", polls.len(), 1);
+    ensure_eq!("R-POLL-1", polls[0].0, 0);
+    ensure_ne!("R-POLL-1", polls[0].1 & AA_POLL_WRITABLE, 0);
+    ensure_eq!(
+        "R-POLL-1",
         polls[0].1 & AA_POLL_READABLE,
         0,
         "readable reported without interest"
@@ -84,15 +87,18 @@ pub fn set_interest_reports_current_readiness_again(reactor: &Reactor) {
     let (a, b) = fds::socketpair();
     lp.track_fd(a);
     lp.track_fd(b);
-    assert_eq!(fds::raw_write(b, b"data"), 4);
+    ensure_eq!("R-POLL-2", fds::raw_write(b, b"data"), 4);
     let p = lp.poll("p", a, AA_POLL_READABLE, 0);
     lp.run_until_tag("p");
-    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    ensure_eq!("R-POLL-2", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
     lp.run_until("a second report", |log| log.len() == 2);
     let polls = polls_of(&lp.log(), "p");
-    assert!(polls
-        .iter()
-        .all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0));
+    ensure!(
+        "R-POLL-2",
+        polls
+            .iter()
+            .all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0)
+    );
     lp.finish();
 }
 
@@ -107,15 +113,15 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    assert_eq!(lp.alive(), 1);
-    assert_eq!(lp.set_interest(p, 0), AA_OK);
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-POLL-2", lp.alive(), 1);
+    ensure_eq!("R-POLL-2", lp.set_interest(p, 0), AA_OK);
+    ensure_eq!("R-POLL-2", lp.alive(), 0);
+    ensure_eq!("R-POLL-2", fds::raw_write(w, b"x"), 1);
     lp.run_once(0);
     lp.run_once(10_000_000);
-    assert_eq!(lp.log(), vec![], "a disarmed poll reported");
-    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-POLL-2", lp.log(), vec![], "a disarmed poll reported");
+    ensure_eq!("R-POLL-2", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    ensure_eq!("R-POLL-2", lp.alive(), 1);
     lp.run_until_tag("p");
     lp.finish();
 }
@@ -135,12 +141,12 @@ pub fn cancel_of_a_poll_delivers_the_reason_once(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    assert_eq!(lp.cancel(p, REASON), AA_OK);
-    assert_eq!(lp.log(), vec![]);
-    assert_eq!(fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK);
+    ensure_eq!("R-EV-1", lp.log(), vec![]);
+    ensure_eq!("R-EV-1", fds::raw_write(w, b"x"), 1);
     lp.run_until_tag("p");
     lp.run_once(10_000_000);
-    assert_eq!(lp.log(), vec![Rec::Poll("p", REASON, 0)]);
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Poll("p", REASON, 0)]);
     lp.finish();
 }
 
@@ -157,8 +163,9 @@ pub fn hang_up_is_reported(reactor: &Reactor) {
     fds::raw_close(w);
     lp.run_until_tag("p");
     let polls = polls_of(&lp.log(), "p");
-    assert_eq!(polls[0].0, 0);
-    assert_ne!(
+    ensure_eq!("R-POLL-5", polls[0].0, 0);
+    ensure_ne!(
+        "R-POLL-5",
         polls[0].1 & (AA_POLL_HUP | AA_POLL_READABLE),
         0,
         "ready {:#x}",
@@ -185,11 +192,11 @@ pub fn poll_and_request_on_one_fd_both_see_data(reactor: &Reactor) {
     let mut buf = [0u8; 8];
     lp.read("read", a, &mut buf, 0).pending();
     lp.run_once(0);
-    assert_eq!(fds::raw_write(b, b"hi"), 2);
+    ensure_eq!("R-POLL-6", fds::raw_write(b, b"hi"), 2);
     lp.run_until("the read and the poll", |log| {
         log.contains(&Rec::Io("read", 2)) && log.iter().any(|r| r.tag() == "p")
     });
-    assert_eq!(&buf[..2], b"hi");
+    ensure_eq!("R-POLL-6", &buf[..2], b"hi");
     lp.finish();
 }
 
@@ -207,10 +214,11 @@ pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
     let (r, w) = fds::pipe();
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, AA_EVF_OWNS_FD);
-    assert_eq!(lp.close(p), AA_OK);
+    ensure_eq!("R-POLL-7", lp.close(p), AA_OK);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("p")));
-    assert_eq!(lp.log(), vec![Rec::Closed("p")]);
-    assert_eq!(
+    ensure_eq!("R-POLL-7", lp.log(), vec![Rec::Closed("p")]);
+    ensure_eq!(
+        "R-POLL-7",
         fds::raw_write(w, b"x"),
         -(libc::EPIPE as isize),
         "the read end is still open"
@@ -233,12 +241,12 @@ pub fn close_of_an_armed_poll_gives_only_on_closed(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    assert_eq!(fds::raw_write(w, b"x"), 1);
-    assert_eq!(lp.close(p), AA_OK);
-    assert_eq!(lp.log(), vec![], "a callback inside close");
+    ensure_eq!("R-EV-2", fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-EV-2", lp.close(p), AA_OK);
+    ensure_eq!("R-EV-2", lp.log(), vec![], "a callback inside close");
     lp.run_until_tag("p");
     lp.run_once(10_000_000);
-    assert_eq!(lp.log(), vec![Rec::Closed("p")]);
+    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("p")]);
     lp.finish();
 }
 
@@ -257,16 +265,22 @@ pub fn cancelled_poll_is_rearmed_by_set_interest(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    assert_eq!(lp.cancel(p, REASON), AA_OK);
+    ensure_eq!("R-POLL-4", lp.cancel(p, REASON), AA_OK);
     lp.run_until_tag("p");
-    assert_eq!(lp.take_log(), vec![Rec::Poll("p", REASON, 0)]);
-    assert_eq!(fds::raw_write(w, b"x"), 1);
-    assert_eq!(lp.set_interest(p, AA_POLL_READABLE), AA_OK);
+    ensure_eq!("R-POLL-4", lp.take_log(), vec![Rec::Poll("p", REASON, 0)]);
+    ensure_eq!("R-POLL-4", fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-POLL-4", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
     lp.run_until_tag("p");
     let polls = polls_of(&lp.log(), "p");
-    assert_eq!(polls.len(), 1, "{polls:?}");
-    assert_eq!(polls[0].0, 0);
-    assert_ne!(polls[0].1 & AA_POLL_READABLE, 0, "ready {:#x}", polls[0].1);
+    ensure_eq!("R-POLL-4", polls.len(), 1, "{polls:?}");
+    ensure_eq!("R-POLL-4", polls[0].0, 0);
+    ensure_ne!(
+        "R-POLL-4",
+        polls[0].1 & AA_POLL_READABLE,
+        0,
+        "ready {:#x}",
+        polls[0].1
+    );
     lp.finish();
 }
 
@@ -286,11 +300,17 @@ pub fn readiness_is_not_reported_again_until_consumed(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     lp.poll("p", r, AA_POLL_READABLE, 0);
-    assert_eq!(fds::raw_write(w, b"x"), 1);
+    ensure_eq!("R-POLL-3", fds::raw_write(w, b"x"), 1);
     lp.run_until_tag("p");
     for _ in 0..5 {
         lp.run_once(1_000_000);
     }
-    assert_eq!(polls_of(&lp.log(), "p").len(), 1, "{:?}", lp.log());
+    ensure_eq!(
+        "R-POLL-3",
+        polls_of(&lp.log(), "p").len(),
+        1,
+        "{:?}",
+        lp.log()
+    );
     lp.finish();
 }

@@ -6,6 +6,7 @@
 
 use std::process::{Child, Command, Stdio};
 
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -53,7 +54,8 @@ pub fn exit_code_is_reported_once_and_the_child_is_reaped(reactor: &Reactor) {
     let child = shell("exit 3");
     let pid = pid_of(&child);
     lp.process("p", i64::from(pid), 0);
-    assert_eq!(
+    ensure_eq!(
+        "R-PROC-1",
         lp.alive(),
         1,
         "a pending process watch keeps the loop alive"
@@ -61,9 +63,18 @@ pub fn exit_code_is_reported_once_and_the_child_is_reaped(reactor: &Reactor) {
     lp.run_until_tag("p");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Process("p", 0, Some((3, 0)))]);
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(os::try_reap(pid), Err(libc::ECHILD), "the watch reaped it");
+    ensure_eq!(
+        "R-PROC-1",
+        lp.log(),
+        vec![Rec::Process("p", 0, Some((3, 0)))]
+    );
+    ensure_eq!("R-PROC-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-PROC-1",
+        os::try_reap(pid),
+        Err(libc::ECHILD),
+        "the watch reaped it"
+    );
     drop(child);
     lp.finish();
 }
@@ -83,15 +94,21 @@ pub fn child_killed_by_a_signal_reports_code_minus_one_and_the_signal(reactor: &
     let pid = pid_of(&child);
     lp.process("p", i64::from(pid), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![], "the child is still running");
+    ensure_eq!("R-PROC-1", lp.log(), vec![], "the child is still running");
     os::kill(pid, libc::SIGKILL);
     lp.run_until_tag("p");
     lp.run_once(0);
-    assert_eq!(
+    ensure_eq!(
+        "R-PROC-1",
         lp.log(),
         vec![Rec::Process("p", 0, Some((-1, libc::SIGKILL)))]
     );
-    assert_eq!(os::try_reap(pid), Err(libc::ECHILD), "the watch reaped it");
+    ensure_eq!(
+        "R-PROC-1",
+        os::try_reap(pid),
+        Err(libc::ECHILD),
+        "the watch reaped it"
+    );
     drop(child);
     lp.finish();
 }
@@ -112,8 +129,12 @@ pub fn child_that_exited_before_the_watch_is_reported(reactor: &Reactor) {
     os::wait_exited_unreaped(pid);
     lp.process("p", i64::from(pid), 0);
     lp.run_until_tag("p");
-    assert_eq!(lp.log(), vec![Rec::Process("p", 0, Some((0, 0)))]);
-    assert_eq!(os::try_reap(pid), Err(libc::ECHILD));
+    ensure_eq!(
+        "R-PROC-1",
+        lp.log(),
+        vec![Rec::Process("p", 0, Some((0, 0)))]
+    );
+    ensure_eq!("R-PROC-1", os::try_reap(pid), Err(libc::ECHILD));
     drop(child);
     lp.finish();
 }
@@ -132,18 +153,30 @@ pub fn pid_that_is_not_a_child_fails_without_callback(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let parent = std::os::unix::process::parent_id();
     let status = lp.try_process("parent", i64::from(parent), 0).err();
-    assert!(status.is_some_and(|s| s < 0), "parent: {status:?}");
+    ensure!(
+        "R-PROC-2",
+        status.is_some_and(|s| s < 0),
+        "parent: {status:?}"
+    );
     let mut reaped = shell("exit 0");
     let pid = pid_of(&reaped);
     reaped.wait().expect("reap");
     let status = lp.try_process("reaped", i64::from(pid), 0).err();
-    assert!(status.is_some_and(|s| s < 0), "reaped child: {status:?}");
+    ensure!(
+        "R-PROC-2",
+        status.is_some_and(|s| s < 0),
+        "reaped child: {status:?}"
+    );
     for pid in [0, -1, i64::MAX] {
-        assert_eq!(lp.try_process("bad", pid, 0).err(), Some(AA_E_INVALID));
+        ensure_eq!(
+            "R-PROC-2",
+            lp.try_process("bad", pid, 0).err(),
+            Some(AA_E_INVALID)
+        );
     }
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-PROC-2", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-PROC-2", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -160,15 +193,20 @@ pub fn cancel_of_a_process_watch_delivers_the_reason_once(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let mut child = sleeper();
     let p = lp.process("p", i64::from(pid_of(&child)), 0);
-    assert_eq!(lp.cancel(p, REASON), AA_OK);
-    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
+    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "the cancellation callback is still to come"
+    );
     child.kill().expect("kill the child");
     lp.run_until_tag("p");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Process("p", REASON, None)]);
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Process("p", REASON, None)]);
     let status = child.wait().expect("the child is still ours to reap");
-    assert!(!status.success());
+    ensure!("R-EV-1", !status.success());
     lp.finish();
 }
 
@@ -185,11 +223,11 @@ pub fn dispose_of_a_process_watch_never_calls_back(reactor: &Reactor) {
     let mut child = sleeper();
     let p = lp.process("p", i64::from(pid_of(&child)), 0);
     lp.dispose(p);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-EV-3", lp.alive(), 0);
     child.kill().expect("kill the child");
     child.wait().expect("the child is still ours to reap");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-EV-3", lp.log(), vec![]);
     lp.finish();
 }

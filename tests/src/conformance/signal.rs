@@ -12,6 +12,7 @@
 
 use std::sync::Barrier;
 
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -56,14 +57,19 @@ pub fn raised_signal_calls_the_watcher_once(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     lp.signal("s", sig, 0);
-    assert_eq!(lp.alive(), 1, "a signal watcher keeps the loop alive");
+    ensure_eq!(
+        "R-SIG-1",
+        lp.alive(),
+        1,
+        "a signal watcher keeps the loop alive"
+    );
     os::raise(sig);
-    assert_eq!(lp.log(), vec![], "called back outside run_once");
+    ensure_eq!("R-SIG-1", lp.log(), vec![], "called back outside run_once");
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Signal("s", 0, sig)]);
-    assert_eq!(lp.alive(), 1, "the watcher keeps watching");
+    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)]);
+    ensure_eq!("R-SIG-1", lp.alive(), 1, "the watcher keeps watching");
     lp.finish();
 }
 
@@ -87,11 +93,11 @@ pub fn deliveries_before_run_once_coalesce_into_one_callback(reactor: &Reactor) 
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Signal("s", 0, sig)]);
+    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)]);
     os::raise(sig);
     lp.run_until("a second callback", |log| signals_of(log, "s") == 2);
     lp.run_once(0);
-    assert_eq!(signals_of(&lp.log(), "s"), 2);
+    ensure_eq!("R-SIG-1", signals_of(&lp.log(), "s"), 2);
     lp.finish();
 }
 
@@ -113,7 +119,8 @@ pub fn two_watchers_of_one_signal_are_both_called(reactor: &Reactor) {
     os::raise(sig);
     lp.run_until("both watchers", |log| log.len() >= 2);
     lp.run_once(0);
-    assert_eq!(
+    ensure_eq!(
+        "R-SIG-2",
         lp.log(),
         vec![Rec::Signal("a", 0, sig), Rec::Signal("b", 0, sig)]
     );
@@ -133,19 +140,26 @@ pub fn dispose_of_the_last_watcher_restores_the_previous_disposition(reactor: &R
     }
     let sig = case_signal(3);
     let _ignored = Ignored::new(sig);
-    assert_eq!(os::disposition(sig), libc::SIG_IGN);
+    ensure_eq!("R-SIG-3", os::disposition(sig), libc::SIG_IGN);
     let lp = Loop::new(reactor);
     let a = lp.signal("a", sig, 0);
     let b = lp.signal("b", sig, 0);
     let theirs = os::disposition(sig);
-    assert!(
+    ensure!(
+        "R-SIG-3",
         theirs != libc::SIG_IGN && theirs != libc::SIG_DFL,
         "the reactor owns the disposition while it watches"
     );
     lp.dispose(a);
-    assert_eq!(os::disposition(sig), theirs, "one watcher is left");
+    ensure_eq!(
+        "R-SIG-3",
+        os::disposition(sig),
+        theirs,
+        "one watcher is left"
+    );
     lp.dispose(b);
-    assert_eq!(
+    ensure_eq!(
+        "R-SIG-3",
         os::disposition(sig),
         libc::SIG_IGN,
         "the previous disposition is back"
@@ -168,17 +182,37 @@ pub fn cancel_of_a_signal_watcher_delivers_the_reason_once(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     let s = lp.signal("s", sig, 0);
-    assert_eq!(lp.cancel(s, REASON), AA_OK);
-    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
-    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
-    assert_eq!(os::disposition(sig), libc::SIG_IGN, "the watch ended");
+    ensure_eq!("R-EV-1", lp.cancel(s, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![],
+        "cancel called back synchronously"
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "the cancellation callback is still to come"
+    );
+    ensure_eq!(
+        "R-EV-1",
+        os::disposition(sig),
+        libc::SIG_IGN,
+        "the watch ended"
+    );
     os::raise(sig);
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Signal("s", REASON, sig)]);
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(lp.cancel(s, REASON), AA_E_INVALID, "nothing is pending");
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Signal("s", REASON, sig)]);
+    ensure_eq!("R-EV-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(s, REASON),
+        AA_E_INVALID,
+        "nothing is pending"
+    );
     lp.finish();
 }
 
@@ -195,12 +229,17 @@ pub fn close_of_a_signal_watcher_gives_only_on_closed(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     let s = lp.signal("s", sig, 0);
-    assert_eq!(lp.close(s), AA_OK);
-    assert_eq!(os::disposition(sig), libc::SIG_IGN, "the watch ended");
+    ensure_eq!("R-EV-2", lp.close(s), AA_OK);
+    ensure_eq!(
+        "R-EV-2",
+        os::disposition(sig),
+        libc::SIG_IGN,
+        "the watch ended"
+    );
     os::raise(sig);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("s")));
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Closed("s")]);
+    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("s")]);
     lp.finish();
 }
 
@@ -217,21 +256,22 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     lp.signal("hidden", sig, AA_EVF_HIDDEN);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     let visible = lp.signal("visible", sig, 0);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-7", lp.alive(), 1);
     os::raise(sig);
     lp.run_until("both watchers", |log| log.len() >= 2);
-    assert_eq!(
+    ensure_eq!(
+        "R-LOOP-7",
         lp.log(),
         vec![
             Rec::Signal("hidden", 0, sig),
             Rec::Signal("visible", 0, sig)
         ]
     );
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-7", lp.alive(), 1);
     lp.dispose(visible);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.finish();
 }
 
@@ -247,16 +287,17 @@ pub fn uncatchable_and_invalid_signals_are_refused(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     for signum in [libc::SIGKILL, libc::SIGSTOP, 0, -1, 1000] {
-        assert_eq!(
+        ensure_eq!(
+            "R-SIG-4",
             lp.try_signal("bad", signum, 0).err(),
             Some(AA_E_INVALID),
             "signal {signum}"
         );
-        assert!(!lp.last_error().is_empty());
+        ensure!("R-SIG-4", !lp.last_error().is_empty());
     }
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-SIG-4", lp.alive(), 0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-SIG-4", lp.log(), vec![]);
     lp.finish();
 }
 
@@ -292,7 +333,7 @@ pub fn every_loop_watching_a_signal_is_told(reactor: &Reactor) {
         lp.run_once(0);
         other.join().expect("the other loop's thread")
     });
-    assert_eq!(theirs, vec![Rec::Signal("there", 0, sig)]);
-    assert_eq!(lp.log(), vec![Rec::Signal("here", 0, sig)]);
+    ensure_eq!("R-SIG-2", theirs, vec![Rec::Signal("there", 0, sig)]);
+    ensure_eq!("R-SIG-2", lp.log(), vec![Rec::Signal("here", 0, sig)]);
     lp.finish();
 }

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -37,7 +38,8 @@ pub fn timers_fire_in_deadline_order(reactor: &Reactor) {
     lp.timer("b", 2 * MS, 0, 0);
     all_due(5 * MS);
     lp.run_until("three timers", |log| log.len() == 3);
-    assert_eq!(
+    ensure_eq!(
+        "R-TIMER-1",
         lp.log(),
         vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)]
     );
@@ -54,7 +56,7 @@ pub fn equal_durations_fire_in_arming_order(reactor: &Reactor) {
     all_due(3 * MS);
     lp.run_until("four timers", |log| log.len() == 4);
     let order: Vec<_> = lp.log().iter().map(Rec::tag).collect();
-    assert_eq!(order, ["t1", "t2", "t3", "t4"]);
+    ensure_eq!("R-TIMER-2", order, ["t1", "t2", "t3", "t4"]);
     lp.finish();
 }
 
@@ -66,10 +68,10 @@ pub fn one_shot_fires_once_then_is_inactive(reactor: &Reactor) {
     lp.run_until_tag("t");
     lp.run_once(5 * MS as i64);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
-    assert_eq!(lp.cancel(t, REASON), AA_E_INVALID);
+    ensure_eq!("R-ERR-3", lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!("R-ERR-3", lp.cancel(t, REASON), AA_E_INVALID);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!("R-ERR-3", lp.log(), vec![Rec::Timer("t", 0)]);
     lp.finish();
 }
 
@@ -79,18 +81,20 @@ pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("p", MS, 2 * MS, 0);
     lp.run_until("three periods", |log| fired_timers(log) == 3);
-    assert_eq!(lp.cancel(t, REASON), AA_OK);
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
     lp.run_until("the cancellation", |log| {
         log.contains(&Rec::Timer("p", REASON))
     });
     lp.run_once(10 * MS as i64);
     let log = lp.log();
-    assert_eq!(
+    ensure_eq!(
+        "R-EV-1",
         fired_timers(&log),
         3,
         "a period fired after cancel: {log:?}"
     );
-    assert_eq!(
+    ensure_eq!(
+        "R-EV-1",
         log.iter()
             .filter(|r| **r == Rec::Timer("p", REASON))
             .count(),
@@ -104,10 +108,10 @@ pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
 pub fn rearm_replaces_the_deadline_without_a_callback(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", FAR, 0, 0);
-    assert_eq!(lp.rearm(t, MS, 0), AA_OK);
+    ensure_eq!("R-TIMER-4", lp.rearm(t, MS, 0), AA_OK);
     lp.run_until_tag("t");
     lp.run_once(5 * MS as i64);
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!("R-TIMER-4", lp.log(), vec![Rec::Timer("t", 0)]);
     lp.finish();
 }
 
@@ -116,11 +120,15 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, 0, 0);
     lp.run_until_tag("t");
-    assert_eq!(lp.alive(), 0);
-    assert_eq!(lp.rearm(t, MS, 0), AA_OK);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-TIMER-4", lp.alive(), 0);
+    ensure_eq!("R-TIMER-4", lp.rearm(t, MS, 0), AA_OK);
+    ensure_eq!("R-TIMER-4", lp.alive(), 1);
     lp.run_until("the second firing", |log| log.len() == 2);
-    assert_eq!(lp.log(), vec![Rec::Timer("t", 0), Rec::Timer("t", 0)]);
+    ensure_eq!(
+        "R-TIMER-4",
+        lp.log(),
+        vec![Rec::Timer("t", 0), Rec::Timer("t", 0)]
+    );
     lp.finish();
 }
 
@@ -130,12 +138,17 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
 pub fn cancel_reason_is_delivered_once_from_a_later_run_once(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", FAR, 0, 0);
-    assert_eq!(lp.cancel(t, REASON), AA_OK);
-    assert_eq!(lp.log(), vec![], "cancel called back synchronously");
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![],
+        "cancel called back synchronously"
+    );
     lp.run_until_tag("t");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Timer("t", REASON)]);
-    assert_eq!(lp.cancel(t, REASON), AA_E_INVALID);
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Timer("t", REASON)]);
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_E_INVALID);
     lp.finish();
 }
 
@@ -145,11 +158,14 @@ pub fn cancel_inside_a_callback_is_delivered_by_a_later_iteration(reactor: &Reac
     let lp = Loop::new(reactor);
     let victim = lp.timer("victim", FAR, 0, 0);
     let a = lp.timer("a", 0, 0, 0);
-    lp.on(a, move |lp, _| assert_eq!(lp.cancel(victim, REASON), AA_OK));
+    lp.on(a, move |lp, _| {
+        ensure_eq!("R-EV-1", lp.cancel(victim, REASON), AA_OK)
+    });
     lp.run_until_tag("a");
     lp.mark("iteration");
     lp.run_until_tag("victim");
-    assert_eq!(
+    ensure_eq!(
+        "R-EV-1",
         lp.log(),
         vec![
             Rec::Timer("a", 0),
@@ -175,7 +191,8 @@ pub fn timer_armed_after_cpu_work_waits_its_full_duration(reactor: &Reactor) {
     lp.timer("t", 100 * MS, 0, 0);
     lp.run_until_tag("t");
     let waited = armed.elapsed();
-    assert!(
+    ensure!(
+        "R-TIMER-5",
         waited >= Duration::from_millis(100),
         "timer fired after {waited:?}, before its 100 ms"
     );
@@ -194,12 +211,17 @@ pub fn blocking_run_once_returns_when_the_nearest_timer_is_due(reactor: &Reactor
     // run_once, which returns only once it ran.
     lp.run_once(-1);
     let waited = start.elapsed();
-    assert_eq!(lp.log(), vec![Rec::Timer("near", 0)]);
-    assert!(
+    ensure_eq!("R-LOOP-5", lp.log(), vec![Rec::Timer("near", 0)]);
+    ensure!(
+        "R-LOOP-5",
         waited >= Duration::from_millis(20),
         "fired early: {waited:?}"
     );
-    assert!(waited < Duration::from_secs(5), "returned late: {waited:?}");
+    ensure!(
+        "R-LOOP-5",
+        waited < Duration::from_secs(5),
+        "returned late: {waited:?}"
+    );
     lp.finish();
 }
 
@@ -209,9 +231,9 @@ pub fn dispose_of_an_armed_timer_stops_it(reactor: &Reactor) {
     let t = lp.timer("t", MS, 0, 0);
     let witness = lp.timer("witness", 10 * MS, 0, 0);
     lp.dispose(t);
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-TIMER-6", lp.alive(), 1);
     lp.run_until_tag("witness");
-    assert_eq!(lp.log(), vec![Rec::Timer("witness", 0)]);
+    ensure_eq!("R-TIMER-6", lp.log(), vec![Rec::Timer("witness", 0)]);
     lp.dispose(witness);
     lp.finish();
 }
@@ -224,7 +246,11 @@ pub fn dispose_inside_its_own_callback_stops_a_periodic_timer(reactor: &Reactor)
     lp.on(t, move |lp, _| lp.dispose(t));
     lp.timer("witness", 20 * MS, 0, 0);
     lp.run_until_tag("witness");
-    assert_eq!(lp.log(), vec![Rec::Timer("p", 0), Rec::Timer("witness", 0)]);
+    ensure_eq!(
+        "R-EV-4",
+        lp.log(),
+        vec![Rec::Timer("p", 0), Rec::Timer("witness", 0)]
+    );
     lp.finish();
 }
 
@@ -233,12 +259,17 @@ pub fn dispose_inside_its_own_callback_stops_a_periodic_timer(reactor: &Reactor)
 pub fn close_of_an_armed_timer_gives_only_on_closed(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, 0, 0);
-    assert_eq!(lp.close(t), AA_OK);
-    assert_eq!(lp.log(), vec![], "close called back synchronously");
+    ensure_eq!("R-EV-2", lp.close(t), AA_OK);
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![],
+        "close called back synchronously"
+    );
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
     lp.run_once(5 * MS as i64);
-    assert_eq!(lp.log(), vec![Rec::Closed("t")]);
-    assert!(lp.close(t) < 0, "a second close was accepted");
+    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("t")]);
+    ensure!("R-EV-2", lp.close(t) < 0, "a second close was accepted");
     lp.finish();
 }
 
@@ -266,6 +297,11 @@ pub fn many_timers_fire_in_deadline_order(reactor: &Reactor) {
     armed.sort();
     let expected: Vec<&str> = armed.iter().map(|(_, _, tag)| *tag).collect();
     let fired: Vec<&str> = lp.log().iter().map(Rec::tag).collect();
-    assert_eq!(fired, expected, "not in (deadline, arming) order");
+    ensure_eq!(
+        "R-TIMER-1",
+        fired,
+        expected,
+        "not in (deadline, arming) order"
+    );
     lp.finish();
 }

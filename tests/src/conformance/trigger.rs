@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::fds;
@@ -67,16 +68,21 @@ fn fire_wakes_a_blocking_run_once(reactor: &Reactor, case: &str, far_timer: bool
     let mut runs = 0;
     while lp.log().is_empty() {
         runs += 1;
-        assert!(runs <= 3, "run_once(-1) kept returning without the trigger");
+        ensure!(
+            "R-TRIG-1",
+            runs <= 3,
+            "run_once(-1) kept returning without the trigger"
+        );
         lp.run_once(-1);
     }
-    assert_eq!(thread.join().expect("firing thread"), AA_OK);
-    assert!(
+    ensure_eq!("R-TRIG-1", thread.join().expect("firing thread"), AA_OK);
+    ensure!(
+        "R-TRIG-1",
         start.elapsed() < Duration::from_secs(8),
         "the fire took {:?} to end the wait",
         start.elapsed()
     );
-    assert_eq!(lp.log(), vec![Rec::Trigger("t", 0)]);
+    ensure_eq!("R-TRIG-1", lp.log(), vec![Rec::Trigger("t", 0)]);
     if let Some(far) = far {
         lp.dispose(far);
     }
@@ -97,16 +103,21 @@ pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) 
     let t = lp.trigger("t", 0);
     let fire = lp.fire_handle(t);
     let thread = std::thread::spawn(move || (0..100).all(|_| fire.fire() == AA_OK));
-    assert!(thread.join().expect("firing thread"));
+    ensure!("R-TRIG-2", thread.join().expect("firing thread"));
     for _ in 0..3 {
-        assert_eq!(lp.fire(t), AA_OK);
+        ensure_eq!("R-TRIG-2", lp.fire(t), AA_OK);
     }
-    assert_eq!(lp.log(), vec![], "trigger_fire called back synchronously");
+    ensure_eq!(
+        "R-TRIG-2",
+        lp.log(),
+        vec![],
+        "trigger_fire called back synchronously"
+    );
     lp.run_until_tag("t");
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(triggers_of(&lp.log(), "t"), 1);
-    assert_eq!(lp.fire(t), AA_OK);
+    ensure_eq!("R-TRIG-2", triggers_of(&lp.log(), "t"), 1);
+    ensure_eq!("R-TRIG-2", lp.fire(t), AA_OK);
     lp.run_until("a second callback", |log| triggers_of(log, "t") == 2);
     lp.finish();
 }
@@ -127,23 +138,28 @@ pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Rea
     lp.on(t, move |lp, _| {
         if left > 0 {
             left -= 1;
-            assert_eq!(lp.fire(t), AA_OK);
+            ensure_eq!("R-EV-4", lp.fire(t), AA_OK);
         }
     });
-    assert_eq!(lp.fire(t), AA_OK);
+    ensure_eq!("R-EV-4", lp.fire(t), AA_OK);
     let mut per_iteration = Vec::new();
     while triggers_of(&lp.log(), "t") < 3 {
         let before = triggers_of(&lp.log(), "t");
         lp.run_once(100_000_000);
         per_iteration.push(triggers_of(&lp.log(), "t") - before);
-        assert!(
+        ensure!(
+            "R-EV-4",
             per_iteration.len() < 50,
             "trigger stalled: {per_iteration:?}"
         );
     }
-    assert!(per_iteration.iter().all(|n| *n <= 1), "{per_iteration:?}");
+    ensure!(
+        "R-EV-4",
+        per_iteration.iter().all(|n| *n <= 1),
+        "{per_iteration:?}"
+    );
     lp.run_once(0);
-    assert_eq!(triggers_of(&lp.log(), "t"), 3);
+    ensure_eq!("R-EV-4", triggers_of(&lp.log(), "t"), 3);
     lp.finish();
 }
 
@@ -158,14 +174,14 @@ pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let hidden = lp.trigger("hidden", AA_EVF_HIDDEN);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     let visible = lp.trigger("visible", 0);
-    assert_eq!(lp.alive(), 1);
-    assert_eq!(lp.fire(hidden), AA_OK);
+    ensure_eq!("R-LOOP-7", lp.alive(), 1);
+    ensure_eq!("R-LOOP-7", lp.fire(hidden), AA_OK);
     lp.run_until_tag("hidden");
-    assert_eq!(lp.alive(), 1);
+    ensure_eq!("R-LOOP-7", lp.alive(), 1);
     lp.dispose(visible);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-LOOP-7", lp.alive(), 0);
     lp.finish();
 }
 
@@ -194,14 +210,15 @@ fn wake_ends_a_blocking_run_once(reactor: &Reactor, far_timer: bool) {
         until_blocked(tid);
         wake.wake()
     });
-    assert_eq!(lp.run_once(-1), 0);
-    assert_eq!(thread.join().expect("waking thread"), AA_OK);
-    assert!(
+    ensure_eq!("R-LOOP-8", lp.run_once(-1), 0);
+    ensure_eq!("R-LOOP-8", thread.join().expect("waking thread"), AA_OK);
+    ensure!(
+        "R-LOOP-8",
         start.elapsed() < Duration::from_secs(8),
         "the wake took {:?} to end the wait",
         start.elapsed()
     );
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-LOOP-8", lp.log(), vec![]);
     if let Some(far) = far {
         lp.dispose(far);
     }
@@ -220,13 +237,18 @@ pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let t = lp.trigger("t", 0);
-    assert_eq!(lp.cancel(t, REASON), AA_OK);
-    assert_eq!(lp.alive(), 1, "the cancellation callback is still to come");
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "the cancellation callback is still to come"
+    );
     lp.fire(t);
     lp.run_until_tag("t");
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Trigger("t", REASON)]);
-    assert_eq!(lp.alive(), 0);
+    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Trigger("t", REASON)]);
+    ensure_eq!("R-EV-1", lp.alive(), 0);
     lp.finish();
 }
 
@@ -242,13 +264,13 @@ pub fn close_of_a_trigger_gives_on_closed_and_no_more_callbacks(reactor: &Reacto
     }
     let lp = Loop::new(reactor);
     let t = lp.trigger("t", 0);
-    assert_eq!(lp.close(t), AA_OK);
+    ensure_eq!("R-EV-2", lp.close(t), AA_OK);
     lp.fire(t);
-    assert_eq!(lp.log(), vec![]);
+    ensure_eq!("R-EV-2", lp.log(), vec![]);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
     lp.fire(t);
     lp.run_once(0);
     lp.run_once(0);
-    assert_eq!(lp.log(), vec![Rec::Closed("t")]);
+    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("t")]);
     lp.finish();
 }
