@@ -415,13 +415,16 @@ mod tests {
         }
     }
 
+    /// One call the fake poller received: the set and the timeout.
+    type Call = (Vec<(RawFd, u32)>, Option<Duration>);
+
     /// What the fake poller shares with the test: each descriptor's level,
     /// the waker's flag, and every call it received.
     #[derive(Debug, Default)]
     struct World {
         levels: RefCell<HashMap<RawFd, u32>>,
         woken: Cell<bool>,
-        calls: RefCell<Vec<(Vec<(RawFd, u32)>, Option<Duration>)>>,
+        calls: RefCell<Vec<Call>>,
     }
 
     impl World {
@@ -430,7 +433,7 @@ mod tests {
         }
 
         /// The set of the last call, and its timeout.
-        fn last(&self) -> (Vec<(RawFd, u32)>, Option<Duration>) {
+        fn last(&self) -> Call {
             self.calls.borrow().last().cloned().expect("a call")
         }
     }
