@@ -113,8 +113,10 @@ const INOTIFY: u64 = u64::MAX - 2;
 ///   next time that direction becomes ready, with no
 ///   [`Backend::modify`] in between. A poll's readiness is consumed by the
 ///   host, in its own system calls, which the driver never sees: the host
-///   keeps readability armed across its `EAGAIN`s (`async-std-api`'s
-///   `core/readiness.rs`, RD2 and RD3) and counts on the same edge.
+///   keeps readability armed across its `EAGAIN`s and counts on the same
+///   edge; it sets the interest again (a `modify`) only when writability
+///   starts or stops being waited for (`async-std-api`'s
+///   `core/readiness.rs`, RD2 and RD3).
 /// - **After a partial drain** (the requests that were queued completed,
 ///   data is left, nothing returned `EAGAIN`) the driver needs no report:
 ///   its next request on the descriptor is tried on submission. A report of
@@ -130,9 +132,10 @@ const INOTIFY: u64 = u64::MAX - 2;
 ///   interest set (`poll_new`, `poll_set_interest`: "re-evaluates the
 ///   current readiness", R-POLL-2), and on a pidfd reported while its child
 ///   still runs (watch.rs, W2); never otherwise.
-/// - **The waker** is the backend's own registration: its wake-ups are
-///   reported under [`BACKEND_TOKEN`], once per wait however many there
-///   were (the backend resets it), and never again for the same call.
+/// - **The waker** is the backend's own registration: the wake-ups since
+///   the last wait are reported under [`BACKEND_TOKEN`] as one entry, and
+///   the backend resets the waker then (`reactor-example` reads its
+///   eventfd), so the next wait blocks again.
 pub trait Backend: Debug + Sized + 'static {
     /// The plugin's name, `reactor-<name>`; options are `<name>.<key>`
     /// (this driver reads none).
