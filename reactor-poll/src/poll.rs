@@ -139,3 +139,50 @@ impl LevelBackend for Poll {
         Ok(woken)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+
+    const R: u32 = AA_POLL_READABLE;
+    const W: u32 = AA_POLL_WRITABLE;
+
+    fn levels(poll: &mut Poll, watch: &[(RawFd, u32)]) -> (Vec<u32>, bool) {
+        let mut levels = vec![0; watch.len()];
+        let woken = poll
+            .poll(watch, Some(Duration::ZERO), &mut levels)
+            .expect("poll(2)");
+        (levels, woken)
+    }
+
+    #[test]
+    fn levels_are_what_is_ready_now_and_a_hang_up_reads() {
+        let (mut poll, _waker) = Poll::new().unwrap();
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let fd = a.as_raw_fd();
+        assert_eq!(levels(&mut poll, &[(fd, R | W)]).0, [W]);
+        b.write_all(b"x").unwrap();
+        assert_eq!(levels(&mut poll, &[(fd, R | W)]).0, [R | W]);
+        // Still there: a level, not an edge.
+        assert_eq!(levels(&mut poll, &[(fd, R)]).0, [R]);
+        drop(b);
+        let (hung_up, _) = levels(&mut poll, &[(fd, R)]);
+        assert_eq!(hung_up[0] & (AA_POLL_HUP | R), AA_POLL_HUP | R);
+        // Interest 0 leaves it out, hang-up included.
+        assert_eq!(levels(&mut poll, &[(fd, 0)]).0, [0]);
+    }
+
+    #[test]
+    fn the_waker_ends_a_wait_once() {
+        let (mut poll, waker) = Poll::new().unwrap();
+        waker.wake().unwrap();
+        waker.wake().unwrap();
+        let mut none: [u32; 0] = [];
+        // No timeout: only the pending wake-up can end this wait.
+        assert!(poll.poll(&[], None, &mut none).unwrap());
+        assert!(!levels(&mut poll, &[]).1, "the counter was reset");
+    }
+}
