@@ -947,9 +947,13 @@ unsafe extern "C" fn dispose<R: Reactor>(ev: *mut AaEvent) {
 /// // A backend of the readiness driver (`reactor_sdk::readiness::Backend`),
 /// // exported as `Readiness<Epoll>`:
 /// reactor_sdk::export_reactor!(backend crate::Epoll);
+/// // A level-triggered poller (`reactor_sdk::readiness::LevelBackend`),
+/// // exported as `Readiness<LevelTriggered<Poll>>`:
+/// reactor_sdk::export_reactor!(level crate::Poll);
 /// // Without the entry symbol:
 /// reactor_sdk::export_reactor!(linked crate::reactor::Reactor);
 /// reactor_sdk::export_reactor!(linked backend crate::Epoll);
+/// reactor_sdk::export_reactor!(linked level crate::Poll);
 /// ```
 #[macro_export]
 macro_rules! export_reactor {
@@ -965,6 +969,21 @@ macro_rules! export_reactor {
             }
         }
         $crate::export_reactor!(@statics $crate::readiness::Readiness<$backend>);
+    };
+    (level $backend:ty) => {
+        $crate::export_reactor!(linked level $backend);
+        $crate::export_reactor!(@entry);
+    };
+    (linked level $backend:ty) => {
+        impl $crate::readiness::LevelExported for $backend {
+            #[inline]
+            fn vtable() -> &'static $crate::__abi::AaReactorVTable {
+                &AA_REACTOR_VTABLE
+            }
+        }
+        $crate::export_reactor!(
+            @statics $crate::readiness::Readiness<$crate::readiness::LevelTriggered<$backend>>
+        );
     };
     (linked $reactor:ty) => {
         impl $crate::ffi::Exported for $reactor {

@@ -4,7 +4,9 @@
 //!
 //! - [`readiness`]: [`readiness::Readiness`], a whole readiness reactor
 //!   over a small [`readiness::Backend`] (the OS poller and a waker): a
-//!   reactor on epoll, kqueue or poll(2) is just its backend;
+//!   reactor on epoll or kqueue is just its backend, one on poll(2) or
+//!   `select` a [`readiness::LevelBackend`] under
+//!   [`readiness::LevelTriggered`];
 //! - [`event`]: [`event::Ev`], one generic event type (header, liveness,
 //!   your kind state and trigger half) with the [`Event`] and
 //!   [`timer::Timed`] impls written once;
@@ -39,7 +41,8 @@
 //! reader, the signal table and `getaddrinfo`), which stays in the ABI
 //! crate for every plugin, schedulers included. See `README.md` for what a
 //! reactor author implements, in order, and `reactor-example/` for a whole
-//! reactor on it (an epoll backend of [`readiness`]).
+//! reactor on it (an epoll backend of [`readiness`]), `reactor-poll/` for
+//! one on poll(2).
 //!
 //! ```
 //! // A reactor type gets its plugin glue from one macro call:

@@ -150,7 +150,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         let dir = target_dir()?.join("debug");
         for p in &reactors {
             // `reactor-mio-cdylib` builds `libreactor_mio.so` (its lib name
-            // is the plugin crate's); `reactor-example` is its own cdylib.
+            // is the plugin crate's); `reactor-example` and `reactor-poll` are
+            // their own cdylibs.
             let stem = p.trim_end_matches("-cdylib").replace('-', "_");
             libraries.push(dir.join(format!("lib{stem}.so")));
         }

@@ -20,7 +20,9 @@
 //!    cannot run are left out by name, each with its reason
 //!    ([`C_REACTOR_SKIPS`]), and counted as skipped. The Rust example
 //!    reactor (`reactor-example/`, on the kit `reactor-sdk`) runs the suite
-//!    the same way ([`EXAMPLE_REACTOR_SKIPS`]);
+//!    the same way ([`EXAMPLE_REACTOR_SKIPS`]), and so does the poll(2)
+//!    one (`reactor-poll/`, a level-triggered poller under the kit's
+//!    `LevelTriggered` adapter: [`POLL_REACTOR_SKIPS`]);
 //! 5. run it under the chaos scheduler, one cell per seed of
 //!    [`chaos::MATRIX_SEEDS`](crate::chaos::MATRIX_SEEDS): the suite without
 //!    the reactor conformance kit and the io_uring proof (they do not
@@ -76,6 +78,12 @@ pub(crate) const C_REACTOR_SKIPS: &[Skip] = &[];
 /// every test that needs them; a row goes here, with its reason, if a
 /// capability it lacks ever stops a test.
 pub(crate) const EXAMPLE_REACTOR_SKIPS: &[Skip] = &[];
+
+/// What the poll(2) example reactor's cell (`reactor-poll/`, the kit's
+/// readiness driver over `LevelTriggered<Poll>`) leaves out: nothing. It
+/// has the capabilities of `reactor-example`; a row goes here, with its
+/// reason, if level-triggered readiness ever stops a test.
+pub(crate) const POLL_REACTOR_SKIPS: &[Skip] = &[];
 
 #[derive(Default)]
 pub(crate) struct Counts {
@@ -323,6 +331,21 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
             ],
             chaos: false,
             skips: EXAMPLE_REACTOR_SKIPS,
+        });
+    }
+    if sched && has("reactor-poll") {
+        let poll = c_reactor.with_file_name("libreactor_poll.so");
+        cells.push(Cell {
+            label: "scheduler .so (context engine) + Rust poll(2) reactor .so (reactor-sdk, level-triggered)"
+                .into(),
+            package: "tests",
+            env: vec![
+                ("ASYNC_SCHEDULER", "context".into()),
+                ("ASYNC_REACTOR", poll.display().to_string()),
+                files.clone(),
+            ],
+            chaos: false,
+            skips: POLL_REACTOR_SKIPS,
         });
     }
     if sched && mio {

@@ -15,7 +15,8 @@
 //!   so do writes.
 //! - **D3** A new request is tried first from the next iteration's `fresh`
 //!   list, in submission order across descriptors; after `EAGAIN` it waits
-//!   for its direction's next edge.
+//!   for its direction's next edge, and the backend is told
+//!   (`Backend::drained`).
 //! - **D4** A request's host buffer and address are used only while it is
 //!   pending (AA-R5): once it completed, was withdrawn or disposed, nothing
 //!   touches them.
@@ -417,6 +418,15 @@ impl<B: Backend> Readiness<B> {
                 _ => Attempt::Done(0),
             };
             let Attempt::Done(result) = outcome else {
+                // `EAGAIN`: this direction waits for its next edge, and a
+                // level-triggered backend may report it again (mod.rs,
+                // the edge contract).
+                let dir = if queue_reads {
+                    AA_POLL_READABLE
+                } else {
+                    AA_POLL_WRITABLE
+                };
+                self.backend.borrow().drained(fd, dir);
                 break;
             };
             self.finish_request(&ev, fd, queue_reads);

@@ -2,7 +2,11 @@
 //! inline completion and file requests, over a small [`Backend`] (the OS
 //! poller: register, modify and deregister a descriptor under a token, wait,
 //! and a cross-thread waker). A reactor author writes only the backend and
-//! exports it with `crate::export_reactor!(backend MyBackend)`.
+//! exports it with `crate::export_reactor!(backend MyBackend)`. The backend
+//! is edge-triggered ([`Backend`], "The edge contract"); a level-triggered
+//! poller (poll(2), `select`) is a [`LevelBackend`], which
+//! [`LevelTriggered`] makes a [`Backend`] (level.rs, L1-L5), exported with
+//! `crate::export_reactor!(level MyPoller)`.
 //!
 //! Timers run on the kit's heap, triggers on [`crate::event::Fire`], signals
 //! on the kit's halves (the handler writes a socket the backend watches),
@@ -57,9 +61,11 @@ use watch::pidfd_of;
 #[allow(unsafe_code)] // the trait implementation's raw pointers (F1-F5)
 mod ffi;
 mod fds;
+mod level;
 mod watch;
 
 pub use ffi::Exported;
+pub use level::{LevelBackend, LevelExported, LevelTriggered, RECHECK};
 
 /// A token the driver never uses: for the backend's own registration (its
 /// waker), whose wake-ups [`Backend::wait`] reports under it.
@@ -73,12 +79,63 @@ const INOTIFY: u64 = u64::MAX - 2;
 /// An OS readiness poller: what a reactor author writes (epoll, kqueue,
 /// poll(2)...). Every method is called on the loop thread.
 ///
-/// The driver registers a descriptor for `AA_POLL_READABLE |
-/// AA_POLL_WRITABLE` (its own descriptors for `AA_POLL_READABLE`) under a
-/// `u64` token. Readiness is **edge-triggered**: [`Backend::wait`] reports
-/// a token when its readiness changed since the last report, and
-/// [`Backend::modify`] makes the next wait report the current readiness
-/// again (epoll's `EPOLL_CTL_MOD` with `EPOLLET`).
+/// Readiness is **edge-triggered**. A level-triggered poller (poll(2),
+/// `select`) implements the smaller [`LevelBackend`] instead and is
+/// wrapped in [`LevelTriggered`], which keeps this contract for it.
+///
+/// # The edge contract
+///
+/// What the driver does, so what it needs from the backend:
+///
+/// - **Registrations.** A descriptor gets one registration, under the
+///   token of its number and for `AA_POLL_READABLE | AA_POLL_WRITABLE`,
+///   while a request waits on it or a poll watches it, whatever the
+///   requests' directions or the polls' interest; [`Backend::deregister`]
+///   when the last one leaves and before an `AA_IO_CLOSE` closes it (fds.rs,
+///   D1). The driver's own descriptors are registered for
+///   `AA_POLL_READABLE`: the signal socket (from the first `signal_new`),
+///   the inotify descriptor (from the first `fs_watch_new`) and each
+///   process watch's pidfd, under tokens of their own.
+/// - **What a report does.** `(token, bits)` with `AA_POLL_READABLE` or
+///   `AA_POLL_ERROR` tries the descriptor's waiting reads, accepts and
+///   `recvfrom`s, front first, at most as many as were queued when the
+///   report arrived, stopping at the first that would block; `WRITABLE`
+///   or `ERROR` does the same for writes, connects and `sendto`s. Then
+///   every armed poll of the descriptor is called back with `bits &
+///   (interest | ERROR | HUP)`, if that is not 0. The signal socket and the
+///   inotify descriptor are read until `EAGAIN`; a pidfd's child is reaped.
+/// - **A new request needs no edge**: it is tried once, in the next
+///   `run_once`, before any wait on it (fds.rs, D3).
+/// - **After `EAGAIN` the driver never re-arms.** A request that would
+///   block, the signal socket and the inotify descriptor read dry: the
+///   driver calls [`Backend::drained`] (a no-op for an edge-triggered
+///   poller) and waits for the next report. So the backend must report the
+///   next time that direction becomes ready, with no
+///   [`Backend::modify`] in between. A poll's readiness is consumed by the
+///   host, in its own system calls, which the driver never sees: the host
+///   keeps readability armed across its `EAGAIN`s and counts on the same
+///   edge; it sets the interest again (a `modify`) only when writability
+///   starts or stops being waited for (`async-std-api`'s
+///   `core/readiness.rs`, RD2 and RD3).
+/// - **After a partial drain** (the requests that were queued completed,
+///   data is left, nothing returned `EAGAIN`) the driver needs no report:
+///   its next request on the descriptor is tried on submission. A report of
+///   readiness that is still there is harmless to requests (a try that
+///   would block waits again), but a poll must not be called back again
+///   for readiness nobody consumed (R-POLL-3 in `docs/abi/poll.md`), so a
+///   backend reports a direction again only once it became ready anew:
+///   epoll's `EPOLLET`, which also reports every new arrival on a socket
+///   that was not drained.
+/// - **[`Backend::modify`] re-arms**: the next wait reports the
+///   registration's current readiness, even if unchanged. The driver calls
+///   it with the same token and interest when a poll is made or its
+///   interest set (`poll_new`, `poll_set_interest`: "re-evaluates the
+///   current readiness", R-POLL-2), and on a pidfd reported while its child
+///   still runs (watch.rs, W2); never otherwise.
+/// - **The waker** is the backend's own registration: the wake-ups since
+///   the last wait are reported under [`BACKEND_TOKEN`] as one entry, and
+///   the backend resets the waker then (`reactor-example` reads its
+///   eventfd), so the next wait blocks again.
 pub trait Backend: Debug + Sized + 'static {
     /// The plugin's name, `reactor-<name>`; options are `<name>.<key>`
     /// (this driver reads none).
@@ -112,6 +169,14 @@ pub trait Backend: Debug + Sized + 'static {
     /// `AA_POLL_HUP | AA_POLL_READABLE`, an error `AA_POLL_ERROR |
     /// AA_POLL_WRITABLE`. An `Interrupted` error counts as an empty wait.
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<(u64, u32)>) -> io::Result<()>;
+    /// The driver consumed `fd`'s readiness in the directions of `bits`
+    /// (`AA_POLL_READABLE`, `AA_POLL_WRITABLE`) until a system call
+    /// returned `EAGAIN`: the next time that direction is ready is an edge
+    /// to report. Nothing to do for an edge-triggered poller (the default);
+    /// [`LevelTriggered`] unmasks the direction.
+    fn drained(&self, fd: RawFd, bits: u32) {
+        let _ = (fd, bits);
+    }
 }
 
 /// The events of `Readiness<B>`.
@@ -570,6 +635,10 @@ impl<B: Backend> Readiness<B> {
         if let Some(signals) = self.signals.borrow().as_ref() {
             let mut buf = [0u8; 64];
             while matches!((&signals.rx).read(&mut buf), Ok(n) if n > 0) {}
+            // Read dry: a level-triggered backend may report it again.
+            self.backend
+                .borrow()
+                .drained(signals.rx.as_raw_fd(), AA_POLL_READABLE);
         }
     }
 

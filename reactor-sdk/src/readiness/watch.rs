@@ -158,10 +158,16 @@ impl<B: Backend> Readiness<B> {
     /// each watch back (FW2, FW3) with no borrow held.
     pub(super) fn inotify_ready(&self) -> i32 {
         let mut changes = Vec::new();
-        match self.inotify.borrow().as_ref() {
-            Some(inotify) => inotify.read_ready(&mut changes),
+        let fd = match self.inotify.borrow().as_ref() {
+            Some(inotify) => {
+                inotify.read_ready(&mut changes);
+                inotify.fd().as_raw_fd()
+            }
             None => return 0,
-        }
+        };
+        // Read until `EAGAIN`: the next record is an edge (a level-triggered
+        // backend masked the descriptor until now).
+        self.backend.borrow().drained(fd, AA_POLL_READABLE);
         let route = |c: &Change| self.inotify.borrow_mut().as_mut().map(|i| i.route(c));
         let mark = |ev: &Rc<Event<B>>, ends: bool| {
             let active = match &mut ev.state.borrow_mut().0 {

@@ -147,6 +147,7 @@ impl Frame {
             "reactor_mio::",
             "reactor_uring::",
             "reactor_example::",
+            "reactor_poll::",
             "mio::",
             "io_uring::",
             "context::",
