@@ -81,6 +81,8 @@ fn bits(revents: i16) -> u32 {
 impl LevelBackend for Poll {
     const NAME: &'static std::ffi::CStr = c"reactor-poll";
     const VENDOR: &'static std::ffi::CStr = c"async workspace";
+    // The readiness driver runs every 1.1 request this reactor claims.
+    const ABI_MINOR: u16 = 1;
     type Waker = EventFd;
 
     fn new() -> io::Result<(Poll, EventFd)> {

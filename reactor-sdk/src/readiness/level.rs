@@ -78,6 +78,9 @@ pub trait LevelBackend: Debug + Sized + 'static {
     const NAME: &'static CStr;
     /// The plugin's vendor string.
     const VENDOR: &'static CStr;
+    /// The ABI minor the plugin implements, stated by its author (see
+    /// [`Backend::ABI_MINOR`]); never `AA_ABI_MINOR`.
+    const ABI_MINOR: u16;
     /// The poller's cross-thread waker.
     type Waker: Wake;
 
@@ -309,6 +312,7 @@ fn os_error(code: i32) -> io::Error {
 impl<L: LevelBackend> Backend for LevelTriggered<L> {
     const NAME: &'static CStr = L::NAME;
     const VENDOR: &'static CStr = L::VENDOR;
+    const ABI_MINOR: u16 = L::ABI_MINOR;
     type Waker = L::Waker;
 
     fn new() -> io::Result<(Self, Self::Waker)> {
@@ -447,6 +451,7 @@ mod tests {
     impl LevelBackend for Fake {
         const NAME: &'static CStr = c"reactor-fake";
         const VENDOR: &'static CStr = c"test";
+        const ABI_MINOR: u16 = 1;
         type Waker = NoWake;
 
         fn new() -> io::Result<(Fake, NoWake)> {
