@@ -166,8 +166,10 @@ const NOTES: &[(&str, &str)] = &[
          3,000- and a 12,000-request run (the median of three pairs), so setup and the kernel's \
          work are left out. The first two rows are the same reactor statically linked and loaded \
          as a plugin: their ratio is what dynamic loading costs. On the mio reactor a stream read \
-         waits on the socket's readiness and reads in the host (D-43); the io_uring reactor takes \
-         every read and write as a ring operation, request record and event included. may, \
+         waits on the socket's readiness and reads in the host (D-43); so does the io_uring reactor \
+         by default (`uring.inline_streams`: a stream read or write is tried at once, and waits \
+         in the ring only on EAGAIN; with the option off it was 4,785, every read and write a ring \
+         operation with its request record and event). may, \
          measured by hand earlier at 735 in another harness, has no row: its worker's idle time \
          adds instructions by the second, not by the request (three pairs here gave 206, 385 and \
          514), so this method cannot count it.",
