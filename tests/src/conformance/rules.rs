@@ -711,19 +711,79 @@ pub fn violated(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Disp
         ),
         _ => String::new(),
     };
+    // The first line is the summary the kit prints per failed case (`failed:
+    // ...`): the rule, where it is, the input, what it requires, what the
+    // reactor did. The rule's text and the hint follow on their own lines,
+    // for the details under `FAIL` (the case's stderr).
+    let text = if text.is_empty() {
+        String::new()
+    } else {
+        format!("\n  Rule: {text}")
+    };
+    let hint = if hint.is_empty() {
+        hint
+    } else {
+        format!("\n {hint}")
+    };
     panic!(
-        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.{hint} \
-         Rule: {text}"
+        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.\
+         {text}{hint}"
     );
 }
 
-/// `AA_E_INVALID (-10002)`, `-EBADF (-9)`, `AA_OK (0)`.
+/// The first words of every message of [`could_not_set_up`]: the kit's
+/// summary and its readers tell a setup failure from a rule failure by
+/// them.
+pub const SETUP_FAILED: &str = "could not set up the case";
+
+/// Fails the running case because the kit could not prepare it (a system
+/// call the case makes for itself, such as `mmap` or `socketpair`, failed):
+/// no rule was judged and the reactor is not blamed. Tiers call it through
+/// [`setup_failed!`](crate::setup_failed), the only form of panic `cargo
+/// xtask check-abi-rules` allows in a tier.
+#[track_caller]
+pub fn could_not_set_up(what: &str) -> ! {
+    panic!("{SETUP_FAILED} (the kit's own setup, not the reactor; no rule was checked): {what}")
+}
+
+/// `AA_E_INVALID (-10002)`, `-EBADF (-9)`, `AA_OK (0)`; a number with no
+/// name (a count, `-4242`) as itself.
 pub fn status(s: AaStatus) -> String {
-    match status_name(s) {
+    match label(i64::from(s)) {
         Some(name) => format!("{name} ({s})"),
-        None if s < 0 => format!("-{} ({s})", errno_name(-s)),
         None => s.to_string(),
     }
+}
+
+/// A request's result: `-ECANCELED (-125)` for a negative errno the kit
+/// knows (or a status), else the number (a byte count).
+pub fn result(r: i64) -> String {
+    match label(r) {
+        Some(name) if r < 0 => format!("{name} ({r})"),
+        _ => r.to_string(),
+    }
+}
+
+/// The name of a status or a negated errno (`AA_OK`, `AA_E_INVALID`,
+/// `-EBADF`), if the kit knows one.
+pub fn label(v: i64) -> Option<String> {
+    let s = i32::try_from(v).ok()?;
+    if let Some(name) = status_name(s) {
+        return Some(name.to_owned());
+    }
+    if s < 0 && s > i32::MIN {
+        let e = errno_name(-s);
+        if e.starts_with(|c: char| c.is_ascii_uppercase()) {
+            return Some(format!("-{e}"));
+        }
+    }
+    None
+}
+
+/// `label` or the number, without the number in parentheses: for
+/// statuses inside a record (`Io("r", -ECANCELED)`).
+pub fn short(v: i64) -> String {
+    label(v).unwrap_or_else(|| v.to_string())
 }
 
 /// `EBADF` for 9 (the errno values the kit meets), else the number.
@@ -744,6 +804,13 @@ pub fn errno_name(e: i32) -> String {
         libc::EISDIR => "EISDIR",
         libc::ENOTSOCK => "ENOTSOCK",
         libc::EMSGSIZE => "EMSGSIZE",
+        libc::EPERM => "EPERM",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
         _ => return e.to_string(),
     };
     name.to_owned()
@@ -780,6 +847,57 @@ pub fn opcode_name(op: u32) -> String {
         other => return format!("opcode {other} ({other:#x}, unknown)"),
     };
     name.to_owned()
+}
+
+/// How [`ensure_eq!`](crate::ensure_eq) prints a value: statuses
+/// (`i32`) and request results (`i64`) by name (`AA_E_INVALID (-10002)`,
+/// `-ECANCELED (-125)`), anything else by `Debug`. (Autoref
+/// specialisation: [`ShowStatus`] applies to `Shown<i32>` and
+/// `Shown<i64>`, [`ShowDebug`] to every other `&Shown<T>`.)
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Shown<'a, T: ?Sized>(pub &'a T);
+
+/// See [`Shown`].
+#[doc(hidden)]
+pub trait ShowStatus {
+    /// The value in words.
+    fn shown(&self) -> String;
+}
+
+impl ShowStatus for Shown<'_, i32> {
+    fn shown(&self) -> String {
+        status(*self.0)
+    }
+}
+
+impl ShowStatus for Shown<'_, i64> {
+    fn shown(&self) -> String {
+        result(*self.0)
+    }
+}
+
+/// See [`Shown`].
+#[doc(hidden)]
+pub trait ShowDebug {
+    /// The value in words.
+    fn shown(&self) -> String;
+}
+
+impl<T: std::fmt::Debug + ?Sized> ShowDebug for &Shown<'_, T> {
+    fn shown(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+/// Fails the case with a harness-style "could not set up the case"
+/// message ([`could_not_set_up`]): for the kit's own system calls, never
+/// for what the reactor did.
+#[macro_export]
+macro_rules! setup_failed {
+    ($($fmt:tt)+) => {
+        $crate::conformance::rules::could_not_set_up(&format!($($fmt)+))
+    };
 }
 
 /// Checks a condition of rule `$rule`; on failure reports the rule, its
@@ -829,11 +947,13 @@ macro_rules! ensure_eq {
         match (&$got, &$want) {
             (got, want) => {
                 if !(*got == *want) {
+                    #[allow(unused_imports)]
+                    use $crate::conformance::rules::{ShowDebug as _, ShowStatus as _, Shown};
                     $crate::conformance::rules::violated(
                         $rule,
                         &format!($($fmt)+),
-                        &format!("{want:?}"),
-                        &format!("{got:?}"),
+                        &(&Shown(want)).shown(),
+                        &(&Shown(got)).shown(),
                     )
                 }
             }
@@ -851,11 +971,13 @@ macro_rules! ensure_ne {
         match (&$got, &$unwanted) {
             (got, unwanted) => {
                 if *got == *unwanted {
+                    #[allow(unused_imports)]
+                    use $crate::conformance::rules::{ShowDebug as _, ShowStatus as _, Shown};
                     $crate::conformance::rules::violated(
                         $rule,
                         &format!($($fmt)+),
-                        &format!("anything but {unwanted:?}"),
-                        &format!("{got:?}"),
+                        &format!("anything but {}", (&Shown(unwanted)).shown()),
+                        &(&Shown(got)).shown(),
                     )
                 }
             }
