@@ -66,7 +66,7 @@ pub fn read_waits_for_data_then_completes_once(reactor: &Reactor) {
     ensure_eq!("R-IO-2", lp.alive(), 1);
     lp.run_once(0);
     ensure_eq!("R-IO-2", lp.log(), vec![]);
-    ensure_eq!("R-IO-2", fds::raw_write(a, b"abc"), 3);
+    fds::put(a, b"abc");
     lp.run_until_tag("r");
     lp.run_once(0);
     ensure_eq!("R-IO-2", lp.log(), vec![Rec::Io("r", 3)]);
@@ -83,7 +83,7 @@ pub fn request_without_inline_completes_from_run_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let (a, b) = pair(&lp);
-    ensure_eq!("R-IO-2", fds::raw_write(a, b"xyz"), 3);
+    fds::put(a, b"xyz");
     let mut buf = [0u8; 16];
     lp.read("r", b, &mut buf, 0).pending();
     lp.write("w", a, b"more", 0).pending();
@@ -169,7 +169,7 @@ pub fn accept_and_connect_over_loopback_fill_the_peer_address(reactor: &Reactor)
         peer.len as usize >= std::mem::size_of::<libc::sockaddr_in>()
     );
     // The accepted socket carries data.
-    ensure_eq!("R-IO-3", fds::raw_write(client, b"ping"), 4);
+    fds::put(client, b"ping");
     let mut buf = [0u8; 4];
     match lp.read("read", accepted, &mut buf, AA_IO_TRY_INLINE) {
         Submit::Done(n) => ensure_eq!("R-IO-3", n, 4),
@@ -241,7 +241,7 @@ pub fn end_of_stream_behind_a_short_read_is_still_delivered(reactor: &Reactor) {
     lp.track_fd(b);
     let mut first = [0u8; 64];
     lp.read("first", b, &mut first, AA_IO_TRY_INLINE).pending();
-    ensure_eq!("R-IO-4", fds::raw_write(a, b"hi"), 2);
+    fds::put(a, b"hi");
     fds::raw_close(a);
     lp.run_until_tag("first");
     ensure_eq!("R-IO-4", lp.take_log(), vec![Rec::Io("first", 2)]);
@@ -311,7 +311,7 @@ pub fn cancel_of_a_pending_read_completes_once_with_the_reason(reactor: &Reactor
         vec![],
         "cancel called back synchronously"
     );
-    ensure_eq!("R-EV-1", fds::raw_write(a, b"late"), 4);
+    fds::put(a, b"late");
     lp.run_until_tag("r");
     lp.run_once(0);
     lp.run_once(0);
@@ -362,7 +362,7 @@ pub fn dispose_of_a_pending_read_never_calls_back(reactor: &Reactor) {
     let r = lp.read("r", b, &mut buf, AA_IO_TRY_INLINE).pending();
     lp.dispose(r);
     ensure_eq!("R-EV-3", lp.alive(), 0);
-    ensure_eq!("R-EV-3", fds::raw_write(a, b"kept"), 4);
+    fds::put(a, b"kept");
     let mut again = [0u8; 8];
     lp.read("again", b, &mut again, 0).pending();
     lp.run_until_tag("again");
@@ -452,7 +452,7 @@ pub fn reader_and_writer_on_one_fd_complete_independently(reactor: &Reactor) {
     ensure_eq!("R-IO-9", lp.log(), vec![Rec::Io("write", 3)]);
     let mut peer = [0u8; 8];
     ensure_eq!("R-IO-9", fds::raw_read(b, &mut peer), 3);
-    ensure_eq!("R-IO-9", fds::raw_write(b, b"in!!"), 4);
+    fds::put(b, b"in!!");
     lp.run_until_tag("read");
     ensure_eq!(
         "R-IO-9",
@@ -477,11 +477,11 @@ pub fn pending_reads_on_one_fd_complete_in_fifo_order(reactor: &Reactor) {
     lp.read("second", b, &mut second, AA_IO_TRY_INLINE)
         .pending();
     lp.run_once(0);
-    ensure_eq!("R-IO-10", fds::raw_write(a, b"1"), 1);
+    fds::put(a, b"1");
     lp.run_until_tag("first");
     lp.run_once(0);
     ensure_eq!("R-IO-10", lp.log(), vec![Rec::Io("first", 1)]);
-    ensure_eq!("R-IO-10", fds::raw_write(a, b"2"), 1);
+    fds::put(a, b"2");
     lp.run_until_tag("second");
     ensure_eq!(
         "R-IO-10",
@@ -520,9 +520,9 @@ pub fn callback_may_submit_the_next_request_and_dispose_itself(reactor: &Reactor
         });
     }
     chain(&lp, b, bufs_ptr, tags, 0);
-    ensure_eq!("R-EV-4", fds::raw_write(a, b"ab"), 2);
+    fds::put(a, b"ab");
     lp.run_until("two reads", |log| log.len() == 2);
-    ensure_eq!("R-EV-4", fds::raw_write(a, b"c"), 1);
+    fds::put(a, b"c");
     lp.run_until("three reads", |log| log.len() == 3);
     ensure_eq!(
         "R-EV-4",
@@ -550,7 +550,7 @@ pub fn descriptor_reused_after_io_close_works(reactor: &Reactor) {
     let mut new = [0u8; 4];
     lp.read("new", d, &mut new, AA_IO_TRY_INLINE).pending();
     lp.run_once(0);
-    ensure_eq!("R-IO-7", fds::raw_write(c, b"new!"), 4);
+    fds::put(c, b"new!");
     lp.run_until_tag("new");
     ensure_eq!(
         "R-IO-7",
@@ -584,7 +584,7 @@ pub fn requests_on_different_descriptors_start_in_submission_order(reactor: &Rea
     for (round, (first, second)) in [(b2, b), (b, b2)].into_iter().enumerate() {
         let mut bufs = [[0u8; 1]; 2];
         let [x, y] = &mut bufs;
-        ensure_eq!("R-IO-11", fds::raw_write(a, b"12"), 2);
+        fds::put(a, b"12");
         let ex = lp.read("first", first, x, 0).pending();
         let ey = lp.read("second", second, y, 0).pending();
         lp.run_until("both reads", |log| log.len() == 2);
