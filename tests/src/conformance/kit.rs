@@ -229,7 +229,9 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let panic_message: &'static Mutex<Option<String>> = Box::leak(Box::new(Mutex::new(None)));
+    // The first panic's summary line and its whole message.
+    let panic_message: &'static Mutex<Option<(String, String)>> =
+        Box::leak(Box::new(Mutex::new(None)));
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
@@ -256,7 +258,7 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
         let mut slot = panic_message.lock().unwrap_or_else(|e| e.into_inner());
         // The first panic is the cause; a later one is its consequence.
         if slot.is_none() {
-            *slot = Some(line);
+            *slot = Some((line, msg));
         }
         drop(slot);
         default_hook(info);
@@ -267,12 +269,18 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
         (Ok(()), None) => ("pass".to_owned(), 0),
         (Ok(()), Some((bits, why))) => (format!("skip {bits:#x} {}", one_line(&why)), 0),
         (Err(_), _) => {
-            let msg = panic_message
+            let (line, full) = panic_message
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
-                .unwrap_or_else(|| "panicked".into());
-            (format!("fail {}", one_line(&msg)), 1)
+                .unwrap_or_else(|| ("panicked".into(), String::new()));
+            // Again, last, so the tail of stderr the kit prints under
+            // `FAIL` holds it (with the rule's text) even after a long
+            // backtrace.
+            if !full.is_empty() {
+                eprintln!("the failure in full:\n{full}");
+            }
+            (format!("fail {}", one_line(&line)), 1)
         }
     };
     println!("{RESULT} {line}");
