@@ -877,6 +877,15 @@ impl ShowStatus for Shown<'_, i64> {
     }
 }
 
+impl ShowStatus for Shown<'_, Option<i32>> {
+    fn shown(&self) -> String {
+        match self.0 {
+            Some(s) => format!("Some({})", status(*s)),
+            None => "None (AA_OK: it was created)".to_owned(),
+        }
+    }
+}
+
 /// See [`Shown`].
 #[doc(hidden)]
 pub trait ShowDebug {
