@@ -73,8 +73,20 @@ pub fn raised_signal_calls_the_watcher_once(reactor: &Reactor) {
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)], "signal_new(signal {sig}, flags 0), raise({sig}), run_once until a callback, run_once(0) twice: the callbacks (status, signal)");
-    ensure_eq!("R-SIG-1", lp.alive(), 1, "signal_new(signal {sig}, flags 0), raise({sig}), its callback ran: alive() (the watcher keeps watching)");
+    ensure_eq!(
+        "R-SIG-1",
+        lp.log(),
+        vec![Rec::Signal("s", 0, sig)],
+        "signal_new(signal {sig}, flags 0), raise({sig}), run_once until a callback, run_once(0) \
+         twice: the callbacks (status, signal)",
+    );
+    ensure_eq!(
+        "R-SIG-1",
+        lp.alive(),
+        1,
+        "signal_new(signal {sig}, flags 0), raise({sig}), its callback ran: alive() (the watcher \
+         keeps watching)",
+    );
     lp.finish();
 }
 
@@ -98,11 +110,23 @@ pub fn deliveries_before_run_once_coalesce_into_one_callback(reactor: &Reactor) 
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)], "signal_new(signal {sig}, flags 0), raise({sig}) three times, run_once until a callback, run_once(0) twice: the callbacks");
+    ensure_eq!(
+        "R-SIG-1",
+        lp.log(),
+        vec![Rec::Signal("s", 0, sig)],
+        "signal_new(signal {sig}, flags 0), raise({sig}) three times, run_once until a callback, \
+         run_once(0) twice: the callbacks",
+    );
     os::raise(sig);
     lp.run_until("a second callback", |log| signals_of(log, "s") == 2);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", signals_of(&lp.log(), "s"), 2, "signal_new(signal {sig}, flags 0), raise({sig}) three times, one callback, raise({sig}) again, run_once until a second callback, run_once(0): the callbacks with AA_OK");
+    ensure_eq!(
+        "R-SIG-1",
+        signals_of(&lp.log(), "s"),
+        2,
+        "signal_new(signal {sig}, flags 0), raise({sig}) three times, one callback, raise({sig}) \
+         again, run_once until a second callback, run_once(0): the callbacks with AA_OK",
+    );
     lp.finish();
 }
 
@@ -124,7 +148,13 @@ pub fn two_watchers_of_one_signal_are_both_called(reactor: &Reactor) {
     os::raise(sig);
     lp.run_until("both watchers", |log| log.len() >= 2);
     lp.run_once(0);
-    ensure_eq!("R-SIG-2", lp.log(), vec![Rec::Signal("a", 0, sig), Rec::Signal("b", 0, sig)], "signal_new(a, signal {sig}) and (b, signal {sig}), flags 0, raise({sig}), run_once until two callbacks, run_once(0): the callbacks");
+    ensure_eq!(
+        "R-SIG-2",
+        lp.log(),
+        vec![Rec::Signal("a", 0, sig), Rec::Signal("b", 0, sig)],
+        "signal_new(a, signal {sig}) and (b, signal {sig}), flags 0, raise({sig}), run_once \
+         until two callbacks, run_once(0): the callbacks",
+    );
     lp.finish();
 }
 
@@ -153,9 +183,21 @@ pub fn dispose_of_the_last_watcher_restores_the_previous_disposition(reactor: &R
         wants: "the reactor's own handler as the disposition while it watches",
         got: format!("the disposition {theirs:#x} (SIG_DFL is 0, SIG_IGN 1)"));
     lp.dispose(a);
-    ensure_eq!("R-SIG-3", os::disposition(sig), theirs, "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a): the disposition (the reactor's handler while b watches)");
+    ensure_eq!(
+        "R-SIG-3",
+        os::disposition(sig),
+        theirs,
+        "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a): the \
+         disposition (the reactor's handler while b watches)",
+    );
     lp.dispose(b);
-    ensure_eq!("R-SIG-3", os::disposition(sig), libc::SIG_IGN, "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a), dispose(b): the disposition (SIG_IGN is 1)");
+    ensure_eq!(
+        "R-SIG-3",
+        os::disposition(sig),
+        libc::SIG_IGN,
+        "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a), dispose(b): \
+         the disposition (SIG_IGN is 1)",
+    );
     lp.finish();
 }
 
@@ -180,21 +222,51 @@ pub fn cancel_of_a_signal_watcher_delivers_the_reason_once(reactor: &Reactor) {
         AA_OK,
         "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): its status"
     );
-    ensure_eq!("R-EV-1", lp.log(), vec![], "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): the callbacks before any run_once (cancel calls nothing itself)");
-    ensure_eq!("R-EV-1", lp.alive(), 1, "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): alive() (the reason's callback is still to come)");
-    ensure_eq!("R-EV-1", os::disposition(sig), libc::SIG_IGN, "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), cancel(the watcher, reason -4242): the disposition (the watch ended: SIG_IGN is back)");
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![],
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): the callbacks \
+         before any run_once (cancel calls nothing itself)",
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        1,
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): alive() (the \
+         reason's callback is still to come)",
+    );
+    ensure_eq!(
+        "R-EV-1",
+        os::disposition(sig),
+        libc::SIG_IGN,
+        "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), cancel(the watcher, reason \
+         -4242): the disposition (the watch ended: SIG_IGN is back)",
+    );
     os::raise(sig);
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Signal("s", REASON, sig)], "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242), raise({sig}), run_once until a callback, run_once(0) twice: the callbacks");
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::Signal("s", REASON, sig)],
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242), raise({sig}), \
+         run_once until a callback, run_once(0) twice: the callbacks",
+    );
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
         0,
         "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered: alive()"
     );
-    ensure_eq!("R-EV-1", lp.cancel(s, REASON), AA_E_INVALID, "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered, then a second cancel(reason -4242): its status");
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(s, REASON),
+        AA_E_INVALID,
+        "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered, then a \
+         second cancel(reason -4242): its status",
+    );
     lp.finish();
 }
 
@@ -217,11 +289,23 @@ pub fn close_of_a_signal_watcher_gives_only_on_closed(reactor: &Reactor) {
         AA_OK,
         "signal_new(signal {sig}, flags 0), close(the watcher, on_closed): its status"
     );
-    ensure_eq!("R-EV-2", os::disposition(sig), libc::SIG_IGN, "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), close(the watcher): the disposition (the watch ended: SIG_IGN is back)");
+    ensure_eq!(
+        "R-EV-2",
+        os::disposition(sig),
+        libc::SIG_IGN,
+        "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), close(the watcher): the \
+         disposition (the watch ended: SIG_IGN is back)",
+    );
     os::raise(sig);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("s")));
     lp.run_once(0);
-    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("s")], "signal_new(signal {sig}, flags 0), close(the watcher, on_closed), raise({sig}), run_once until on_closed, run_once(0): the callbacks");
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![Rec::Closed("s")],
+        "signal_new(signal {sig}, flags 0), close(the watcher, on_closed), raise({sig}), \
+         run_once until on_closed, run_once(0): the callbacks",
+    );
     lp.finish();
 }
 
@@ -253,10 +337,16 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
     );
     os::raise(sig);
     lp.run_until("both watchers", |log| log.len() >= 2);
-    ensure_eq!("R-LOOP-7", lp.log(), vec![
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.log(),
+        vec![
             Rec::Signal("hidden", 0, sig),
             Rec::Signal("visible", 0, sig)
-        ], "a hidden and a visible watcher of signal {sig}, raise({sig}), run_once until two callbacks: the callbacks");
+        ],
+        "a hidden and a visible watcher of signal {sig}, raise({sig}), run_once until two \
+         callbacks: the callbacks"
+    );
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
@@ -264,7 +354,13 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
         "a hidden and a visible watcher of signal {sig}, both called: alive()"
     );
     lp.dispose(visible);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "a hidden and a visible watcher of signal {sig}, both called, dispose(the visible one): alive()");
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        0,
+        "a hidden and a visible watcher of signal {sig}, both called, dispose(the visible one): \
+         alive()",
+    );
     lp.finish();
 }
 
@@ -341,7 +437,19 @@ pub fn every_loop_watching_a_signal_is_told(reactor: &Reactor) {
             .join()
             .unwrap_or_else(|_| setup_failed!("the other loop's thread panicked"))
     });
-    ensure_eq!("R-SIG-2", theirs, vec![Rec::Signal("there", 0, sig)], "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), {sig}), each loop run until its callback: the other loop's callbacks");
-    ensure_eq!("R-SIG-2", lp.log(), vec![Rec::Signal("here", 0, sig)], "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), {sig}), each loop run until its callback: this loop's callbacks");
+    ensure_eq!(
+        "R-SIG-2",
+        theirs,
+        vec![Rec::Signal("there", 0, sig)],
+        "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), \
+         {sig}), each loop run until its callback: the other loop's callbacks",
+    );
+    ensure_eq!(
+        "R-SIG-2",
+        lp.log(),
+        vec![Rec::Signal("here", 0, sig)],
+        "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), \
+         {sig}), each loop run until its callback: this loop's callbacks",
+    );
     lp.finish();
 }
