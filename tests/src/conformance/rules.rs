@@ -886,6 +886,12 @@ impl ShowStatus for Shown<'_, Option<i32>> {
     }
 }
 
+impl ShowStatus for Shown<'_, Submit> {
+    fn shown(&self) -> String {
+        submitted(self.0)
+    }
+}
+
 /// See [`Shown`].
 #[doc(hidden)]
 pub trait ShowDebug {
