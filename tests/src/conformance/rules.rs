@@ -20,12 +20,17 @@
 //! the pages do not define). A failure reads:
 //!
 //! ```text
-//! R-IO-12 (docs/abi/io.md#r-io-12, ABI 1.0, tightened in 1.1) violated.
-//! The case did: io_submit(AA_IO_WRITE, op_flags 0x80000000, flags 0).
-//! The rule requires: AA_E_INVALID (unknown op_flags bits). The reactor
-//! did: failed with AA_E_UNSUPPORTED (-10001).
-//! Rule: Malformed requests fail at `io_submit`, ...
+//! R-IO-12 (docs/abi/io.md#r-io-12, ABI 1.0, tightened in 1.1) violated. The case did: io_submit(AA_IO_WRITE of 1 byte on a socket, op_flags 1 << 30 (0x40000000), flags 0). The rule requires: AA_E_INVALID (op_flags bits no minor defines). The reactor did: failed with AA_E_UNSUPPORTED (-10001).
+//!   Rule: Malformed requests fail at `io_submit`, ...
 //! ```
+//!
+//! The first line is one line whatever its length: it is what the kit's
+//! summary prints for the case (`failed: tier::case [rules]: ...`). The
+//! rule's text, and for a tightened rule which minor the reactor is held
+//! to, follow on their own lines, in the details the kit prints under
+//! `FAIL`. The case's own setup failing (a system call the kit makes for
+//! itself) is not a rule failure: [`setup_failed!`](crate::setup_failed)
+//! says "could not set up the case" and blames no rule.
 //!
 //! # Versions
 //!
@@ -916,12 +921,12 @@ macro_rules! setup_failed {
 }
 
 /// Checks a condition of rule `$rule`; on failure reports the rule, its
-/// link and text, and what the case did.
-///
-/// - `ensure!("R-IO-12", cond; did: .., wants: .., got: ..)`: the three
-///   parts given (each `Display`);
-/// - `ensure!("R-IO-12", cond, "format", args..)`: the message says what
-///   the case did and saw; the rule's text says what it requires.
+/// link and text, and the three parts given (each `Display`):
+/// `ensure!("R-IO-12", cond; did: .., wants: .., got: ..)`. `did` is the
+/// input (the calls, opcodes, flags, timeouts, the step of the case),
+/// `wants` what the rule requires of it, `got` what the reactor did. (There
+/// is no form without them: a failure that says only "`cond` was false"
+/// is not actionable.)
 #[macro_export]
 macro_rules! ensure {
     ($rule:literal, $cond:expr; did: $did:expr, wants: $wants:expr, got: $got:expr $(,)?) => {
@@ -929,35 +934,14 @@ macro_rules! ensure {
             $crate::conformance::rules::violated($rule, &$did, &$wants, &$got)
         }
     };
-    ($rule:literal, $cond:expr $(,)?) => {
-        if !$cond {
-            $crate::conformance::rules::violated(
-                $rule,
-                &"",
-                &concat!("`", stringify!($cond), "`"),
-                &"the opposite",
-            )
-        }
-    };
-    ($rule:literal, $cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            $crate::conformance::rules::violated(
-                $rule,
-                &format!($($fmt)+),
-                &concat!("`", stringify!($cond), "`"),
-                &"the opposite",
-            )
-        }
-    };
 }
 
 /// Checks that what the reactor gave (`$got`) equals what rule `$rule`
-/// requires (`$want`); the optional format says what the case did.
+/// requires (`$want`); the format (required) says what the case did, the
+/// input and the step, ending with what `$got` is (`...: its status`).
+/// Statuses, results and `Submit`s print by name ([`Shown`]).
 #[macro_export]
 macro_rules! ensure_eq {
-    ($rule:literal, $got:expr, $want:expr $(,)?) => {
-        $crate::ensure_eq!($rule, $got, $want, "checked `{}`", stringify!($got))
-    };
     ($rule:literal, $got:expr, $want:expr, $($fmt:tt)+) => {
         match (&$got, &$want) {
             (got, want) => {
@@ -976,12 +960,11 @@ macro_rules! ensure_eq {
     };
 }
 
-/// Checks that what the reactor gave (`$got`) differs from `$unwanted`.
+/// Checks that what the reactor gave (`$got`) differs from `$unwanted`;
+/// the format (required) says what the case did, as for
+/// [`ensure_eq!`](crate::ensure_eq).
 #[macro_export]
 macro_rules! ensure_ne {
-    ($rule:literal, $got:expr, $unwanted:expr $(,)?) => {
-        $crate::ensure_ne!($rule, $got, $unwanted, "checked `{}`", stringify!($got))
-    };
     ($rule:literal, $got:expr, $unwanted:expr, $($fmt:tt)+) => {
         match (&$got, &$unwanted) {
             (got, unwanted) => {
