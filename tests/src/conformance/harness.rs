@@ -20,11 +20,12 @@
 //!   (R-LOOP-6), that nothing runs any more (R-EV-3), and that `destroy`
 //!   returns `AA_OK` (R-LOOP-2); these fail naming the rule, as a tier's
 //!   assertion does. So does a `create` that fails ([`Loop::new`],
-//!   R-LOOP-1). The harness's other checks (a constructor the case needs
-//!   failing, a request not pending, a wait that outlives [`PATIENCE`])
-//!   say what was called and what it gave, statuses by name: which rule
-//!   they protect depends on the case, whose rules the kit prints under
-//!   `FAIL`.
+//!   R-LOOP-1). The harness's other checks that the plugin can fail (a
+//!   constructor the case needs failing, a request not pending or not
+//!   inline, a callback that never comes within [`PATIENCE`], `run_once`
+//!   failing) say what was called and what it gave, statuses by name, and
+//!   name the running case's rules ([`rules::case_rules`]): which rule they
+//!   protect is the case's.
 //! - **H4** Slots live until the loop is destroyed, so a late callback from
 //!   a faulty reactor reads valid memory (and fails H1 or the final count).
 //!
@@ -182,8 +183,9 @@ impl Submit {
         match self {
             Submit::Pending(ev) => ev,
             other => panic!(
-                "expected a pending request (AA_OK), got {}",
-                super::rules::submitted(&other)
+                "expected a pending request (AA_OK), got {}.{}",
+                super::rules::submitted(&other),
+                super::rules::case_rules()
             ),
         }
     }
@@ -194,8 +196,9 @@ impl Submit {
         match self {
             Submit::Done(result) => result,
             other => panic!(
-                "expected an inline completion (AA_DONE), got {}",
-                super::rules::submitted(&other)
+                "expected an inline completion (AA_DONE), got {}.{}",
+                super::rules::submitted(&other),
+                super::rules::case_rules()
             ),
         }
     }
@@ -492,9 +495,10 @@ impl Loop {
         }
         assert!(
             n >= 0,
-            "run_once({timeout_ns}) failed with {}: {}",
+            "run_once({timeout_ns}) failed with {}, last_error_message {:?}.{}",
             rules::status(n),
-            self.last_error()
+            self.last_error(),
+            rules::case_rules()
         );
         n
     }
@@ -507,8 +511,11 @@ impl Loop {
         while !done(&self.0.log.borrow()) {
             assert!(
                 start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; log: {:?}",
-                self.log()
+                "timed out after {} s of run_once(100 ms) waiting for {what}: it never came; the \
+                 callbacks so far: {:?}.{}",
+                PATIENCE.as_secs(),
+                self.log(),
+                rules::case_rules()
             );
             self.run_once(100_000_000);
         }
@@ -624,9 +631,10 @@ impl Loop {
         self.try_timer(tag, first_ns, repeat_ns, flags)
             .unwrap_or_else(|s| {
                 panic!(
-                    "timer_new failed with {}: {}",
+                    "timer_new failed with {}, last_error_message {:?}.{}",
                     rules::status(s),
-                    self.last_error()
+                    self.last_error(),
+                    rules::case_rules()
                 )
             })
     }
@@ -672,9 +680,10 @@ impl Loop {
     pub fn poll(&self, tag: &'static str, fd: i32, interest: u32, flags: u32) -> Ev {
         self.try_poll(tag, fd, interest, flags).unwrap_or_else(|s| {
             panic!(
-                "poll_new failed with {}: {}",
+                "poll_new failed with {}, last_error_message {:?}.{}",
                 rules::status(s),
-                self.last_error()
+                self.last_error(),
+                rules::case_rules()
             )
         })
     }
@@ -705,9 +714,10 @@ impl Loop {
         assert_eq!(
             status,
             AA_OK,
-            "trigger_new(flags {flags:#x}) failed with {}: {}",
+            "trigger_new(flags {flags:#x}) failed with {}, last_error_message {:?}.{}",
             rules::status(status),
-            self.last_error()
+            self.last_error(),
+            rules::case_rules()
         );
         self.adopt(&slot, index, out)
     }
@@ -829,9 +839,10 @@ impl Loop {
     pub fn signal(&self, tag: &'static str, signum: i32, flags: u32) -> Ev {
         self.try_signal(tag, signum, flags).unwrap_or_else(|s| {
             panic!(
-                "signal_new failed with {}: {}",
+                "signal_new failed with {}, last_error_message {:?}.{}",
                 rules::status(s),
-                self.last_error()
+                self.last_error(),
+                rules::case_rules()
             )
         })
     }
@@ -867,9 +878,10 @@ impl Loop {
     pub fn process(&self, tag: &'static str, pid: i64, flags: u32) -> Ev {
         self.try_process(tag, pid, flags).unwrap_or_else(|s| {
             panic!(
-                "process_new failed with {}: {}",
+                "process_new failed with {}, last_error_message {:?}.{}",
                 rules::status(s),
-                self.last_error()
+                self.last_error(),
+                rules::case_rules()
             )
         })
     }
@@ -910,9 +922,10 @@ impl Loop {
     pub fn fs_watch(&self, tag: &'static str, path: &[u8], flags: u32) -> Ev {
         self.try_fs_watch(tag, path, flags).unwrap_or_else(|s| {
             panic!(
-                "fs_watch_new failed with {}: {}",
+                "fs_watch_new failed with {}, last_error_message {:?}.{}",
                 rules::status(s),
-                self.last_error()
+                self.last_error(),
+                rules::case_rules()
             )
         })
     }
@@ -968,9 +981,10 @@ impl Loop {
     ) -> Ev {
         self.try_dns(tag, node, service, hints).unwrap_or_else(|s| {
             panic!(
-                "dns_resolve failed with {}: {}",
+                "dns_resolve failed with {}, last_error_message {:?}.{}",
                 rules::status(s),
-                self.last_error()
+                self.last_error(),
+                rules::case_rules()
             )
         })
     }

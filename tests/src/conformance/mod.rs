@@ -176,9 +176,15 @@ impl Case {
 /// line naming the rules and their minor. A plugin is held to the rules of
 /// the minor it declares, so a 1.0 binary that passed the 1.0 kit passes
 /// every later 1.x kit.
-pub fn run_versioned(rules: &[&str], name: &str, run: fn(&Reactor), reactor: &Reactor) {
+pub fn run_versioned(
+    rules: &'static [&'static str],
+    name: &str,
+    run: fn(&Reactor),
+    reactor: &Reactor,
+) {
     let minor = rules::implements(reactor);
     rules::set_current_minor(minor);
+    rules::set_current_rules(rules);
     let newer = rules::newer_rules(rules, minor);
     if !rules.is_empty() && newer.len() == rules.len() {
         note_skip(

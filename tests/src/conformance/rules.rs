@@ -687,6 +687,34 @@ pub fn set_current_minor(minor: u16) {
     CURRENT_MINOR.store(u32::from(minor), Ordering::Relaxed);
 }
 
+/// The rules of the running case (set by [`super::run_versioned`]), for
+/// the harness's own failures ([`case_rules`]).
+static CURRENT_RULES: std::sync::Mutex<&'static [&'static str]> = std::sync::Mutex::new(&[]);
+
+/// Records the rules the running case checks.
+pub fn set_current_rules(ids: &'static [&'static str]) {
+    *CURRENT_RULES.lock().unwrap_or_else(|e| e.into_inner()) = ids;
+}
+
+/// ` The case checks R-IO-2 (docs/abi/io.md#r-io-2).`, or nothing outside a
+/// case: appended to a harness failure the plugin can cause (a callback
+/// that never came, a constructor the case needs failing), whose rule is
+/// the case's, not the harness's.
+pub fn case_rules() -> String {
+    let ids = *CURRENT_RULES.lock().unwrap_or_else(|e| e.into_inner());
+    if ids.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = ids
+        .iter()
+        .map(|id| match rule(id) {
+            Some(r) => format!("{id} ({})", r.link()),
+            None => (*id).to_owned(),
+        })
+        .collect();
+    format!(" The case checks {}.", named.join(", "))
+}
+
 /// Fails the running case: rule `id` was violated. `did` is what the case
 /// did (the call and its input), `wants` what the rule requires of it,
 /// `got` what the reactor did.
