@@ -1025,3 +1025,67 @@ macro_rules! rule_failed {
         )
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::harness::Rec;
+
+    #[test]
+    fn statuses_errnos_and_records_read_by_name() {
+        assert_eq!(status(AA_E_INVALID), "AA_E_INVALID (-10002)");
+        assert_eq!(status(AA_OK), "AA_OK (0)");
+        assert_eq!(status(-libc::EBADF), "-EBADF (-9)");
+        assert_eq!(status(-4242), "-4242");
+        assert_eq!(status(3), "3");
+        assert_eq!(result(-i64::from(libc::ECANCELED)), "-ECANCELED (-125)");
+        assert_eq!(result(5), "5");
+        assert_eq!(
+            format!(
+                "{:?}",
+                vec![
+                    Rec::Io("r", -i64::from(libc::ECANCELED)),
+                    Rec::Timer("t", 0)
+                ]
+            ),
+            "[Io(\"r\", -ECANCELED), Timer(\"t\", AA_OK)]"
+        );
+        assert_eq!(
+            Shown(&Submit::Failed(AA_E_UNSUPPORTED)).shown(),
+            "failed with AA_E_UNSUPPORTED (-10001)"
+        );
+        assert_eq!(
+            Shown(&Some(AA_E_INVALID)).shown(),
+            "Some(AA_E_INVALID (-10002))"
+        );
+        assert_eq!((&Shown(&[1u8, 2])).shown(), "[1, 2]");
+    }
+
+    #[test]
+    fn a_violation_is_one_summary_line_then_the_rule_text() {
+        let caught = std::panic::catch_unwind(|| {
+            violated(
+                "R-TIMER-4",
+                &"timer_rearm(1 ms, repeat 0)",
+                &status(AA_OK),
+                &status(AA_E_INVALID),
+            )
+        });
+        let payload = caught.expect_err("violated returned");
+        let msg = payload
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        let mut lines = msg.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "R-TIMER-4 (docs/abi/timer.md#r-timer-4, ABI 1.0) violated. The case did: \
+                 timer_rearm(1 ms, repeat 0). The rule requires: AA_OK (0). The reactor did: \
+                 AA_E_INVALID (-10002)."
+            )
+        );
+        let text = rule("R-TIMER-4").expect("defined").text;
+        assert_eq!(lines.next(), Some(format!("  Rule: {text}").as_str()));
+        assert_eq!(lines.next(), None);
+    }
+}
