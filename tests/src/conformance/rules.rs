@@ -687,13 +687,18 @@ pub fn set_current_minor(minor: u16) {
     CURRENT_MINOR.store(u32::from(minor), Ordering::Relaxed);
 }
 
-/// The rules of the running case (set by [`super::run_versioned`]), for
-/// the harness's own failures ([`case_rules`]).
-static CURRENT_RULES: std::sync::Mutex<&'static [&'static str]> = std::sync::Mutex::new(&[]);
+thread_local! {
+    /// The rules of the case running on this thread (set by
+    /// [`super::run_versioned`]), for the harness's own failures
+    /// ([`case_rules`]). Per thread: in a test binary the cases run on
+    /// parallel threads of one process.
+    static CURRENT_RULES: std::cell::Cell<&'static [&'static str]> =
+        const { std::cell::Cell::new(&[]) };
+}
 
-/// Records the rules the running case checks.
+/// Records the rules the case running on this thread checks.
 pub fn set_current_rules(ids: &'static [&'static str]) {
-    *CURRENT_RULES.lock().unwrap_or_else(|e| e.into_inner()) = ids;
+    CURRENT_RULES.with(|c| c.set(ids));
 }
 
 /// ` The case checks R-IO-2 (docs/abi/io.md#r-io-2).`, or nothing outside a
@@ -701,7 +706,7 @@ pub fn set_current_rules(ids: &'static [&'static str]) {
 /// that never came, a constructor the case needs failing), whose rule is
 /// the case's, not the harness's.
 pub fn case_rules() -> String {
-    let ids = *CURRENT_RULES.lock().unwrap_or_else(|e| e.into_inner());
+    let ids = CURRENT_RULES.with(std::cell::Cell::get);
     if ids.is_empty() {
         return String::new();
     }
