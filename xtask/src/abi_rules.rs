@@ -26,7 +26,10 @@
 //!   (`ensure!`, `ensure_eq!`, `ensure_ne!`, `rule_failed!`, `violated(...)`) whose first
 //!   argument is the id of a defined rule, and no tier file asserts with
 //!   a bare `assert!`, `assert_eq!`, `assert_ne!` (a failure that names no
-//!   rule says nothing about what to fix).
+//!   rule says nothing about what to fix), nor with `panic!`: what the
+//!   reactor did wrong is a `rule_failed!`, and a failure of the kit's own
+//!   setup (a system call the case makes for itself) is a `setup_failed!`,
+//!   which says "could not set up the case" and judges no rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,9 +43,9 @@ const RULE_TABLE: &str = "tests/src/conformance/rules.rs";
 const TABLE_BEGIN: &str = "// BEGIN RULES (cargo xtask check-abi-rules --bless)\n";
 const TABLE_END: &str = "// END RULES\n";
 
-/// The kit's files that are not tiers: they may assert with `assert!`
-/// (their checks are the harness's own, H1-H4, the runner's, or that a
-/// system call the case made for itself worked).
+/// The kit's files that are not tiers: they may assert with `assert!` and
+/// `panic!` (their checks are the harness's own, H1-H4, the runner's, or
+/// that a system call the case made for itself worked).
 const NOT_TIERS: [&str; 8] = [
     "harness.rs",
     "requests.rs",
@@ -225,11 +228,14 @@ fn bless() -> Result<(), String> {
     std::fs::write(&path, fresh).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// A bare assertion or panic: its line and the macro (`assert_eq!`).
+type Bare = (usize, &'static str);
+
 /// The rule assertions of a tier's source and the bare assertions left:
 /// `(line, rule id or "")` for each `ensure!(`, `ensure_eq!(`,
 /// `ensure_ne!(`, `rule_failed!(`, `violated(`; and the lines of `assert!(`, `assert_eq!(`,
-/// `assert_ne!(` (comments skipped).
-fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<usize>) {
+/// `assert_ne!(`, `panic!(` with the macro's name (comments skipped).
+fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<Bare>) {
     // Comments blanked, lines kept: a call's first argument may be on the
     // next line (rustfmt puts it there).
     let code: String = text
@@ -267,10 +273,10 @@ fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<usize>) {
             rule_calls.push((line_of(i), id));
         }
     }
-    for bad in ["assert!(", "assert_eq!(", "assert_ne!("] {
+    for bad in ["assert!(", "assert_eq!(", "assert_ne!(", "panic!("] {
         for (i, _) in code.match_indices(bad) {
             if starts_call(i) {
-                bare.push(line_of(i));
+                bare.push((line_of(i), bad.trim_end_matches('(')));
             }
         }
     }
@@ -341,11 +347,18 @@ pub(crate) fn check() -> Result<(usize, usize), String> {
                         ));
                     }
                 }
-                for line in bare {
-                    problems.push(format!(
-                        "{shown}:{line}: a bare assertion: use ensure!/ensure_eq!/ensure_ne! \
-                         with the rule it checks"
-                    ));
+                for (line, bad) in bare {
+                    problems.push(if bad == "panic!" {
+                        format!(
+                            "{shown}:{line}: a bare panic!: use rule_failed! with the rule the \
+                             reactor broke, or setup_failed! if the kit's own setup failed"
+                        )
+                    } else {
+                        format!(
+                            "{shown}:{line}: a bare {bad}: use ensure!/ensure_eq!/ensure_ne! \
+                             with the rule it checks"
+                        )
+                    });
                 }
             }
         }
@@ -561,10 +574,10 @@ mod tests {
         assert_eq!(since_of(&defs[1].2).0, Some(1));
         let cases: Vec<_> = cases_after_marker(&defs[0].2).into_iter().collect();
         assert_eq!(cases, ["a_case", "b_case"]);
-        let src = "ensure!(\"R-IO-1\", x);\n// assert!(no)\nassert_eq!(a, b);\nfn violated(\nensure_eq!(rule, a, b);\n";
+        let src = "ensure!(\"R-IO-1\", x);\n// assert!(no)\nassert_eq!(a, b);\nfn violated(\nensure_eq!(rule, a, b);\npanic!(\"x\");\nsetup_failed!(\"mmap\");\nstd::panic!(\"y\");\n";
         let (calls, bare) = assertions(src);
         assert_eq!(calls, [(1, "R-IO-1".to_owned()), (5, String::new())]);
-        assert_eq!(bare, [3]);
+        assert_eq!(bare, [(3, "assert_eq!"), (6, "panic!"), (8, "panic!")]);
         assert_eq!(rule_ids(page), ["R-TIMER-1", "R-TIMER-2", "R-TIMER-1"]);
         let list = "macro_rules! __conformance_case_list {\n    timers {\n        a_case [\"R-TIMER-1\", \"R-IO-3\"],\n        b_case [],\n    }\n}\n";
         let cases = case_list(list).unwrap();

@@ -22,7 +22,7 @@ use super::harness::{Loop, Submit};
 use super::plugin::Reactor;
 use super::requests::{addr_bytes, raw_send_to, udp_socket};
 use super::rules::{self, submitted};
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, setup_failed};
 
 /// Two pages, the second inaccessible: memory for a short struct that ends
 /// exactly where reading becomes a fault.
@@ -47,15 +47,21 @@ impl Guarded {
                 0,
             )
         };
-        // The kit's own setup, not the reactor's: no rule.
+        // The kit's own setup, not the reactor's: no rule is judged.
         if base == libc::MAP_FAILED {
-            panic!("mmap: {}", std::io::Error::last_os_error());
+            setup_failed!(
+                "mmap of two pages for a 1.0-sized AaIoOp: {}",
+                std::io::Error::last_os_error()
+            );
         }
         // SAFETY: the second page of the mapping just made.
         let res =
             unsafe { libc::mprotect(base.cast::<u8>().add(page).cast(), page, libc::PROT_NONE) };
         if res != 0 {
-            panic!("mprotect: {}", std::io::Error::last_os_error());
+            setup_failed!(
+                "mprotect(PROT_NONE) of the guard page after a 1.0-sized AaIoOp: {}",
+                std::io::Error::last_os_error()
+            );
         }
         Guarded {
             base: base.cast(),

@@ -71,34 +71,91 @@ pub fn udp_sendto_and_recvfrom_carry_data_and_the_sender_address(reactor: &React
         .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
         .pending();
     lp.run_once(0);
-    ensure_eq!("R-IO-13", lp.log(), vec![]);
-    ensure_eq!("R-IO-13", lp.alive(), 1);
+    ensure_eq!(
+        "R-IO-13",
+        lp.log(),
+        vec![],
+        "io_submit(AA_IO_RECVFROM of 64 bytes on a UDP socket with nothing queued, flags 0), \
+         pending, run_once(0): the callbacks",
+    );
+    ensure_eq!(
+        "R-IO-13",
+        lp.alive(),
+        1,
+        "a pending AA_IO_RECVFROM of 64 bytes on a UDP socket: alive()",
+    );
     let sent = lp.send_to("s", a, b"ping", Some(&mut b_addr), 0);
-    ensure_eq!("R-IO-13", lp.result("s", sent), 4);
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("s", sent),
+        4,
+        "a pending AA_IO_RECVFROM on UDP socket b, io_submit(AA_IO_SENDTO of \"ping\" from UDP \
+         socket a to b's address, flags 0): its result",
+    );
     lp.run_until_tag("r");
     lp.run_once(0);
-    ensure_eq!("R-IO-13", lp.log(), vec![Rec::Io("r", 4)]);
-    ensure_eq!("R-IO-13", &buf[..4], b"ping");
+    ensure_eq!(
+        "R-IO-13",
+        lp.log(),
+        vec![Rec::Io("r", 4)],
+        "a pending AA_IO_RECVFROM of 64 bytes on b, \"ping\" sent to it from a, run_once until \
+         its callback, run_once(0): the callbacks",
+    );
+    ensure_eq!(
+        "R-IO-13",
+        &buf[..4],
+        b"ping",
+        "a pending AA_IO_RECVFROM of 64 bytes on b, \"ping\" sent to it from a: the data received",
+    );
     ensure_eq!(
         "R-IO-13",
         addr_bytes(&from),
         addr_bytes(&a_addr),
-        "the sender"
+        "a pending AA_IO_RECVFROM of 64 bytes on b, \"ping\" sent to it from a: the sender's \
+         address (bytes of the sockaddr)",
     );
     lp.dispose(r);
     lp.take_log();
     if lp.instance_caps() & AA_CAP_IO_INLINE != 0 {
         let mut to_a = a_addr;
         let s = lp.send_to("s2", b, b"pong!", Some(&mut to_a), AA_IO_TRY_INLINE);
-        ensure_eq!("R-IO-13", lp.result("s2", s), 5);
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("s2", s),
+            5,
+            "io_submit(AA_IO_SENDTO of \"pong!\" from b to a's address, flags AA_IO_TRY_INLINE): \
+             its result",
+        );
         let mut back = [0u8; 8];
         let mut from = AaSockAddr::EMPTY;
         let got = lp.recv_from("r2", a, &mut back, Some(&mut from), 0, AA_IO_TRY_INLINE);
-        ensure_eq!("R-IO-13", lp.result("r2", got), 5);
-        ensure_eq!("R-IO-13", &back[..5], b"pong!");
-        ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&b_addr));
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("r2", got),
+            5,
+            "\"pong!\" sent from b to a, io_submit(AA_IO_RECVFROM of 8 bytes on a, flags \
+             AA_IO_TRY_INLINE): its result",
+        );
+        ensure_eq!(
+            "R-IO-13",
+            &back[..5],
+            b"pong!",
+            "\"pong!\" sent from b to a, an AA_IO_RECVFROM of 8 bytes on a: the data received",
+        );
+        ensure_eq!(
+            "R-IO-13",
+            addr_bytes(&from),
+            addr_bytes(&b_addr),
+            "\"pong!\" sent from b to a, an AA_IO_RECVFROM of 8 bytes on a: the sender's address \
+             (bytes of the sockaddr)",
+        );
     }
-    ensure_eq!("R-IO-13", lp.log(), vec![]);
+    ensure_eq!(
+        "R-IO-13",
+        lp.log(),
+        vec![],
+        "the UDP exchanges of the case, inline where offered: callbacks left in the log",
+    );
     lp.finish();
 }
 
@@ -116,17 +173,36 @@ pub fn recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries(reactor: 
     raw_send_to(a, b"x", &b_addr);
     let mut short = [0u8; 5];
     let got = lp.recv_from("short", b, &mut short, None, 0, 0);
-    ensure_eq!("R-IO-13", lp.result("short", got), 5);
-    ensure_eq!("R-IO-13", &short, b"hello");
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("short", got),
+        5,
+        "\"hello world\" then \"x\" sent to a UDP socket, io_submit(AA_IO_RECVFROM of 5 bytes, \
+         addr NULL, flags 0): its result",
+    );
+    ensure_eq!(
+        "R-IO-13",
+        &short,
+        b"hello",
+        "\"hello world\" then \"x\" sent to a UDP socket, an AA_IO_RECVFROM of 5 bytes: the data \
+         received",
+    );
     let mut next = [0u8; 8];
     let got = lp.recv_from("next", b, &mut next, None, 0, 0);
     ensure_eq!(
         "R-IO-13",
         lp.result("next", got),
         1,
-        "the rest of the first was dropped"
+        "\"hello world\" received truncated to 5 bytes, then io_submit(AA_IO_RECVFROM of 8 \
+         bytes, flags 0): its result (the rest of the first datagram dropped)",
     );
-    ensure_eq!("R-IO-13", next[0], b'x');
+    ensure_eq!(
+        "R-IO-13",
+        next[0],
+        b'x',
+        "\"hello world\" received truncated, then an AA_IO_RECVFROM of 8 bytes: its first byte \
+         (of the datagram \"x\")",
+    );
     let mut first = [0u8; 8];
     let mut second = [0u8; 8];
     lp.recv_from("first", b, &mut first, None, 0, 0).pending();
@@ -139,12 +215,17 @@ pub fn recvfrom_truncates_a_long_datagram_and_keeps_message_boundaries(reactor: 
     ensure_eq!(
         "R-IO-10",
         lp.log(),
-        vec![Rec::Io("first", 1), Rec::Io("second", 2)]
+        vec![Rec::Io("first", 1), Rec::Io("second", 2)],
+        "two pending AA_IO_RECVFROM of 8 bytes on one UDP socket (first, second; flags 0), \
+         run_once(0), \"1\" then \"22\" sent to it, run_once until two callbacks, run_once(0): \
+         the callbacks",
     );
     ensure_eq!(
         "R-IO-10",
         (&first[..1], &second[..2]),
-        (&b"1"[..], &b"22"[..])
+        (&b"1"[..], &b"22"[..]),
+        "two pending AA_IO_RECVFROM of 8 bytes (first, second), \"1\" then \"22\" sent: (first's \
+         data, second's data)",
     );
     lp.finish();
 }
@@ -169,7 +250,7 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
         raw_send_to(a, data, &b_addr);
     };
     let send_stream = |data: &[u8]| {
-        ensure_eq!("R-IO-13", fds::raw_write(x, data), data.len() as isize);
+        fds::put(x, data);
     };
     let sends: [(&str, i32, &Sender<'_>); 2] = [("udp", b, &send_udp), ("stream", y, &send_stream)];
     for (what, fd, send) in sends {
@@ -177,7 +258,13 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
         let got = lp.read("prime", fd, &mut prime, 0);
         lp.run_once(0);
         send(b"p");
-        ensure_eq!("R-IO-13", lp.result("prime", got), 1, "{what}");
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("prime", got),
+            1,
+            "{what}: io_submit(AA_IO_READ of 4 bytes, flags 0), run_once(0), \"p\" sent: its \
+             result",
+        );
         send(b"abc");
         lp.run_once(0);
         let mut peeked = [0u8; 16];
@@ -192,7 +279,14 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
                 AA_IO_TRY_INLINE,
             );
             let n = lp.result("peek", got);
-            ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&a_addr), "{what}");
+            ensure_eq!(
+                "R-IO-13",
+                addr_bytes(&from),
+                addr_bytes(&a_addr),
+                "{what}: \"abc\" sent, io_submit(AA_IO_RECVFROM of 16 bytes, op_flags \
+                 AA_IO_PEEK, flags AA_IO_TRY_INLINE): the sender's address (bytes of the \
+                 sockaddr)",
+            );
             n
         } else {
             let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
@@ -202,7 +296,13 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
             let got = lp.submit("peek", &mut op, AA_IO_TRY_INLINE);
             lp.result("peek", got)
         };
-        ensure_eq!("R-IO-13", (got, &peeked[..3]), (3, &b"abc"[..]), "{what}");
+        ensure_eq!(
+            "R-IO-13",
+            (got, &peeked[..3]),
+            (3, &b"abc"[..]),
+            "{what}: \"abc\" sent, a peek of 16 bytes (op_flags AA_IO_PEEK, flags \
+             AA_IO_TRY_INLINE): (its result, the data)",
+        );
         let mut op = AaIoOp::new(AA_IO_READ, i64::from(fd));
         let mut again = [0u8; 16];
         op.buf = again.as_mut_ptr();
@@ -213,7 +313,8 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
             "R-IO-13",
             lp.result("peek_read", got),
             3,
-            "{what}: a second peek"
+            "{what}: \"abc\" sent and peeked, io_submit(AA_IO_READ of 16 bytes, op_flags \
+             AA_IO_PEEK, flags AA_IO_TRY_INLINE) again: its result",
         );
         let mut read = [0u8; 16];
         let got = lp.read("read", fd, &mut read, 0);
@@ -221,17 +322,29 @@ pub fn peek_leaves_the_data_for_the_next_read(reactor: &Reactor) {
             "R-IO-13",
             lp.result("read", got),
             3,
-            "{what}: the data was still there"
+            "{what}: \"abc\" sent and peeked twice, io_submit(AA_IO_READ of 16 bytes, op_flags \
+             0, flags 0): its result (the data still there)",
         );
-        ensure_eq!("R-IO-13", &read[..3], b"abc", "{what}");
+        ensure_eq!(
+            "R-IO-13",
+            &read[..3],
+            b"abc",
+            "{what}: \"abc\" sent and peeked twice, then read: the data read",
+        );
         ensure_eq!(
             "R-IO-13",
             raw_try_recv(fd, &mut read),
             None,
-            "{what}: consumed once"
+            "{what}: \"abc\" sent, peeked twice and read once, then the kit's non-blocking \
+             recv(2): bytes left (None: nothing)",
         );
     }
-    ensure_eq!("R-IO-13", lp.log(), vec![]);
+    ensure_eq!(
+        "R-IO-13",
+        lp.log(),
+        vec![],
+        "the peeks and reads of the case: callbacks left in the log",
+    );
     lp.finish();
 }
 
@@ -269,14 +382,38 @@ pub fn unix_datagrams_carry_path_abstract_and_unnamed_senders(reactor: &Reactor)
     ];
     for (what, fd, expected) in senders {
         let sent = lp.send_to("s", fd, what.as_bytes(), Some(&mut to), 0);
-        ensure_eq!("R-IO-13", lp.result("s", sent), what.len() as i64, "{what}");
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("s", sent),
+            what.len() as i64,
+            "a Unix datagram socket ({what} sender), io_submit(AA_IO_SENDTO of \"{what}\" to a \
+             bound Unix datagram socket, flags 0): its result",
+        );
         let mut buf = [0u8; 16];
         let mut from = AaSockAddr::EMPTY;
         from.len = 0xdead;
         let got = lp.recv_from("r", receiver, &mut buf, Some(&mut from), 0, 0);
-        ensure_eq!("R-IO-13", lp.result("r", got), what.len() as i64, "{what}");
-        ensure_eq!("R-IO-13", &buf[..what.len()], what.as_bytes());
-        ensure_eq!("R-IO-13", addr_bytes(&from), expected, "{what} sender");
+        ensure_eq!(
+            "R-IO-13",
+            lp.result("r", got),
+            what.len() as i64,
+            "\"{what}\" sent from a {what} Unix datagram socket, io_submit(AA_IO_RECVFROM of 16 \
+             bytes, flags 0) on the receiver: its result",
+        );
+        ensure_eq!(
+            "R-IO-13",
+            &buf[..what.len()],
+            what.as_bytes(),
+            "\"{what}\" sent from a {what} Unix datagram socket, an AA_IO_RECVFROM of 16 bytes: \
+             the data received",
+        );
+        ensure_eq!(
+            "R-IO-13",
+            addr_bytes(&from),
+            expected,
+            "\"{what}\" sent from a {what} Unix datagram socket, an AA_IO_RECVFROM of 16 bytes: \
+             the sender's address (bytes; empty for an unnamed sender)",
+        );
     }
     lp.finish();
 }
@@ -295,27 +432,55 @@ pub fn sendto_without_address_needs_a_connection_and_a_closed_port_refuses(react
     ensure_eq!(
         "R-IO-13",
         lp.result("unconnected", sent),
-        -i64::from(libc::EDESTADDRREQ)
+        -i64::from(libc::EDESTADDRREQ),
+        "io_submit(AA_IO_SENDTO of 1 byte on an unconnected UDP socket, addr NULL, flags 0): its \
+         result",
     );
     connect(a, &b_addr);
     let sent = lp.send_to("connected", a, b"hi", None, 0);
-    ensure_eq!("R-IO-13", lp.result("connected", sent), 2);
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("connected", sent),
+        2,
+        "the UDP socket connected to b, io_submit(AA_IO_SENDTO of \"hi\", addr NULL, flags 0): \
+         its result",
+    );
     let mut buf = [0u8; 4];
     let mut from = AaSockAddr::EMPTY;
     let got = lp.recv_from("r", b, &mut buf, Some(&mut from), 0, 0);
-    ensure_eq!("R-IO-13", lp.result("r", got), 2);
-    ensure_eq!("R-IO-13", addr_bytes(&from), addr_bytes(&a_addr));
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("r", got),
+        2,
+        "\"hi\" sent over a connected UDP socket, io_submit(AA_IO_RECVFROM of 4 bytes on b, \
+         flags 0): its result",
+    );
+    ensure_eq!(
+        "R-IO-13",
+        addr_bytes(&from),
+        addr_bytes(&a_addr),
+        "\"hi\" sent over a connected UDP socket, an AA_IO_RECVFROM on b: the sender's address \
+         (bytes of the sockaddr)",
+    );
     // A port nobody listens on: bound, then closed.
     let (gone, gone_addr) = udp_socket();
     fds::raw_close(gone);
     connect(b, &gone_addr);
     let sent = lp.send_to("to_gone", b, b"?", None, 0);
-    ensure_eq!("R-IO-13", lp.result("to_gone", sent), 1);
+    ensure_eq!(
+        "R-IO-13",
+        lp.result("to_gone", sent),
+        1,
+        "b connected to a closed UDP port, io_submit(AA_IO_SENDTO of 1 byte, addr NULL, flags \
+         0): its result",
+    );
     let got = lp.recv_from("refused", b, &mut buf, None, 0, 0);
     ensure_eq!(
         "R-IO-13",
         lp.result("refused", got),
-        -i64::from(libc::ECONNREFUSED)
+        -i64::from(libc::ECONNREFUSED),
+        "b connected to a closed UDP port, 1 byte sent, io_submit(AA_IO_RECVFROM of 4 bytes on \
+         b, flags 0): its result",
     );
     lp.finish();
 }
@@ -339,18 +504,41 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
         .recv_from("r", b, &mut buf, Some(&mut from), 0, 0)
         .pending();
     lp.run_once(0);
-    ensure_eq!("R-IO-14", lp.cancel(r, REASON), AA_OK);
+    ensure_eq!(
+        "R-IO-14",
+        lp.cancel(r, REASON),
+        AA_OK,
+        "io_submit(AA_IO_RECVFROM of 16 bytes on an empty UDP socket, flags 0), pending, \
+         run_once(0), cancel(the request, reason -4242): its status",
+    );
     ensure_eq!(
         "R-IO-14",
         lp.log(),
         vec![],
-        "cancel called back synchronously"
+        "a pending AA_IO_RECVFROM, cancel(reason -4242): the callbacks before any run_once \
+         (cancel calls nothing itself)",
     );
-    ensure_eq!("R-IO-14", lp.alive(), 1, "alive until its callback");
+    ensure_eq!(
+        "R-IO-14",
+        lp.alive(),
+        1,
+        "a pending AA_IO_RECVFROM, cancel(reason -4242): alive() (alive until its callback)",
+    );
     lp.run_until_tag("r");
     lp.run_once(0);
-    ensure_eq!("R-IO-14", lp.log(), vec![Rec::Io("r", i64::from(REASON))]);
-    ensure_eq!("R-IO-14", lp.alive(), 0);
+    ensure_eq!(
+        "R-IO-14",
+        lp.log(),
+        vec![Rec::Io("r", i64::from(REASON))],
+        "a pending AA_IO_RECVFROM, cancel(reason -4242), run_once until a callback, run_once(0): \
+         the callbacks",
+    );
+    ensure_eq!(
+        "R-IO-14",
+        lp.alive(),
+        0,
+        "a pending AA_IO_RECVFROM, cancel(reason -4242), the reason delivered: alive()",
+    );
     raw_send_to(a, b"late", &b_addr);
     let mut again = [0u8; 16];
     let got = lp.recv_from("again", b, &mut again, None, 0, 0);
@@ -358,20 +546,30 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
         "R-IO-14",
         lp.result("again", got),
         4,
-        "the datagram was not lost"
+        "an AA_IO_RECVFROM cancelled (reason delivered), then \"late\" sent, \
+         io_submit(AA_IO_RECVFROM of 16 bytes, flags 0): its result (the datagram not lost)",
     );
-    ensure_eq!("R-IO-14", &again[..4], b"late");
+    ensure_eq!(
+        "R-IO-14",
+        &again[..4],
+        b"late",
+        "an AA_IO_RECVFROM cancelled, then \"late\" sent and received by another request: the \
+         data received",
+    );
     ensure_eq!(
         "R-IO-14",
         buf,
         [0xaa; 16],
-        "the buffer was written after its callback"
+        "an AA_IO_RECVFROM into a buffer of 0xaa cancelled before any datagram, the reason \
+         delivered, then \"late\" sent and received by another request: the cancelled request's \
+         buffer",
     );
     ensure_eq!(
         "R-IO-14",
         from.len,
         0xdead,
-        "the address was written after its callback"
+        "an AA_IO_RECVFROM with addr.len 0xdead cancelled before any datagram, the reason \
+         delivered, then \"late\" received by another request: the cancelled request's addr.len",
     );
     lp.dispose(r);
     lp.take_log();
@@ -380,30 +578,57 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
     let r2 = lp.recv_from("raced", b, &mut raced, None, 0, 0).pending();
     lp.run_once(0);
     raw_send_to(a, b"race", &b_addr);
-    ensure_eq!("R-IO-14", lp.cancel(r2, REASON), AA_OK);
+    ensure_eq!(
+        "R-IO-14",
+        lp.cancel(r2, REASON),
+        AA_OK,
+        "a pending AA_IO_RECVFROM of 16 bytes, run_once(0), \"race\" sent, cancel(the request, \
+         reason -4242): its status",
+    );
     lp.run_until_tag("raced");
     lp.run_once(0);
     let mut left = [0u8; 16];
     match lp.log()[..] {
         [Rec::Io("raced", 4)] => {
-            ensure_eq!("R-IO-14", &raced[..4], b"race");
+            ensure_eq!(
+                "R-IO-14",
+                &raced[..4],
+                b"race",
+                "a pending AA_IO_RECVFROM, \"race\" sent, cancel(reason -4242), one callback \
+                 with 4 (the data won): the data received",
+            );
             ensure_eq!(
                 "R-IO-14",
                 raw_try_recv(b, &mut left),
                 None,
-                "delivered once"
+                "a pending AA_IO_RECVFROM, \"race\" sent, cancel(reason -4242), one callback \
+                 with 4 (the data won), then the kit's non-blocking recv(2): bytes left (None: \
+                 nothing; the datagram delivered once)",
             );
         }
         [Rec::Io("raced", reason)] if reason == i64::from(REASON) => {
-            ensure_eq!("R-IO-14", raced, [0; 16]);
+            ensure_eq!(
+                "R-IO-14",
+                raced,
+                [0; 16],
+                "a pending AA_IO_RECVFROM, \"race\" sent, cancel(reason -4242), one callback \
+                 with the reason: the request's buffer",
+            );
             ensure_eq!(
                 "R-IO-14",
                 raw_try_recv(b, &mut left),
                 Some(4),
-                "still queued"
+                "a pending AA_IO_RECVFROM, \"race\" sent, cancel(reason -4242), one callback \
+                 with the reason, then the kit's non-blocking recv(2): bytes left (Some(4): the \
+                 datagram still queued)",
             );
         }
-        ref other => rule_failed!("R-IO-14", "one callback, the data or the reason: {other:?}"),
+        ref other => rule_failed!(
+            "R-IO-14",
+            "the callbacks {other:?} after a pending AA_IO_RECVFROM of 16 bytes, \"race\" sent, \
+             cancel(reason -4242), run_once until a callback, run_once(0) (one callback, with \
+             4 or the reason, expected)"
+        ),
     }
     lp.finish();
 }
@@ -419,14 +644,38 @@ pub fn dispose_of_a_pending_recvfrom_never_calls_back(reactor: &Reactor) {
     let mut buf = [0u8; 8];
     let r = lp.recv_from("r", b, &mut buf, None, 0, 0).pending();
     lp.dispose(r);
-    ensure_eq!("R-EV-3", lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-3",
+        lp.alive(),
+        0,
+        "io_submit(AA_IO_RECVFROM of 8 bytes on an empty UDP socket, flags 0), pending, \
+         dispose(the request): alive()",
+    );
     raw_send_to(a, b"kept", &b_addr);
     let mut again = [0u8; 8];
     let got = lp.recv_from("again", b, &mut again, None, 0, 0);
-    ensure_eq!("R-EV-3", lp.result("again", got), 4);
-    ensure_eq!("R-EV-3", &again[..4], b"kept");
+    ensure_eq!(
+        "R-EV-3",
+        lp.result("again", got),
+        4,
+        "an AA_IO_RECVFROM disposed, \"kept\" sent, io_submit(AA_IO_RECVFROM of 8 bytes, flags \
+         0): its result",
+    );
+    ensure_eq!(
+        "R-EV-3",
+        &again[..4],
+        b"kept",
+        "an AA_IO_RECVFROM disposed, \"kept\" sent and received by another request: the data \
+         received",
+    );
     lp.run_once(0);
-    ensure_eq!("R-EV-3", lp.log(), vec![]);
+    ensure_eq!(
+        "R-EV-3",
+        lp.log(),
+        vec![],
+        "an AA_IO_RECVFROM disposed, \"kept\" received by another request, run_once(0): the \
+         callbacks",
+    );
     lp.finish();
 }
 
@@ -441,7 +690,7 @@ pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
     let (r, w) = fds::pipe();
     lp.track_fd(r);
     lp.track_fd(w);
-    ensure_eq!("R-IO-13", fds::raw_write(w, b"p"), 1);
+    fds::put(w, b"p");
     let mut buf = [0u8; 4];
     let mut op = AaIoOp::new(AA_IO_READ, i64::from(r));
     op.buf = buf.as_mut_ptr();
@@ -450,14 +699,17 @@ pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
     ensure_eq!(
         "R-IO-13",
         lp.submit("peek_pipe", &mut op, AA_IO_TRY_INLINE),
-        Submit::Failed(AA_E_INVALID)
+        Submit::Failed(AA_E_INVALID),
+        "io_submit(AA_IO_READ of 4 bytes on a pipe holding 1 byte, op_flags AA_IO_PEEK, flags \
+         AA_IO_TRY_INLINE)",
     );
-    ensure!(
-        "R-IO-13",
-        lp.last_error().contains("not a socket"),
-        "{}",
-        lp.last_error()
-    );
+    // What the message says is not written in R-IO-13, so not checked
+    // (issue 20: whatever is not written is not checked); R-ERR-2's form is.
+    let msg = lp.last_error();
+    ensure!("R-ERR-2", !msg.is_empty() && !msg.contains('\n');
+        did: "io_submit(AA_IO_READ of 4 bytes on a pipe, op_flags AA_IO_PEEK), refused",
+        wants: "a last_error_message of one line",
+        got: format!("last_error_message {msg:?}"));
     let ((a, _), (_, mut b_addr)) = udp_pair(&lp);
     let mut op = AaIoOp::new(AA_IO_SENDTO, i64::from(a));
     op.buf = b"x".as_ptr().cast_mut();
@@ -467,15 +719,22 @@ pub fn peek_on_a_pipe_or_a_send_is_invalid(reactor: &Reactor) {
     ensure_eq!(
         "R-IO-13",
         lp.submit("peek_send", &mut op, 0),
-        Submit::Failed(AA_E_INVALID)
+        Submit::Failed(AA_E_INVALID),
+        "io_submit(AA_IO_SENDTO of 1 byte on a UDP socket, op_flags AA_IO_PEEK, flags 0)",
     );
     lp.run_once(0);
-    ensure_eq!("R-IO-13", lp.log(), vec![]);
+    ensure_eq!(
+        "R-IO-13",
+        lp.log(),
+        vec![],
+        "the refused peeks, run_once(0): the callbacks"
+    );
     ensure_eq!(
         "R-IO-13",
         fds::raw_read(r, &mut buf),
         1,
-        "the pipe's byte is still there"
+        "the refused peek of a pipe holding 1 byte, then the kit's read(2) of 4 bytes: its \
+         result (the byte still there)",
     );
     lp.finish();
 }

@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use crate::{ensure, ensure_eq, rule_failed};
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -18,15 +18,20 @@ use super::plugin::Reactor;
 const REASON: AaStatus = -4444;
 
 /// The one lookup record of `tag`, once the loop delivered it.
+/// Runs until lookup `tag` called back, then once more; returns the log.
 #[track_caller]
-fn result_of(lp: &Loop, tag: &'static str) -> (AaStatus, Vec<SocketAddr>) {
+fn result_of(lp: &Loop, tag: &'static str) -> Vec<Rec> {
     lp.run_until_tag(tag);
     lp.run_once(0);
-    let log = lp.log();
-    ensure_eq!("R-DNS-1", log.len(), 1, "one callback: {log:?}");
-    match &log[0] {
-        Rec::Dns(t, status, addrs) if *t == tag => (*status, addrs.clone()),
-        other => rule_failed!("R-DNS-1", "not a lookup record: {other:?}"),
+    lp.log()
+}
+
+/// The status and addresses of the one lookup callback in `log`, if that
+/// is all it holds.
+fn one_lookup(log: &[Rec]) -> Option<(AaStatus, Vec<SocketAddr>)> {
+    match log {
+        [Rec::Dns(_, status, addrs)] => Some((*status, addrs.clone())),
+        _ => None,
     }
 }
 
@@ -47,19 +52,25 @@ pub fn localhost_with_af_inet_resolves_to_127_0_0_1(reactor: &Reactor) {
         "80",
         Some((libc::AF_INET, libc::SOCK_STREAM)),
     );
-    ensure_eq!("R-DNS-1", lp.log(), vec![], "called back outside run_once");
-    let (status, addrs) = result_of(&lp, "d");
-    ensure_eq!("R-DNS-1", status, 0, "{}", lp.last_error());
-    ensure!(
+    ensure_eq!(
         "R-DNS-1",
-        addrs.contains(&SocketAddr::from((Ipv4Addr::LOCALHOST, 80))),
-        "{addrs:?}"
+        lp.log(),
+        vec![],
+        "dns_resolve(\"localhost\", \"80\", hints AF_INET, SOCK_STREAM), before any run_once: \
+         the callbacks",
     );
-    ensure!(
-        "R-DNS-1",
-        addrs.iter().all(SocketAddr::is_ipv4),
-        "{addrs:?}"
-    );
+    let log = result_of(&lp, "d");
+    let did = "dns_resolve(\"localhost\", \"80\", hints AF_INET, SOCK_STREAM), run_once until \
+               a callback, run_once(0)";
+    let ok = one_lookup(&log).is_some_and(|(status, addrs)| {
+        status == AA_OK
+            && addrs.contains(&SocketAddr::from((Ipv4Addr::LOCALHOST, 80)))
+            && addrs.iter().all(SocketAddr::is_ipv4)
+    });
+    ensure!("R-DNS-1", ok;
+        did: did,
+        wants: "one callback with AA_OK and IPv4 addresses only, among them 127.0.0.1:80",
+        got: format!("the callbacks {log:?}, last_error_message {:?}", lp.last_error()));
     lp.finish_when_idle();
 }
 
@@ -75,22 +86,23 @@ pub fn localhost_with_af_unspec_includes_127_0_0_1(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     lp.dns("d", "localhost", "", None);
-    let (status, addrs) = result_of(&lp, "d");
-    ensure_eq!("R-DNS-1", status, 0);
+    let log = result_of(&lp, "d");
+    let did = "dns_resolve(\"localhost\", \"\", hints NULL (AF_UNSPEC)), run_once until a \
+               callback, run_once(0)";
+    let (status, addrs) = one_lookup(&log).unwrap_or((AA_OK, Vec::new()));
     let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
-    ensure!(
-        "R-DNS-1",
-        ips.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        "{addrs:?}"
-    );
-    ensure!("R-DNS-1", ips.iter().all(IpAddr::is_loopback), "{addrs:?}");
-    for (i, a) in addrs.iter().enumerate() {
-        ensure!(
-            "R-DNS-1",
-            !addrs[i + 1..].contains(a),
-            "{a} listed twice: {addrs:?}"
-        );
-    }
+    let ok = one_lookup(&log).is_some()
+        && status == AA_OK
+        && ips.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST))
+        && ips.iter().all(IpAddr::is_loopback)
+        && addrs
+            .iter()
+            .enumerate()
+            .all(|(i, a)| !addrs[i + 1..].contains(a));
+    ensure!("R-DNS-1", ok;
+        did: did,
+        wants: "one callback with AA_OK and loopback addresses, each once, among them 127.0.0.1",
+        got: format!("the callbacks {log:?}"));
     lp.finish_when_idle();
 }
 
@@ -106,7 +118,13 @@ pub fn name_under_invalid_fails_with_dns_noname(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     lp.dns("d", "no-such-host.invalid", "", None);
-    ensure_eq!("R-DNS-2", result_of(&lp, "d"), (AA_E_DNS_NONAME, vec![]));
+    ensure_eq!(
+        "R-DNS-2",
+        result_of(&lp, "d"),
+        vec![Rec::Dns("d", AA_E_DNS_NONAME, vec![])],
+        "dns_resolve(\"no-such-host.invalid\", \"\", hints NULL), run_once until a callback, \
+         run_once(0): the callbacks",
+    );
     lp.finish_when_idle();
 }
 
@@ -122,26 +140,52 @@ pub fn cancel_of_a_pending_lookup_delivers_the_reason_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let d = lp.dns("d", "localhost", "", None);
-    ensure_eq!("R-EV-1", lp.cancel(d, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(d, REASON),
+        AA_OK,
+        "dns_resolve(\"localhost\", \"\", hints NULL), cancel(the lookup, reason -4444): its \
+         status",
+    );
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
         1,
-        "the cancellation callback is still to come"
+        "dns_resolve(\"localhost\"), cancel(reason -4444): alive() (the reason's callback is \
+         still to come)",
     );
-    ensure_eq!("R-EV-1", result_of(&lp, "d"), (REASON, vec![]));
-    ensure_eq!("R-EV-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-1",
+        result_of(&lp, "d"),
+        vec![Rec::Dns("d", REASON, vec![])],
+        "dns_resolve(\"localhost\", \"\", hints NULL), cancel(the lookup, reason -4444), \
+         run_once until a callback, run_once(0): the callbacks",
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        0,
+        "dns_resolve(\"localhost\"), cancel(reason -4444), the reason delivered: alive()"
+    );
     ensure_eq!(
         "R-EV-1",
         lp.cancel(d, REASON),
         AA_E_INVALID,
-        "nothing is pending"
+        "dns_resolve(\"localhost\"), cancel(reason -4444), the reason delivered, then a second \
+         cancel(reason -4444): its status",
     );
     // Give the resolver time to answer: its result must not be delivered.
     for _ in 0..10 {
         lp.run_once(20_000_000);
     }
-    ensure_eq!("R-EV-1", lp.log().len(), 1, "{:?}", lp.log());
+    ensure_eq!(
+        "R-EV-1",
+        lp.log().len(),
+        1,
+        "dns_resolve(\"localhost\"), cancel(reason -4444), the reason delivered, run_once(20 ms) \
+         ten times: the callbacks in {:?}",
+        lp.log(),
+    );
     lp.finish_when_idle();
 }
 
@@ -152,9 +196,19 @@ pub fn pending_lookup_counts_in_alive(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     lp.dns("d", "localhost", "", None);
-    ensure_eq!("R-LOOP-6", lp.alive(), 1);
+    ensure_eq!(
+        "R-LOOP-6",
+        lp.alive(),
+        1,
+        "dns_resolve(\"localhost\", \"\", hints NULL): alive()"
+    );
     lp.run_until_tag("d");
-    ensure_eq!("R-LOOP-6", lp.alive(), 0);
+    ensure_eq!(
+        "R-LOOP-6",
+        lp.alive(),
+        0,
+        "dns_resolve(\"localhost\", \"\", hints NULL), run_once until its callback: alive()"
+    );
     lp.finish_when_idle();
 }
 
@@ -171,9 +225,20 @@ pub fn dispose_of_a_pending_lookup_then_destroy_succeeds(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let d = lp.dns("d", "localhost", "", None);
     lp.dispose(d);
-    ensure_eq!("R-DNS-4", lp.alive(), 0);
+    ensure_eq!(
+        "R-DNS-4",
+        lp.alive(),
+        0,
+        "dns_resolve(\"localhost\", \"\", hints NULL), dispose(the lookup): alive()"
+    );
     lp.run_once(0);
-    ensure_eq!("R-DNS-4", lp.log(), vec![]);
+    ensure_eq!(
+        "R-DNS-4",
+        lp.log(),
+        vec![],
+        "dns_resolve(\"localhost\", \"\", hints NULL), dispose(the lookup), run_once(0): the \
+         callbacks",
+    );
     lp.finish_when_idle();
 }
 
@@ -191,21 +256,35 @@ pub fn malformed_lookups_fail_without_callback(reactor: &Reactor) {
     ensure_eq!(
         "R-DNS-3",
         lp.try_dns("d", "", "", None).err(),
-        Some(AA_E_INVALID)
+        Some(AA_E_INVALID),
+        "dns_resolve(node \"\", service \"\", hints NULL): its status (None: created)"
     );
     ensure_eq!(
         "R-DNS-3",
         lp.try_dns("d", "localhost", "", Some((12345, 0))).err(),
-        Some(AA_E_INVALID)
+        Some(AA_E_INVALID),
+        "dns_resolve(\"localhost\", \"\", hints family 12345, socktype 0): its status (None: \
+         created)",
     );
     ensure_eq!(
         "R-DNS-3",
         lp.try_dns("d", "localhost", "", Some((libc::AF_INET, 999)))
             .err(),
-        Some(AA_E_INVALID)
+        Some(AA_E_INVALID),
+        "dns_resolve(\"localhost\", \"\", hints AF_INET, socktype 999): its status (None: created)"
     );
-    ensure_eq!("R-DNS-3", lp.alive(), 0);
+    ensure_eq!(
+        "R-DNS-3",
+        lp.alive(),
+        0,
+        "the refused dns_resolve calls: alive()"
+    );
     lp.run_once(0);
-    ensure_eq!("R-DNS-3", lp.log(), vec![]);
+    ensure_eq!(
+        "R-DNS-3",
+        lp.log(),
+        vec![],
+        "the refused dns_resolve calls, run_once(0): the callbacks"
+    );
     lp.finish_when_idle();
 }

@@ -141,6 +141,20 @@ pub fn local_addr(fd: i32) -> AaSockAddr {
     addr
 }
 
+/// Writes all of `data` to `fd` with one `write(2)`, as the case's own
+/// setup (the peer's data): a short or failed write fails the case with
+/// "could not set up the case", not as a rule failure.
+#[track_caller]
+pub fn put(fd: i32, data: &[u8]) {
+    let n = raw_write(fd, data);
+    if n != data.len() as isize {
+        crate::setup_failed!(
+            "write of {} bytes to fd {fd} by the kit gave {n}",
+            data.len()
+        );
+    }
+}
+
 /// `write(2)` behind the reactor's back; returns bytes or `-errno`.
 pub fn raw_write(fd: i32, data: &[u8]) -> isize {
     // SAFETY: `data` is a valid slice for the call.

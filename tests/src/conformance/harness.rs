@@ -16,8 +16,16 @@
 //!   caught at the `extern "C"` boundary and re-raised after `run_once`
 //!   returns, so it fails the case instead of aborting the process.
 //! - **H3** [`Loop::finish`] disposes every event the case did not, closes
-//!   every descriptor through `AA_IO_CLOSE`, checks that `alive()` is 0, that
-//!   nothing runs any more, and that `destroy` returns `AA_OK`.
+//!   every descriptor through `AA_IO_CLOSE`, checks that `alive()` is 0
+//!   (R-LOOP-6), that nothing runs any more (R-EV-3), and that `destroy`
+//!   returns `AA_OK` (R-LOOP-2); these fail naming the rule, as a tier's
+//!   assertion does. So does a `create` that fails ([`Loop::new`],
+//!   R-LOOP-1). The harness's other checks that the plugin can fail (a
+//!   constructor the case needs failing, a request not pending or not
+//!   inline, a callback that never comes within [`PATIENCE`], `run_once`
+//!   failing) say what was called and what it gave, statuses by name, and
+//!   name the running case's rules ([`rules::case_rules`]): which rule they
+//!   protect is the case's.
 //! - **H4** Slots live until the loop is destroyed, so a late callback from
 //!   a faulty reactor reads valid memory (and fails H1 or the final count).
 //!
@@ -38,9 +46,12 @@ use std::time::{Duration, Instant};
 use async_abi::*;
 
 use super::plugin::Reactor;
+use super::rules::{self, violated};
 
-/// One recorded callback (or a marker the case wrote).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One recorded callback (or a marker the case wrote). Its `Debug` names
+/// statuses and negated errnos (`Io("r", -ECANCELED)`, `Timer("t",
+/// AA_OK)`), so a failure that prints a log reads without the header.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Rec {
     /// A timer callback: tag, status.
     Timer(&'static str, AaStatus),
@@ -64,6 +75,50 @@ pub enum Rec {
     Dns(&'static str, AaStatus, Vec<SocketAddr>),
     /// A marker written by the case (`Loop::mark`).
     Mark(&'static str),
+}
+
+impl std::fmt::Debug for Rec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use super::rules::short;
+        let st = |s: &AaStatus| short(i64::from(*s));
+        match self {
+            Rec::Timer(t, s) => write!(f, "Timer({t:?}, {})", st(s)),
+            Rec::Poll(t, s, bits) => write!(f, "Poll({t:?}, {}, {})", st(s), poll_bits(*bits)),
+            Rec::Io(t, r) => write!(f, "Io({t:?}, {})", short(*r)),
+            Rec::Trigger(t, s) => write!(f, "Trigger({t:?}, {})", st(s)),
+            Rec::Closed(t) => write!(f, "Closed({t:?})"),
+            Rec::Signal(t, s, sig) => write!(f, "Signal({t:?}, {}, {sig})", st(s)),
+            Rec::Process(t, s, exit) => write!(f, "Process({t:?}, {}, {exit:?})", st(s)),
+            Rec::FsWatch(t, s, bits, name) => {
+                write!(f, "FsWatch({t:?}, {}, {bits:#x}, {name:?})", st(s))
+            }
+            Rec::Dns(t, s, addrs) => write!(f, "Dns({t:?}, {}, {addrs:?})", st(s)),
+            Rec::Mark(t) => write!(f, "Mark({t:?})"),
+        }
+    }
+}
+
+/// `AA_POLL_READABLE|AA_POLL_WRITABLE`, or `0`.
+pub fn poll_bits(bits: u32) -> String {
+    let mut names: Vec<String> = [
+        (AA_POLL_READABLE, "AA_POLL_READABLE"),
+        (AA_POLL_WRITABLE, "AA_POLL_WRITABLE"),
+        (AA_POLL_HUP, "AA_POLL_HUP"),
+        (AA_POLL_ERROR, "AA_POLL_ERROR"),
+    ]
+    .iter()
+    .filter(|(b, _)| bits & b != 0)
+    .map(|(_, n)| (*n).to_owned())
+    .collect();
+    let rest = bits & !(AA_POLL_READABLE | AA_POLL_WRITABLE | AA_POLL_HUP | AA_POLL_ERROR);
+    if rest != 0 {
+        names.push(format!("{rest:#x}"));
+    }
+    if names.is_empty() {
+        "0".to_owned()
+    } else {
+        names.join("|")
+    }
 }
 
 impl Rec {
@@ -127,7 +182,11 @@ impl Submit {
     pub fn pending(self) -> Ev {
         match self {
             Submit::Pending(ev) => ev,
-            other => panic!("expected a pending request, got {other:?}"),
+            other => panic!(
+                "expected a pending request (AA_OK), got {}.{}",
+                super::rules::submitted(&other),
+                super::rules::case_rules()
+            ),
         }
     }
 
@@ -136,7 +195,11 @@ impl Submit {
     pub fn done(self) -> i64 {
         match self {
             Submit::Done(result) => result,
-            other => panic!("expected an inline completion (AA_DONE), got {other:?}"),
+            other => panic!(
+                "expected an inline completion (AA_DONE), got {}.{}",
+                super::rules::submitted(&other),
+                super::rules::case_rules()
+            ),
         }
     }
 }
@@ -332,7 +395,12 @@ impl Loop {
     pub fn new(reactor: &Reactor) -> Loop {
         match Loop::with_options(reactor, &[]) {
             Ok(lp) => lp,
-            Err((status, msg)) => panic!("create failed with {status}: {msg}"),
+            Err((status, msg)) => violated(
+                "R-LOOP-1",
+                &"create(config of this ABI's size, no options)",
+                &"AA_OK and a reactor",
+                &format!("{}, err_buf {msg:?}", rules::status(status)),
+            ),
         }
     }
 
@@ -427,8 +495,10 @@ impl Loop {
         }
         assert!(
             n >= 0,
-            "run_once({timeout_ns}) failed with {n}: {}",
-            self.last_error()
+            "run_once({timeout_ns}) failed with {}, last_error_message {:?}.{}",
+            rules::status(n),
+            self.last_error(),
+            rules::case_rules()
         );
         n
     }
@@ -441,8 +511,11 @@ impl Loop {
         while !done(&self.0.log.borrow()) {
             assert!(
                 start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; log: {:?}",
-                self.log()
+                "timed out after {} s of run_once(100 ms) waiting for {what}: it never came; the \
+                 callbacks so far: {:?}.{}",
+                PATIENCE.as_secs(),
+                self.log(),
+                rules::case_rules()
             );
             self.run_once(100_000_000);
         }
@@ -556,7 +629,14 @@ impl Loop {
     #[track_caller]
     pub fn timer(&self, tag: &'static str, first_ns: u64, repeat_ns: u64, flags: u32) -> Ev {
         self.try_timer(tag, first_ns, repeat_ns, flags)
-            .unwrap_or_else(|s| panic!("timer_new failed with {s}: {}", self.last_error()))
+            .unwrap_or_else(|s| {
+                panic!(
+                    "timer_new failed with {}, last_error_message {:?}.{}",
+                    rules::status(s),
+                    self.last_error(),
+                    rules::case_rules()
+                )
+            })
     }
 
     /// `timer_rearm`.
@@ -598,8 +678,14 @@ impl Loop {
     /// `poll_new`, which must succeed.
     #[track_caller]
     pub fn poll(&self, tag: &'static str, fd: i32, interest: u32, flags: u32) -> Ev {
-        self.try_poll(tag, fd, interest, flags)
-            .unwrap_or_else(|s| panic!("poll_new failed with {s}: {}", self.last_error()))
+        self.try_poll(tag, fd, interest, flags).unwrap_or_else(|s| {
+            panic!(
+                "poll_new failed with {}, last_error_message {:?}.{}",
+                rules::status(s),
+                self.last_error(),
+                rules::case_rules()
+            )
+        })
     }
 
     /// `poll_set_interest`.
@@ -625,7 +711,14 @@ impl Loop {
                 &mut out,
             )
         };
-        assert_eq!(status, AA_OK, "trigger_new failed: {}", self.last_error());
+        assert_eq!(
+            status,
+            AA_OK,
+            "trigger_new(flags {flags:#x}) failed with {}, last_error_message {:?}.{}",
+            rules::status(status),
+            self.last_error(),
+            rules::case_rules()
+        );
         self.adopt(&slot, index, out)
     }
 
@@ -744,8 +837,14 @@ impl Loop {
     /// `signal_new`, which must succeed.
     #[track_caller]
     pub fn signal(&self, tag: &'static str, signum: i32, flags: u32) -> Ev {
-        self.try_signal(tag, signum, flags)
-            .unwrap_or_else(|s| panic!("signal_new failed with {s}: {}", self.last_error()))
+        self.try_signal(tag, signum, flags).unwrap_or_else(|s| {
+            panic!(
+                "signal_new failed with {}, last_error_message {:?}.{}",
+                rules::status(s),
+                self.last_error(),
+                rules::case_rules()
+            )
+        })
     }
 
     /// `process_new`; the status on failure.
@@ -777,8 +876,14 @@ impl Loop {
     /// `process_new`, which must succeed.
     #[track_caller]
     pub fn process(&self, tag: &'static str, pid: i64, flags: u32) -> Ev {
-        self.try_process(tag, pid, flags)
-            .unwrap_or_else(|s| panic!("process_new failed with {s}: {}", self.last_error()))
+        self.try_process(tag, pid, flags).unwrap_or_else(|s| {
+            panic!(
+                "process_new failed with {}, last_error_message {:?}.{}",
+                rules::status(s),
+                self.last_error(),
+                rules::case_rules()
+            )
+        })
     }
 
     /// `fs_watch_new`; the status on failure.
@@ -815,8 +920,14 @@ impl Loop {
     /// `fs_watch_new`, which must succeed.
     #[track_caller]
     pub fn fs_watch(&self, tag: &'static str, path: &[u8], flags: u32) -> Ev {
-        self.try_fs_watch(tag, path, flags)
-            .unwrap_or_else(|s| panic!("fs_watch_new failed with {s}: {}", self.last_error()))
+        self.try_fs_watch(tag, path, flags).unwrap_or_else(|s| {
+            panic!(
+                "fs_watch_new failed with {}, last_error_message {:?}.{}",
+                rules::status(s),
+                self.last_error(),
+                rules::case_rules()
+            )
+        })
     }
 
     /// `dns_resolve` with hints of `family` and `socktype` (NULL hints when
@@ -868,8 +979,14 @@ impl Loop {
         service: &str,
         hints: Option<(i32, i32)>,
     ) -> Ev {
-        self.try_dns(tag, node, service, hints)
-            .unwrap_or_else(|s| panic!("dns_resolve failed with {s}: {}", self.last_error()))
+        self.try_dns(tag, node, service, hints).unwrap_or_else(|s| {
+            panic!(
+                "dns_resolve failed with {}, last_error_message {:?}.{}",
+                rules::status(s),
+                self.last_error(),
+                rules::case_rules()
+            )
+        })
     }
 
     // -- control ------------------------------------------------------------
@@ -939,7 +1056,7 @@ impl Loop {
                 self.dispose(ev);
                 result.expect("checked by run_until")
             }
-            Submit::Failed(s) => panic!("AA_IO_CLOSE of fd {fd} failed with {s}"),
+            Submit::Failed(s) => panic!("AA_IO_CLOSE of fd {fd} failed with {}", rules::status(s)),
         }
     }
 
@@ -982,14 +1099,18 @@ impl Loop {
             self.close_fd(fd);
         }
         let log = self.log();
-        assert_eq!(self.alive(), 0, "alive() after disposing everything");
+        let alive = self.alive();
+        if alive != 0 {
+            violated(
+                "R-LOOP-6",
+                &"the case's end: every event disposed, every descriptor closed",
+                &"alive() 0",
+                &format!("alive() {alive}"),
+            );
+        }
         self.run_once(0);
         self.run_once(0);
-        assert_eq!(
-            self.log(),
-            log,
-            "callbacks ran after every event was disposed"
-        );
+        self.nothing_after_dispose(&log, "run_once(0) twice");
         let destroy = self.0.vt.destroy.expect("required slot");
         let start = Instant::now();
         let status = loop {
@@ -999,22 +1120,39 @@ impl Loop {
                 break status;
             }
             self.run_once(10_000_000);
-            assert_eq!(
-                self.log(),
-                log,
-                "callbacks ran after every event was disposed"
-            );
+            self.nothing_after_dispose(&log, "destroy answered AA_E_BUSY, then run_once(10 ms)");
         };
-        assert_eq!(
-            status,
-            AA_OK,
-            "destroy after disposing everything: {}",
-            self.last_error()
-        );
+        if status != AA_OK {
+            violated(
+                "R-LOOP-2",
+                &"the case's end: every event disposed, every descriptor closed, then destroy",
+                &"AA_OK",
+                &format!(
+                    "{}, last_error_message {:?}",
+                    rules::status(status),
+                    self.last_error()
+                ),
+            );
+        }
         self.0.r.set(ptr::null_mut());
         // Break the Loop <-> hook cycles.
         for slot in self.0.slots.borrow().iter() {
             slot.hook.borrow_mut().take();
+        }
+    }
+
+    /// H3's check that nothing called back once every event was disposed
+    /// (R-EV-3): the log is still `before` after `what`.
+    #[track_caller]
+    fn nothing_after_dispose(&self, before: &[Rec], what: &str) {
+        let now = self.log();
+        if now.len() != before.len() || now[..] != before[..] {
+            violated(
+                "R-EV-3",
+                &format!("the case's end: every event disposed, then {what}"),
+                &"no callback",
+                &format!("callbacks {:?}", &now[before.len().min(now.len())..]),
+            );
         }
     }
 

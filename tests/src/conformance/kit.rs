@@ -21,8 +21,12 @@
 //! - skipped: the case noted a skip ([`note_skip`](super::note_skip)): the
 //!   reactor (or its instance) lacks a capability the case needs. Skipped
 //!   never counts as passed; the summary groups skips by capability;
-//! - failed: a panic (a failed assertion: its message), a signal, a
-//!   timeout, or a child that printed no result line.
+//! - failed: a panic (a failed assertion: the first line of its message,
+//!   which names the rule, its link, the input, what the rule requires and
+//!   what the reactor did; the rule's text follows in the details), a
+//!   setup failure (`could not set up the case`: the kit's own system call
+//!   failed, no rule was judged), a signal, a timeout, or a child that
+//!   printed no result line.
 //!
 //! The exit code is 0 when nothing failed, 1 when a case failed, 2 for a
 //! usage error or a library that cannot be loaded.
@@ -225,7 +229,9 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let panic_message: &'static Mutex<Option<String>> = Box::leak(Box::new(Mutex::new(None)));
+    // The first panic's summary line and its whole message.
+    let panic_message: &'static Mutex<Option<(String, String)>> =
+        Box::leak(Box::new(Mutex::new(None)));
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
@@ -238,10 +244,21 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
             .location()
             .map(|l| format!(" (at {}:{})", l.file(), l.line()))
             .unwrap_or_default();
+        // The summary keeps one line: a rule failure's first line (rule,
+        // link, input, requirement, what the reactor did; the rule's text
+        // and hints follow in the case's stderr, printed under `FAIL`), a
+        // setup failure's, or another panic's with where it was raised.
+        let first = msg.lines().next().unwrap_or_default();
+        let judged = first.contains(" violated. ") || first.starts_with(super::rules::SETUP_FAILED);
+        let line = if judged {
+            first.to_owned()
+        } else {
+            format!("{msg}{at}")
+        };
         let mut slot = panic_message.lock().unwrap_or_else(|e| e.into_inner());
         // The first panic is the cause; a later one is its consequence.
         if slot.is_none() {
-            *slot = Some(format!("{msg}{at}"));
+            *slot = Some((line, msg));
         }
         drop(slot);
         default_hook(info);
@@ -252,12 +269,18 @@ fn run_here(case: &Case, library: &Path) -> ExitCode {
         (Ok(()), None) => ("pass".to_owned(), 0),
         (Ok(()), Some((bits, why))) => (format!("skip {bits:#x} {}", one_line(&why)), 0),
         (Err(_), _) => {
-            let msg = panic_message
+            let (line, full) = panic_message
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
-                .unwrap_or_else(|| "panicked".into());
-            (format!("fail {}", one_line(&msg)), 1)
+                .unwrap_or_else(|| ("panicked".into(), String::new()));
+            // Again, last, so the tail of stderr the kit prints under
+            // `FAIL` holds it (with the rule's text) even after a long
+            // backtrace.
+            if !full.is_empty() {
+                eprintln!("the failure in full:\n{full}");
+            }
+            (format!("fail {}", one_line(&line)), 1)
         }
     };
     println!("{RESULT} {line}");

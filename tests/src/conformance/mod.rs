@@ -18,6 +18,30 @@
 //! the rule requires, what the reactor did, and links the rule
 //! (`docs/abi/<page>.md#<rule id>`).
 //!
+//! # Failures
+//!
+//! A case fails in one of three ways, and its message says which:
+//!
+//! - a rule failure (`R-IO-12 (docs/abi/io.md#r-io-12, ABI 1.0) violated.
+//!   The case did: ... The rule requires: ... The reactor did: ...`): the
+//!   reactor broke the rule. The kit's summary prints this first line; the
+//!   rule's text (and, for a rule a later minor tightened, which minor the
+//!   reactor is held to) follows in the details under `FAIL`. Statuses,
+//!   errnos, opcodes, flags and poll bits are printed by name
+//!   ([`rules::status`], [`rules::opcode_name`], [`harness::poll_bits`]).
+//!   The harness's end-of-case checks ([`Loop::finish`]: R-LOOP-6, R-EV-3,
+//!   R-LOOP-2) and a failing `create` (R-LOOP-1) fail the same way;
+//! - a setup failure (`could not set up the case ...`, from
+//!   [`setup_failed!`](crate::setup_failed)): a system call the kit makes
+//!   for itself (`mmap`, `socketpair`, `fork`) failed; no rule was judged
+//!   and the reactor is not blamed. It is the only panic a tier may raise
+//!   (`cargo xtask check-abi-rules` rejects `panic!` and bare `assert!` in
+//!   a tier);
+//! - a harness failure: one of the harness's own checks (H1-H4 in
+//!   [`harness`]: a constructor the case needs failed, a request that
+//!   should be pending is not, a wait ran out of patience), naming the
+//!   call and what it gave; the case's rules are printed with it.
+//!
 //! # Versions
 //!
 //! A reactor is checked against the rules of the ABI minor it implements
@@ -152,9 +176,15 @@ impl Case {
 /// line naming the rules and their minor. A plugin is held to the rules of
 /// the minor it declares, so a 1.0 binary that passed the 1.0 kit passes
 /// every later 1.x kit.
-pub fn run_versioned(rules: &[&str], name: &str, run: fn(&Reactor), reactor: &Reactor) {
+pub fn run_versioned(
+    rules: &'static [&'static str],
+    name: &str,
+    run: fn(&Reactor),
+    reactor: &Reactor,
+) {
     let minor = rules::implements(reactor);
     rules::set_current_minor(minor);
+    rules::set_current_rules(rules);
     let newer = rules::newer_rules(rules, minor);
     if !rules.is_empty() && newer.len() == rules.len() {
         note_skip(

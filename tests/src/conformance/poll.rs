@@ -2,14 +2,26 @@
 //! `poll_set_interest`, interest 0, cancel, hang-up, sharing a descriptor
 //! with requests, and `AA_EVF_OWNS_FD`.
 
-use crate::{ensure, ensure_eq, ensure_ne};
+use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec};
+use super::harness::{self, Loop, Rec};
 use super::plugin::Reactor;
 
 const REASON: AaStatus = -4343;
+
+/// Whether `log` holds exactly one callback of poll `tag`, with `AA_OK`
+/// and the bit `want` among its ready bits.
+fn one_report(log: &[Rec], tag: &str, want: u32) -> bool {
+    let polls = polls_of(log, tag);
+    polls.len() == 1 && polls[0].0 == AA_OK && polls[0].1 & want != 0
+}
+
+/// What [`one_report`] checks, in words.
+fn one_wanted(want: u32) -> String {
+    format!("one callback with AA_OK and {}", harness::poll_bits(want))
+}
 
 fn polls_of(log: &[Rec], tag: &str) -> Vec<(AaStatus, u32)> {
     log.iter()
@@ -33,19 +45,20 @@ pub fn pipe_read_end_reports_readable(reactor: &Reactor) {
     lp.poll("r", r, AA_POLL_READABLE, 0);
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-POLL-1", lp.log(), vec![], "readable before any data");
-    ensure_eq!("R-POLL-1", fds::raw_write(w, b"x"), 1);
-    lp.run_until_tag("r");
-    let polls = polls_of(&lp.log(), "r");
-    ensure_eq!("R-POLL-1", polls.len(), 1);
-    ensure_eq!("R-POLL-1", polls[0].0, 0);
-    ensure_ne!(
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), run_once(0) twice";
+    ensure_eq!(
         "R-POLL-1",
-        polls[0].1 & AA_POLL_READABLE,
-        0,
-        "ready bits {:#x}",
-        polls[0].1
+        lp.log(),
+        vec![],
+        "{did} with no data in the pipe: the callbacks"
     );
+    fds::put(w, b"x");
+    lp.run_until_tag("r");
+    let log = lp.log();
+    ensure!("R-POLL-1", one_report(&log, "r", AA_POLL_READABLE);
+        did: format!("{did}, 1 byte written to the pipe, run_once until a callback"),
+        wants: one_wanted(AA_POLL_READABLE),
+        got: format!("the callbacks {log:?}"));
     lp.finish();
 }
 
@@ -60,15 +73,19 @@ pub fn socketpair_reports_writable(reactor: &Reactor) {
     lp.track_fd(b);
     lp.poll("w", a, AA_POLL_WRITABLE, 0);
     lp.run_until_tag("w");
+    let did = "poll_new(a fresh socket of a pair, AA_POLL_WRITABLE, flags 0), run_once until a \
+               callback";
+    let log = lp.log();
+    ensure!("R-POLL-1", one_report(&log, "w", AA_POLL_WRITABLE);
+        did: did,
+        wants: one_wanted(AA_POLL_WRITABLE),
+        got: format!("the callbacks {log:?}"));
     let polls = polls_of(&lp.log(), "w");
-    ensure_eq!("R-POLL-1", polls.len(), 1);
-    ensure_eq!("R-POLL-1", polls[0].0, 0);
-    ensure_ne!("R-POLL-1", polls[0].1 & AA_POLL_WRITABLE, 0);
     ensure_eq!(
         "R-POLL-1",
-        polls[0].1 & AA_POLL_READABLE,
-        0,
-        "readable reported without interest"
+        harness::poll_bits(polls[0].1 & AA_POLL_READABLE),
+        "0",
+        "{did} (no data, no interest in reading): AA_POLL_READABLE in the ready bits"
     );
     lp.finish();
 }
@@ -87,18 +104,24 @@ pub fn set_interest_reports_current_readiness_again(reactor: &Reactor) {
     let (a, b) = fds::socketpair();
     lp.track_fd(a);
     lp.track_fd(b);
-    ensure_eq!("R-POLL-2", fds::raw_write(b, b"data"), 4);
+    fds::put(b, b"data");
     let p = lp.poll("p", a, AA_POLL_READABLE, 0);
     lp.run_until_tag("p");
-    ensure_eq!("R-POLL-2", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
-    lp.run_until("a second report", |log| log.len() == 2);
-    let polls = polls_of(&lp.log(), "p");
-    ensure!(
+    let did = "4 bytes written to a socket, poll_new(it, AA_POLL_READABLE, flags 0), run_once \
+               until a callback, poll_set_interest(AA_POLL_READABLE) with the data unread";
+    ensure_eq!(
         "R-POLL-2",
-        polls
-            .iter()
-            .all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0)
+        lp.set_interest(p, AA_POLL_READABLE),
+        AA_OK,
+        "{did}: its status"
     );
+    lp.run_until("a second report", |log| log.len() == 2);
+    let log = lp.log();
+    ensure!("R-POLL-2",
+        polls_of(&log, "p").iter().all(|(s, ready)| *s == 0 && ready & AA_POLL_READABLE != 0);
+        did: format!("{did}, run_once until a second callback"),
+        wants: "two callbacks with AA_OK and AA_POLL_READABLE",
+        got: format!("the callbacks {log:?}"));
     lp.finish();
 }
 
@@ -113,15 +136,37 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    ensure_eq!("R-POLL-2", lp.alive(), 1);
-    ensure_eq!("R-POLL-2", lp.set_interest(p, 0), AA_OK);
-    ensure_eq!("R-POLL-2", lp.alive(), 0);
-    ensure_eq!("R-POLL-2", fds::raw_write(w, b"x"), 1);
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0)";
+    ensure_eq!("R-POLL-2", lp.alive(), 1, "{did}: alive()");
+    ensure_eq!(
+        "R-POLL-2",
+        lp.set_interest(p, 0),
+        AA_OK,
+        "{did}, poll_set_interest(0): its status"
+    );
+    let did = format!("{did}, poll_set_interest(0)");
+    ensure_eq!("R-POLL-2", lp.alive(), 0, "{did}: alive()");
+    fds::put(w, b"x");
     lp.run_once(0);
     lp.run_once(10_000_000);
-    ensure_eq!("R-POLL-2", lp.log(), vec![], "a disarmed poll reported");
-    ensure_eq!("R-POLL-2", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
-    ensure_eq!("R-POLL-2", lp.alive(), 1);
+    ensure_eq!(
+        "R-POLL-2",
+        lp.log(),
+        vec![],
+        "{did}, 1 byte written, run_once(0), run_once(10 ms): the callbacks"
+    );
+    ensure_eq!(
+        "R-POLL-2",
+        lp.set_interest(p, AA_POLL_READABLE),
+        AA_OK,
+        "{did}, 1 byte written, poll_set_interest(AA_POLL_READABLE): its status"
+    );
+    ensure_eq!(
+        "R-POLL-2",
+        lp.alive(),
+        1,
+        "{did}, 1 byte written, poll_set_interest(AA_POLL_READABLE): alive()"
+    );
     lp.run_until_tag("p");
     lp.finish();
 }
@@ -141,12 +186,24 @@ pub fn cancel_of_a_poll_delivers_the_reason_once(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK);
-    ensure_eq!("R-EV-1", lp.log(), vec![]);
-    ensure_eq!("R-EV-1", fds::raw_write(w, b"x"), 1);
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), cancel(the poll, reason \
+               -4343)";
+    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK, "{did}: its status");
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![],
+        "{did}: the callbacks before any run_once (cancel calls nothing itself)"
+    );
+    fds::put(w, b"x");
     lp.run_until_tag("p");
     lp.run_once(10_000_000);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Poll("p", REASON, 0)]);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::Poll("p", REASON, 0)],
+        "{did}, 1 byte written, run_once until a callback, run_once(10 ms): the callbacks"
+    );
     lp.finish();
 }
 
@@ -162,15 +219,16 @@ pub fn hang_up_is_reported(reactor: &Reactor) {
     lp.poll("p", r, AA_POLL_READABLE, 0);
     fds::raw_close(w);
     lp.run_until_tag("p");
-    let polls = polls_of(&lp.log(), "p");
-    ensure_eq!("R-POLL-5", polls[0].0, 0);
-    ensure_ne!(
-        "R-POLL-5",
-        polls[0].1 & (AA_POLL_HUP | AA_POLL_READABLE),
-        0,
-        "ready {:#x}",
-        polls[0].1
-    );
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), the write end closed, \
+               run_once until a callback";
+    let log = lp.log();
+    ensure!("R-POLL-5",
+        polls_of(&log, "p").first().is_some_and(|(s, ready)| {
+            *s == AA_OK && ready & (AA_POLL_HUP | AA_POLL_READABLE) != 0
+        });
+        did: did,
+        wants: "a callback with AA_OK and AA_POLL_HUP or AA_POLL_READABLE",
+        got: format!("the callbacks {log:?}"));
     lp.finish();
 }
 
@@ -192,11 +250,18 @@ pub fn poll_and_request_on_one_fd_both_see_data(reactor: &Reactor) {
     let mut buf = [0u8; 8];
     lp.read("read", a, &mut buf, 0).pending();
     lp.run_once(0);
-    ensure_eq!("R-POLL-6", fds::raw_write(b, b"hi"), 2);
+    fds::put(b, b"hi");
     lp.run_until("the read and the poll", |log| {
         log.contains(&Rec::Io("read", 2)) && log.iter().any(|r| r.tag() == "p")
     });
-    ensure_eq!("R-POLL-6", &buf[..2], b"hi");
+    ensure_eq!(
+        "R-POLL-6",
+        &buf[..2],
+        b"hi",
+        "poll_new(a socket, AA_POLL_READABLE) and io_submit(AA_IO_READ of 8 bytes on it, flags \
+         0), run_once(0), \"hi\" written by the peer, run_once until both called back: the \
+         data read"
+    );
     lp.finish();
 }
 
@@ -214,15 +279,21 @@ pub fn close_of_a_poll_owning_its_fd_closes_it(reactor: &Reactor) {
     let (r, w) = fds::pipe();
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, AA_EVF_OWNS_FD);
-    ensure_eq!("R-POLL-7", lp.close(p), AA_OK);
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags AA_EVF_OWNS_FD), close(the \
+               poll, on_closed)";
+    ensure_eq!("R-POLL-7", lp.close(p), AA_OK, "{did}: its status");
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("p")));
-    ensure_eq!("R-POLL-7", lp.log(), vec![Rec::Closed("p")]);
     ensure_eq!(
-        "R-POLL-7",
-        fds::raw_write(w, b"x"),
-        -(libc::EPIPE as isize),
-        "the read end is still open"
+        "R-EV-2",
+        lp.log(),
+        vec![Rec::Closed("p")],
+        "{did}, run_once until on_closed: the callbacks"
     );
+    let wrote = fds::raw_write(w, b"x");
+    ensure!("R-POLL-7", wrote == -(libc::EPIPE as isize);
+        did: format!("{did}, run_once until on_closed, then write(2) to the pipe's write end"),
+        wants: "-EPIPE (the read end closed by the reactor)",
+        got: format!("{wrote} (the read end is still open)"));
     lp.finish();
 }
 
@@ -241,12 +312,24 @@ pub fn close_of_an_armed_poll_gives_only_on_closed(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    ensure_eq!("R-EV-2", fds::raw_write(w, b"x"), 1);
-    ensure_eq!("R-EV-2", lp.close(p), AA_OK);
-    ensure_eq!("R-EV-2", lp.log(), vec![], "a callback inside close");
+    fds::put(w, b"x");
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), 1 byte written (the \
+               poll is ready), close(the poll, on_closed)";
+    ensure_eq!("R-EV-2", lp.close(p), AA_OK, "{did}: its status");
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![],
+        "{did}: the callbacks before any run_once (close calls nothing itself)"
+    );
     lp.run_until_tag("p");
     lp.run_once(10_000_000);
-    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("p")]);
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![Rec::Closed("p")],
+        "{did}, run_once until a callback, run_once(10 ms): the callbacks"
+    );
     lp.finish();
 }
 
@@ -265,22 +348,31 @@ pub fn cancelled_poll_is_rearmed_by_set_interest(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
-    ensure_eq!("R-POLL-4", lp.cancel(p, REASON), AA_OK);
+    let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), cancel(the poll, reason \
+               -4343)";
+    ensure_eq!("R-POLL-4", lp.cancel(p, REASON), AA_OK, "{did}: its status");
     lp.run_until_tag("p");
-    ensure_eq!("R-POLL-4", lp.take_log(), vec![Rec::Poll("p", REASON, 0)]);
-    ensure_eq!("R-POLL-4", fds::raw_write(w, b"x"), 1);
-    ensure_eq!("R-POLL-4", lp.set_interest(p, AA_POLL_READABLE), AA_OK);
-    lp.run_until_tag("p");
-    let polls = polls_of(&lp.log(), "p");
-    ensure_eq!("R-POLL-4", polls.len(), 1, "{polls:?}");
-    ensure_eq!("R-POLL-4", polls[0].0, 0);
-    ensure_ne!(
+    ensure_eq!(
         "R-POLL-4",
-        polls[0].1 & AA_POLL_READABLE,
-        0,
-        "ready {:#x}",
-        polls[0].1
+        lp.take_log(),
+        vec![Rec::Poll("p", REASON, 0)],
+        "{did}, run_once until a callback: the callbacks"
     );
+    fds::put(w, b"x");
+    let did =
+        format!("{did}, the reason delivered, 1 byte written, poll_set_interest(AA_POLL_READABLE)");
+    ensure_eq!(
+        "R-POLL-4",
+        lp.set_interest(p, AA_POLL_READABLE),
+        AA_OK,
+        "{did}: its status"
+    );
+    lp.run_until_tag("p");
+    let log = lp.log();
+    ensure!("R-POLL-4", one_report(&log, "p", AA_POLL_READABLE);
+        did: format!("{did}, run_once until a callback"),
+        wants: one_wanted(AA_POLL_READABLE),
+        got: format!("the callbacks {log:?}"));
     lp.finish();
 }
 
@@ -300,17 +392,16 @@ pub fn readiness_is_not_reported_again_until_consumed(reactor: &Reactor) {
     lp.track_fd(r);
     lp.track_fd(w);
     lp.poll("p", r, AA_POLL_READABLE, 0);
-    ensure_eq!("R-POLL-3", fds::raw_write(w, b"x"), 1);
+    fds::put(w, b"x");
     lp.run_until_tag("p");
     for _ in 0..5 {
         lp.run_once(1_000_000);
     }
-    ensure_eq!(
-        "R-POLL-3",
-        polls_of(&lp.log(), "p").len(),
-        1,
-        "{:?}",
-        lp.log()
-    );
+    let log = lp.log();
+    ensure!("R-POLL-3", polls_of(&log, "p").len() == 1;
+        did: "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), 1 byte written and never \
+              read, run_once until a callback, run_once(1 ms) five times",
+        wants: "one callback (the readiness not reported again until consumed)",
+        got: format!("the callbacks {log:?}"));
     lp.finish();
 }

@@ -6,12 +6,13 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
 use super::os;
 use super::plugin::Reactor;
+use super::rules;
 
 const REASON: AaStatus = -4444;
 
@@ -22,7 +23,7 @@ fn shell(script: &str) -> Child {
         .args(["-c", script])
         .stdin(Stdio::null())
         .spawn()
-        .expect("spawn /bin/sh")
+        .unwrap_or_else(|e| setup_failed!("spawn /bin/sh -c {script:?}: {e}"))
 }
 
 /// A child that runs until it is killed (`cat` reading a pipe nobody
@@ -33,7 +34,27 @@ fn sleeper() -> Child {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
-        .expect("spawn /bin/cat")
+        .unwrap_or_else(|e| setup_failed!("spawn /bin/cat: {e}"))
+}
+
+/// What a `process_new` the case expected to fail gave.
+fn created(status: Option<AaStatus>) -> String {
+    status.map_or("AA_OK (a watch was created)".to_owned(), rules::status)
+}
+
+/// Checks R-PROC-1's "reaped": after the watch reported child `pid`, the
+/// kit's own `waitpid` finds no such child.
+#[track_caller]
+fn reaped(pid: i32, did: &str) {
+    let got = os::try_reap(pid);
+    ensure!("R-PROC-1", got == Err(libc::ECHILD);
+    did: format!("{did}, then the kit's waitpid({pid}, WNOHANG)"),
+    wants: "-ECHILD (the watch reaped its child)",
+    got: match got {
+        Err(e) => format!("-{}", rules::errno_name(e)),
+        Ok(true) => "the child still there: the kit reaped it".to_owned(),
+        Ok(false) => "the child still running".to_owned(),
+    });
 }
 
 fn pid_of(child: &Child) -> i32 {
@@ -54,27 +75,25 @@ pub fn exit_code_is_reported_once_and_the_child_is_reaped(reactor: &Reactor) {
     let child = shell("exit 3");
     let pid = pid_of(&child);
     lp.process("p", i64::from(pid), 0);
+    let did = "process_new(a child running `sh -c 'exit 3'`, flags 0)";
     ensure_eq!(
         "R-PROC-1",
         lp.alive(),
         1,
-        "a pending process watch keeps the loop alive"
+        "{did}: alive() (a pending watch counts)"
     );
+    let did = format!("{did}, run_once until a callback, run_once(0) twice");
     lp.run_until_tag("p");
     lp.run_once(0);
     lp.run_once(0);
     ensure_eq!(
         "R-PROC-1",
         lp.log(),
-        vec![Rec::Process("p", 0, Some((3, 0)))]
+        vec![Rec::Process("p", 0, Some((3, 0)))],
+        "{did}: the callbacks (status, (code, signal))"
     );
-    ensure_eq!("R-PROC-1", lp.alive(), 0);
-    ensure_eq!(
-        "R-PROC-1",
-        os::try_reap(pid),
-        Err(libc::ECHILD),
-        "the watch reaped it"
-    );
+    ensure_eq!("R-PROC-1", lp.alive(), 0, "{did}: alive()");
+    reaped(pid, &did);
     drop(child);
     lp.finish();
 }
@@ -94,21 +113,24 @@ pub fn child_killed_by_a_signal_reports_code_minus_one_and_the_signal(reactor: &
     let pid = pid_of(&child);
     lp.process("p", i64::from(pid), 0);
     lp.run_once(0);
-    ensure_eq!("R-PROC-1", lp.log(), vec![], "the child is still running");
-    os::kill(pid, libc::SIGKILL);
-    lp.run_until_tag("p");
-    lp.run_once(0);
+    let did = "process_new(a running child `cat`, flags 0), run_once(0)";
     ensure_eq!(
         "R-PROC-1",
         lp.log(),
-        vec![Rec::Process("p", 0, Some((-1, libc::SIGKILL)))]
+        vec![],
+        "{did} (the child still running): the callbacks"
     );
+    os::kill(pid, libc::SIGKILL);
+    lp.run_until_tag("p");
+    lp.run_once(0);
+    let did = format!("{did}, kill(SIGKILL), run_once until a callback, run_once(0)");
     ensure_eq!(
         "R-PROC-1",
-        os::try_reap(pid),
-        Err(libc::ECHILD),
-        "the watch reaped it"
+        lp.log(),
+        vec![Rec::Process("p", 0, Some((-1, libc::SIGKILL)))],
+        "{did}: the callbacks (status, (code, signal))"
     );
+    reaped(pid, &did);
     drop(child);
     lp.finish();
 }
@@ -129,12 +151,15 @@ pub fn child_that_exited_before_the_watch_is_reported(reactor: &Reactor) {
     os::wait_exited_unreaped(pid);
     lp.process("p", i64::from(pid), 0);
     lp.run_until_tag("p");
+    let did = "a child `sh -c 'exit 0'` that exited (not reaped), then process_new(it, flags \
+               0), run_once until a callback";
     ensure_eq!(
         "R-PROC-1",
         lp.log(),
-        vec![Rec::Process("p", 0, Some((0, 0)))]
+        vec![Rec::Process("p", 0, Some((0, 0)))],
+        "{did}: the callbacks (status, (code, signal))"
     );
-    ensure_eq!("R-PROC-1", os::try_reap(pid), Err(libc::ECHILD));
+    reaped(pid, did);
     drop(child);
     lp.finish();
 }
@@ -153,30 +178,36 @@ pub fn pid_that_is_not_a_child_fails_without_callback(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let parent = std::os::unix::process::parent_id();
     let status = lp.try_process("parent", i64::from(parent), 0).err();
-    ensure!(
-        "R-PROC-2",
-        status.is_some_and(|s| s < 0),
-        "parent: {status:?}"
-    );
-    let mut reaped = shell("exit 0");
-    let pid = pid_of(&reaped);
-    reaped.wait().expect("reap");
-    let status = lp.try_process("reaped", i64::from(pid), 0).err();
-    ensure!(
-        "R-PROC-2",
-        status.is_some_and(|s| s < 0),
-        "reaped child: {status:?}"
-    );
-    for pid in [0, -1, i64::MAX] {
-        ensure_eq!(
-            "R-PROC-2",
-            lp.try_process("bad", pid, 0).err(),
-            Some(AA_E_INVALID)
-        );
+    ensure!("R-PROC-2", status.is_some_and(|s| s < 0);
+        did: format!("process_new(pid {parent}, the kit's parent, not its child, flags 0)"),
+        wants: "a negative status",
+        got: created(status));
+    let mut child = shell("exit 0");
+    let pid = pid_of(&child);
+    if let Err(e) = child.wait() {
+        setup_failed!("waitpid of the kit's child {pid}: {e}");
     }
-    ensure_eq!("R-PROC-2", lp.alive(), 0);
+    let status = lp.try_process("reaped", i64::from(pid), 0).err();
+    ensure!("R-PROC-2", status.is_some_and(|s| s < 0);
+        did: format!("process_new(pid {pid}, a child the kit already reaped, flags 0)"),
+        wants: "a negative status",
+        got: created(status));
+    for pid in [0, -1, i64::MAX] {
+        let status = lp.try_process("bad", pid, 0).err();
+        ensure!("R-PROC-2", status == Some(AA_E_INVALID);
+            did: format!("process_new(pid {pid}, flags 0)"),
+            wants: "AA_E_INVALID (-10002)",
+            got: created(status));
+    }
+    let did = "the refused process_new calls";
+    ensure_eq!("R-PROC-2", lp.alive(), 0, "{did}: alive()");
     lp.run_once(0);
-    ensure_eq!("R-PROC-2", lp.log(), vec![]);
+    ensure_eq!(
+        "R-PROC-2",
+        lp.log(),
+        vec![],
+        "{did}, run_once(0): the callbacks"
+    );
     lp.finish();
 }
 
@@ -193,20 +224,32 @@ pub fn cancel_of_a_process_watch_delivers_the_reason_once(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let mut child = sleeper();
     let p = lp.process("p", i64::from(pid_of(&child)), 0);
-    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK);
+    let did = "process_new(a running child `cat`, flags 0), cancel(the watch, reason -4444)";
+    ensure_eq!("R-EV-1", lp.cancel(p, REASON), AA_OK, "{did}: its status");
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
         1,
-        "the cancellation callback is still to come"
+        "{did}: alive() (the reason's callback is still to come)"
     );
-    child.kill().expect("kill the child");
+    if let Err(e) = child.kill() {
+        setup_failed!("kill of the kit's child: {e}");
+    }
     lp.run_until_tag("p");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Process("p", REASON, None)]);
-    let status = child.wait().expect("the child is still ours to reap");
-    ensure!("R-EV-1", !status.success());
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::Process("p", REASON, None)],
+        "{did}, the child killed, run_once until a callback, run_once(0) twice: the callbacks \
+         (the exit status NULL with a reason)"
+    );
+    let status = child.wait();
+    ensure!("R-EV-1", status.as_ref().is_ok_and(|s| !s.success());
+        did: format!("{did}, the child killed, the reason delivered, then the kit's waitpid"),
+        wants: "the killed child left for the kit to reap (a cancelled watch reaps nothing)",
+        got: format!("waitpid gave {status:?}"));
     lp.finish();
 }
 
@@ -223,11 +266,23 @@ pub fn dispose_of_a_process_watch_never_calls_back(reactor: &Reactor) {
     let mut child = sleeper();
     let p = lp.process("p", i64::from(pid_of(&child)), 0);
     lp.dispose(p);
-    ensure_eq!("R-EV-3", lp.alive(), 0);
-    child.kill().expect("kill the child");
-    child.wait().expect("the child is still ours to reap");
+    let did = "process_new(a running child `cat`, flags 0), dispose(the watch)";
+    ensure_eq!("R-EV-3", lp.alive(), 0, "{did}: alive()");
+    if let Err(e) = child.kill() {
+        setup_failed!("kill of the kit's child: {e}");
+    }
+    let status = child.wait();
+    ensure!("R-EV-3", status.is_ok();
+        did: format!("{did}, the child killed, then the kit's waitpid"),
+        wants: "the child left for the kit to reap (a disposed watch reaps nothing)",
+        got: format!("waitpid gave {status:?}"));
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-EV-3", lp.log(), vec![]);
+    ensure_eq!(
+        "R-EV-3",
+        lp.log(),
+        vec![],
+        "{did}, the child killed and reaped, run_once(0) twice: the callbacks"
+    );
     lp.finish();
 }

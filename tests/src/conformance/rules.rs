@@ -20,12 +20,17 @@
 //! the pages do not define). A failure reads:
 //!
 //! ```text
-//! R-IO-12 (docs/abi/io.md#r-io-12, ABI 1.0, tightened in 1.1) violated.
-//! The case did: io_submit(AA_IO_WRITE, op_flags 0x80000000, flags 0).
-//! The rule requires: AA_E_INVALID (unknown op_flags bits). The reactor
-//! did: failed with AA_E_UNSUPPORTED (-10001).
-//! Rule: Malformed requests fail at `io_submit`, ...
+//! R-IO-12 (docs/abi/io.md#r-io-12, ABI 1.0, tightened in 1.1) violated. The case did: io_submit(AA_IO_WRITE of 1 byte on a socket, op_flags 1 << 30 (0x40000000), flags 0). The rule requires: AA_E_INVALID (op_flags bits no minor defines). The reactor did: failed with AA_E_UNSUPPORTED (-10001).
+//!   Rule: Malformed requests fail at `io_submit`, ...
 //! ```
+//!
+//! The first line is one line whatever its length: it is what the kit's
+//! summary prints for the case (`failed: tier::case [rules]: ...`). The
+//! rule's text, and for a tightened rule which minor the reactor is held
+//! to, follow on their own lines, in the details the kit prints under
+//! `FAIL`. The case's own setup failing (a system call the kit makes for
+//! itself) is not a rule failure: [`setup_failed!`](crate::setup_failed)
+//! says "could not set up the case" and blames no rule.
 //!
 //! # Versions
 //!
@@ -682,6 +687,39 @@ pub fn set_current_minor(minor: u16) {
     CURRENT_MINOR.store(u32::from(minor), Ordering::Relaxed);
 }
 
+thread_local! {
+    /// The rules of the case running on this thread (set by
+    /// [`super::run_versioned`]), for the harness's own failures
+    /// ([`case_rules`]). Per thread: in a test binary the cases run on
+    /// parallel threads of one process.
+    static CURRENT_RULES: std::cell::Cell<&'static [&'static str]> =
+        const { std::cell::Cell::new(&[]) };
+}
+
+/// Records the rules the case running on this thread checks.
+pub fn set_current_rules(ids: &'static [&'static str]) {
+    CURRENT_RULES.with(|c| c.set(ids));
+}
+
+/// ` The case checks R-IO-2 (docs/abi/io.md#r-io-2).`, or nothing outside a
+/// case: appended to a harness failure the plugin can cause (a callback
+/// that never came, a constructor the case needs failing), whose rule is
+/// the case's, not the harness's.
+pub fn case_rules() -> String {
+    let ids = CURRENT_RULES.with(std::cell::Cell::get);
+    if ids.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = ids
+        .iter()
+        .map(|id| match rule(id) {
+            Some(r) => format!("{id} ({})", r.link()),
+            None => (*id).to_owned(),
+        })
+        .collect();
+    format!(" The case checks {}.", named.join(", "))
+}
+
 /// Fails the running case: rule `id` was violated. `did` is what the case
 /// did (the call and its input), `wants` what the rule requires of it,
 /// `got` what the reactor did.
@@ -711,19 +749,79 @@ pub fn violated(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Disp
         ),
         _ => String::new(),
     };
+    // The first line is the summary the kit prints per failed case (`failed:
+    // ...`): the rule, where it is, the input, what it requires, what the
+    // reactor did. The rule's text and the hint follow on their own lines,
+    // for the details under `FAIL` (the case's stderr).
+    let text = if text.is_empty() {
+        String::new()
+    } else {
+        format!("\n  Rule: {text}")
+    };
+    let hint = if hint.is_empty() {
+        hint
+    } else {
+        format!("\n {hint}")
+    };
     panic!(
-        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.{hint} \
-         Rule: {text}"
+        "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.\
+         {text}{hint}"
     );
 }
 
-/// `AA_E_INVALID (-10002)`, `-EBADF (-9)`, `AA_OK (0)`.
+/// The first words of every message of [`could_not_set_up`]: the kit's
+/// summary and its readers tell a setup failure from a rule failure by
+/// them.
+pub const SETUP_FAILED: &str = "could not set up the case";
+
+/// Fails the running case because the kit could not prepare it (a system
+/// call the case makes for itself, such as `mmap` or `socketpair`, failed):
+/// no rule was judged and the reactor is not blamed. Tiers call it through
+/// [`setup_failed!`](crate::setup_failed), the only form of panic `cargo
+/// xtask check-abi-rules` allows in a tier.
+#[track_caller]
+pub fn could_not_set_up(what: &str) -> ! {
+    panic!("{SETUP_FAILED} (the kit's own setup, not the reactor; no rule was checked): {what}")
+}
+
+/// `AA_E_INVALID (-10002)`, `-EBADF (-9)`, `AA_OK (0)`; a number with no
+/// name (a count, `-4242`) as itself.
 pub fn status(s: AaStatus) -> String {
-    match status_name(s) {
+    match label(i64::from(s)) {
         Some(name) => format!("{name} ({s})"),
-        None if s < 0 => format!("-{} ({s})", errno_name(-s)),
         None => s.to_string(),
     }
+}
+
+/// A request's result: `-ECANCELED (-125)` for a negative errno the kit
+/// knows (or a status), else the number (a byte count).
+pub fn result(r: i64) -> String {
+    match label(r) {
+        Some(name) if r < 0 => format!("{name} ({r})"),
+        _ => r.to_string(),
+    }
+}
+
+/// The name of a status or a negated errno (`AA_OK`, `AA_E_INVALID`,
+/// `-EBADF`), if the kit knows one.
+pub fn label(v: i64) -> Option<String> {
+    let s = i32::try_from(v).ok()?;
+    if let Some(name) = status_name(s) {
+        return Some(name.to_owned());
+    }
+    if s < 0 && s > i32::MIN {
+        let e = errno_name(-s);
+        if e.starts_with(|c: char| c.is_ascii_uppercase()) {
+            return Some(format!("-{e}"));
+        }
+    }
+    None
+}
+
+/// `label` or the number, without the number in parentheses: for
+/// statuses inside a record (`Io("r", -ECANCELED)`).
+pub fn short(v: i64) -> String {
+    label(v).unwrap_or_else(|| v.to_string())
 }
 
 /// `EBADF` for 9 (the errno values the kit meets), else the number.
@@ -744,6 +842,13 @@ pub fn errno_name(e: i32) -> String {
         libc::EISDIR => "EISDIR",
         libc::ENOTSOCK => "ENOTSOCK",
         libc::EMSGSIZE => "EMSGSIZE",
+        libc::EPERM => "EPERM",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
         _ => return e.to_string(),
     };
     name.to_owned()
@@ -782,13 +887,79 @@ pub fn opcode_name(op: u32) -> String {
     name.to_owned()
 }
 
+/// How [`ensure_eq!`](crate::ensure_eq) prints a value: statuses
+/// (`i32`) and request results (`i64`) by name (`AA_E_INVALID (-10002)`,
+/// `-ECANCELED (-125)`), anything else by `Debug`. (Autoref
+/// specialisation: [`ShowStatus`] applies to `Shown<i32>` and
+/// `Shown<i64>`, [`ShowDebug`] to every other `&Shown<T>`.)
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Shown<'a, T: ?Sized>(pub &'a T);
+
+/// See [`Shown`].
+#[doc(hidden)]
+pub trait ShowStatus {
+    /// The value in words.
+    fn shown(&self) -> String;
+}
+
+impl ShowStatus for Shown<'_, i32> {
+    fn shown(&self) -> String {
+        status(*self.0)
+    }
+}
+
+impl ShowStatus for Shown<'_, i64> {
+    fn shown(&self) -> String {
+        result(*self.0)
+    }
+}
+
+impl ShowStatus for Shown<'_, Option<i32>> {
+    fn shown(&self) -> String {
+        match self.0 {
+            Some(s) => format!("Some({})", status(*s)),
+            None => "None (AA_OK: it was created)".to_owned(),
+        }
+    }
+}
+
+impl ShowStatus for Shown<'_, Submit> {
+    fn shown(&self) -> String {
+        submitted(self.0)
+    }
+}
+
+/// See [`Shown`].
+#[doc(hidden)]
+pub trait ShowDebug {
+    /// The value in words.
+    fn shown(&self) -> String;
+}
+
+impl<T: std::fmt::Debug + ?Sized> ShowDebug for &Shown<'_, T> {
+    fn shown(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+/// Fails the case with a harness-style "could not set up the case"
+/// message ([`could_not_set_up`]): for the kit's own system calls, never
+/// for what the reactor did.
+#[macro_export]
+macro_rules! setup_failed {
+    ($($fmt:tt)+) => {
+        $crate::conformance::rules::could_not_set_up(&format!($($fmt)+))
+    };
+}
+
 /// Checks a condition of rule `$rule`; on failure reports the rule, its
-/// link and text, and what the case did.
-///
-/// - `ensure!("R-IO-12", cond; did: .., wants: .., got: ..)`: the three
-///   parts given (each `Display`);
-/// - `ensure!("R-IO-12", cond, "format", args..)`: the message says what
-///   the case did and saw; the rule's text says what it requires.
+/// link and text, and the three parts given (each `Display`):
+/// `ensure!("R-IO-12", cond; did: .., wants: .., got: ..)`. `did` is the
+/// input (the calls, opcodes, flags, timeouts, the step of the case),
+/// `wants` what the rule requires of it, `got` what the reactor did. (There
+/// is no form without them: a failure that says only "`cond` was false"
+/// is not actionable.)
 #[macro_export]
 macro_rules! ensure {
     ($rule:literal, $cond:expr; did: $did:expr, wants: $wants:expr, got: $got:expr $(,)?) => {
@@ -796,44 +967,25 @@ macro_rules! ensure {
             $crate::conformance::rules::violated($rule, &$did, &$wants, &$got)
         }
     };
-    ($rule:literal, $cond:expr $(,)?) => {
-        if !$cond {
-            $crate::conformance::rules::violated(
-                $rule,
-                &"",
-                &concat!("`", stringify!($cond), "`"),
-                &"the opposite",
-            )
-        }
-    };
-    ($rule:literal, $cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            $crate::conformance::rules::violated(
-                $rule,
-                &format!($($fmt)+),
-                &concat!("`", stringify!($cond), "`"),
-                &"the opposite",
-            )
-        }
-    };
 }
 
 /// Checks that what the reactor gave (`$got`) equals what rule `$rule`
-/// requires (`$want`); the optional format says what the case did.
+/// requires (`$want`); the format (required) says what the case did, the
+/// input and the step, ending with what `$got` is (`...: its status`).
+/// Statuses, results and `Submit`s print by name ([`Shown`]).
 #[macro_export]
 macro_rules! ensure_eq {
-    ($rule:literal, $got:expr, $want:expr $(,)?) => {
-        $crate::ensure_eq!($rule, $got, $want, "checked `{}`", stringify!($got))
-    };
     ($rule:literal, $got:expr, $want:expr, $($fmt:tt)+) => {
         match (&$got, &$want) {
             (got, want) => {
                 if !(*got == *want) {
+                    #[allow(unused_imports)]
+                    use $crate::conformance::rules::{ShowDebug as _, ShowStatus as _, Shown};
                     $crate::conformance::rules::violated(
                         $rule,
                         &format!($($fmt)+),
-                        &format!("{want:?}"),
-                        &format!("{got:?}"),
+                        &(&Shown(want)).shown(),
+                        &(&Shown(got)).shown(),
                     )
                 }
             }
@@ -841,21 +993,22 @@ macro_rules! ensure_eq {
     };
 }
 
-/// Checks that what the reactor gave (`$got`) differs from `$unwanted`.
+/// Checks that what the reactor gave (`$got`) differs from `$unwanted`;
+/// the format (required) says what the case did, as for
+/// [`ensure_eq!`](crate::ensure_eq).
 #[macro_export]
 macro_rules! ensure_ne {
-    ($rule:literal, $got:expr, $unwanted:expr $(,)?) => {
-        $crate::ensure_ne!($rule, $got, $unwanted, "checked `{}`", stringify!($got))
-    };
     ($rule:literal, $got:expr, $unwanted:expr, $($fmt:tt)+) => {
         match (&$got, &$unwanted) {
             (got, unwanted) => {
                 if *got == *unwanted {
+                    #[allow(unused_imports)]
+                    use $crate::conformance::rules::{ShowDebug as _, ShowStatus as _, Shown};
                     $crate::conformance::rules::violated(
                         $rule,
                         &format!($($fmt)+),
-                        &format!("anything but {unwanted:?}"),
-                        &format!("{got:?}"),
+                        &format!("anything but {}", (&Shown(unwanted)).shown()),
+                        &(&Shown(got)).shown(),
                     )
                 }
             }
@@ -876,4 +1029,68 @@ macro_rules! rule_failed {
             &format!($($fmt)+),
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::harness::Rec;
+
+    #[test]
+    fn statuses_errnos_and_records_read_by_name() {
+        assert_eq!(status(AA_E_INVALID), "AA_E_INVALID (-10002)");
+        assert_eq!(status(AA_OK), "AA_OK (0)");
+        assert_eq!(status(-libc::EBADF), "-EBADF (-9)");
+        assert_eq!(status(-4242), "-4242");
+        assert_eq!(status(3), "3");
+        assert_eq!(result(-i64::from(libc::ECANCELED)), "-ECANCELED (-125)");
+        assert_eq!(result(5), "5");
+        assert_eq!(
+            format!(
+                "{:?}",
+                vec![
+                    Rec::Io("r", -i64::from(libc::ECANCELED)),
+                    Rec::Timer("t", 0)
+                ]
+            ),
+            "[Io(\"r\", -ECANCELED), Timer(\"t\", AA_OK)]"
+        );
+        assert_eq!(
+            Shown(&Submit::Failed(AA_E_UNSUPPORTED)).shown(),
+            "failed with AA_E_UNSUPPORTED (-10001)"
+        );
+        assert_eq!(
+            Shown(&Some(AA_E_INVALID)).shown(),
+            "Some(AA_E_INVALID (-10002))"
+        );
+        assert_eq!((&Shown(&[1u8, 2])).shown(), "[1, 2]");
+    }
+
+    #[test]
+    fn a_violation_is_one_summary_line_then_the_rule_text() {
+        let caught = std::panic::catch_unwind(|| {
+            violated(
+                "R-TIMER-4",
+                &"timer_rearm(1 ms, repeat 0)",
+                &status(AA_OK),
+                &status(AA_E_INVALID),
+            )
+        });
+        let payload = caught.expect_err("violated returned");
+        let msg = payload
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        let mut lines = msg.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "R-TIMER-4 (docs/abi/timer.md#r-timer-4, ABI 1.0) violated. The case did: \
+                 timer_rearm(1 ms, repeat 0). The rule requires: AA_OK (0). The reactor did: \
+                 AA_E_INVALID (-10002)."
+            )
+        );
+        let text = rule("R-TIMER-4").expect("defined").text;
+        assert_eq!(lines.next(), Some(format!("  Rule: {text}").as_str()));
+        assert_eq!(lines.next(), None);
+    }
 }

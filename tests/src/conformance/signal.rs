@@ -12,7 +12,7 @@
 
 use std::sync::Barrier;
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
 use super::harness::{Loop, Rec};
@@ -61,15 +61,32 @@ pub fn raised_signal_calls_the_watcher_once(reactor: &Reactor) {
         "R-SIG-1",
         lp.alive(),
         1,
-        "a signal watcher keeps the loop alive"
+        "signal_new(signal {sig}, flags 0): alive()"
     );
     os::raise(sig);
-    ensure_eq!("R-SIG-1", lp.log(), vec![], "called back outside run_once");
+    ensure_eq!(
+        "R-SIG-1",
+        lp.log(),
+        vec![],
+        "signal_new(signal {sig}, flags 0), raise({sig}), before any run_once: the callbacks"
+    );
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)]);
-    ensure_eq!("R-SIG-1", lp.alive(), 1, "the watcher keeps watching");
+    ensure_eq!(
+        "R-SIG-1",
+        lp.log(),
+        vec![Rec::Signal("s", 0, sig)],
+        "signal_new(signal {sig}, flags 0), raise({sig}), run_once until a callback, run_once(0) \
+         twice: the callbacks (status, signal)",
+    );
+    ensure_eq!(
+        "R-SIG-1",
+        lp.alive(),
+        1,
+        "signal_new(signal {sig}, flags 0), raise({sig}), its callback ran: alive() (the watcher \
+         keeps watching)",
+    );
     lp.finish();
 }
 
@@ -93,11 +110,23 @@ pub fn deliveries_before_run_once_coalesce_into_one_callback(reactor: &Reactor) 
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", lp.log(), vec![Rec::Signal("s", 0, sig)]);
+    ensure_eq!(
+        "R-SIG-1",
+        lp.log(),
+        vec![Rec::Signal("s", 0, sig)],
+        "signal_new(signal {sig}, flags 0), raise({sig}) three times, run_once until a callback, \
+         run_once(0) twice: the callbacks",
+    );
     os::raise(sig);
     lp.run_until("a second callback", |log| signals_of(log, "s") == 2);
     lp.run_once(0);
-    ensure_eq!("R-SIG-1", signals_of(&lp.log(), "s"), 2);
+    ensure_eq!(
+        "R-SIG-1",
+        signals_of(&lp.log(), "s"),
+        2,
+        "signal_new(signal {sig}, flags 0), raise({sig}) three times, one callback, raise({sig}) \
+         again, run_once until a second callback, run_once(0): the callbacks with AA_OK",
+    );
     lp.finish();
 }
 
@@ -122,7 +151,9 @@ pub fn two_watchers_of_one_signal_are_both_called(reactor: &Reactor) {
     ensure_eq!(
         "R-SIG-2",
         lp.log(),
-        vec![Rec::Signal("a", 0, sig), Rec::Signal("b", 0, sig)]
+        vec![Rec::Signal("a", 0, sig), Rec::Signal("b", 0, sig)],
+        "signal_new(a, signal {sig}) and (b, signal {sig}), flags 0, raise({sig}), run_once \
+         until two callbacks, run_once(0): the callbacks",
     );
     lp.finish();
 }
@@ -140,29 +171,32 @@ pub fn dispose_of_the_last_watcher_restores_the_previous_disposition(reactor: &R
     }
     let sig = case_signal(3);
     let _ignored = Ignored::new(sig);
-    ensure_eq!("R-SIG-3", os::disposition(sig), libc::SIG_IGN);
+    if os::disposition(sig) != libc::SIG_IGN {
+        setup_failed!("signal {sig} set to SIG_IGN by the kit reads back as another disposition");
+    }
     let lp = Loop::new(reactor);
     let a = lp.signal("a", sig, 0);
     let b = lp.signal("b", sig, 0);
     let theirs = os::disposition(sig);
-    ensure!(
-        "R-SIG-3",
-        theirs != libc::SIG_IGN && theirs != libc::SIG_DFL,
-        "the reactor owns the disposition while it watches"
-    );
+    ensure!("R-SIG-3", theirs != libc::SIG_IGN && theirs != libc::SIG_DFL;
+        did: format!("SIG_IGN set for signal {sig}, signal_new(a) and (b) of it, flags 0"),
+        wants: "the reactor's own handler as the disposition while it watches",
+        got: format!("the disposition {theirs:#x} (SIG_DFL is 0, SIG_IGN 1)"));
     lp.dispose(a);
     ensure_eq!(
         "R-SIG-3",
         os::disposition(sig),
         theirs,
-        "one watcher is left"
+        "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a): the \
+         disposition (the reactor's handler while b watches)",
     );
     lp.dispose(b);
     ensure_eq!(
         "R-SIG-3",
         os::disposition(sig),
         libc::SIG_IGN,
-        "the previous disposition is back"
+        "SIG_IGN (1) set for signal {sig}, signal_new(a) and (b) of it, dispose(a), dispose(b): \
+         the disposition (SIG_IGN is 1)",
     );
     lp.finish();
 }
@@ -182,36 +216,56 @@ pub fn cancel_of_a_signal_watcher_delivers_the_reason_once(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     let s = lp.signal("s", sig, 0);
-    ensure_eq!("R-EV-1", lp.cancel(s, REASON), AA_OK);
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(s, REASON),
+        AA_OK,
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): its status"
+    );
     ensure_eq!(
         "R-EV-1",
         lp.log(),
         vec![],
-        "cancel called back synchronously"
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): the callbacks \
+         before any run_once (cancel calls nothing itself)",
     );
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
         1,
-        "the cancellation callback is still to come"
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): alive() (the \
+         reason's callback is still to come)",
     );
     ensure_eq!(
         "R-EV-1",
         os::disposition(sig),
         libc::SIG_IGN,
-        "the watch ended"
+        "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), cancel(the watcher, reason \
+         -4242): the disposition (the watch ended: SIG_IGN is back)",
     );
     os::raise(sig);
     lp.run_until_tag("s");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Signal("s", REASON, sig)]);
-    ensure_eq!("R-EV-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::Signal("s", REASON, sig)],
+        "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242), raise({sig}), \
+         run_once until a callback, run_once(0) twice: the callbacks",
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        0,
+        "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered: alive()"
+    );
     ensure_eq!(
         "R-EV-1",
         lp.cancel(s, REASON),
         AA_E_INVALID,
-        "nothing is pending"
+        "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered, then a \
+         second cancel(reason -4242): its status",
     );
     lp.finish();
 }
@@ -229,17 +283,29 @@ pub fn close_of_a_signal_watcher_gives_only_on_closed(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     let s = lp.signal("s", sig, 0);
-    ensure_eq!("R-EV-2", lp.close(s), AA_OK);
+    ensure_eq!(
+        "R-EV-2",
+        lp.close(s),
+        AA_OK,
+        "signal_new(signal {sig}, flags 0), close(the watcher, on_closed): its status"
+    );
     ensure_eq!(
         "R-EV-2",
         os::disposition(sig),
         libc::SIG_IGN,
-        "the watch ended"
+        "SIG_IGN (1) set for signal {sig}, signal_new(it, flags 0), close(the watcher): the \
+         disposition (the watch ended: SIG_IGN is back)",
     );
     os::raise(sig);
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("s")));
     lp.run_once(0);
-    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("s")]);
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![Rec::Closed("s")],
+        "signal_new(signal {sig}, flags 0), close(the watcher, on_closed), raise({sig}), \
+         run_once until on_closed, run_once(0): the callbacks",
+    );
     lp.finish();
 }
 
@@ -256,9 +322,19 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
     let _ignored = Ignored::new(sig);
     let lp = Loop::new(reactor);
     lp.signal("hidden", sig, AA_EVF_HIDDEN);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        0,
+        "signal_new(signal {sig}, flags AA_EVF_HIDDEN): alive()"
+    );
     let visible = lp.signal("visible", sig, 0);
-    ensure_eq!("R-LOOP-7", lp.alive(), 1);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        1,
+        "signal_new(signal {sig}, flags AA_EVF_HIDDEN), signal_new(signal {sig}, flags 0): alive()"
+    );
     os::raise(sig);
     lp.run_until("both watchers", |log| log.len() >= 2);
     ensure_eq!(
@@ -267,11 +343,24 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
         vec![
             Rec::Signal("hidden", 0, sig),
             Rec::Signal("visible", 0, sig)
-        ]
+        ],
+        "a hidden and a visible watcher of signal {sig}, raise({sig}), run_once until two \
+         callbacks: the callbacks"
     );
-    ensure_eq!("R-LOOP-7", lp.alive(), 1);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        1,
+        "a hidden and a visible watcher of signal {sig}, both called: alive()"
+    );
     lp.dispose(visible);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        0,
+        "a hidden and a visible watcher of signal {sig}, both called, dispose(the visible one): \
+         alive()",
+    );
     lp.finish();
 }
 
@@ -291,13 +380,26 @@ pub fn uncatchable_and_invalid_signals_are_refused(reactor: &Reactor) {
             "R-SIG-4",
             lp.try_signal("bad", signum, 0).err(),
             Some(AA_E_INVALID),
-            "signal {signum}"
+            "signal_new(signal {signum}, flags 0): its status (None: refused, Some: the status)"
         );
-        ensure!("R-SIG-4", !lp.last_error().is_empty());
+        ensure!("R-SIG-4", !lp.last_error().is_empty();
+            did: format!("signal_new(signal {signum}, flags 0), refused"),
+            wants: "a last_error_message describing the refusal",
+            got: "an empty last_error_message");
     }
-    ensure_eq!("R-SIG-4", lp.alive(), 0);
+    ensure_eq!(
+        "R-SIG-4",
+        lp.alive(),
+        0,
+        "signal_new of SIGKILL, SIGSTOP, 0, -1, 1000, each refused: alive()"
+    );
     lp.run_once(0);
-    ensure_eq!("R-SIG-4", lp.log(), vec![]);
+    ensure_eq!(
+        "R-SIG-4",
+        lp.log(),
+        vec![],
+        "signal_new of SIGKILL, SIGSTOP, 0, -1, 1000, each refused, run_once(0): the callbacks"
+    );
     lp.finish();
 }
 
@@ -331,9 +433,23 @@ pub fn every_loop_watching_a_signal_is_told(reactor: &Reactor) {
         os::kill_self(sig);
         lp.run_until_tag("here");
         lp.run_once(0);
-        other.join().expect("the other loop's thread")
+        other
+            .join()
+            .unwrap_or_else(|_| setup_failed!("the other loop's thread panicked"))
     });
-    ensure_eq!("R-SIG-2", theirs, vec![Rec::Signal("there", 0, sig)]);
-    ensure_eq!("R-SIG-2", lp.log(), vec![Rec::Signal("here", 0, sig)]);
+    ensure_eq!(
+        "R-SIG-2",
+        theirs,
+        vec![Rec::Signal("there", 0, sig)],
+        "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), \
+         {sig}), each loop run until its callback: the other loop's callbacks",
+    );
+    ensure_eq!(
+        "R-SIG-2",
+        lp.log(),
+        vec![Rec::Signal("here", 0, sig)],
+        "signal_new(signal {sig}) on this loop and on a loop of another thread, kill(getpid(), \
+         {sig}), each loop run until its callback: this loop's callbacks",
+    );
     lp.finish();
 }

@@ -10,6 +10,7 @@ use async_abi::*;
 
 use super::harness::{Loop, Rec};
 use super::plugin::Reactor;
+use super::rules;
 
 const MS: u64 = 1_000_000;
 const FAR: u64 = 3_600_000 * MS;
@@ -41,7 +42,9 @@ pub fn timers_fire_in_deadline_order(reactor: &Reactor) {
     ensure_eq!(
         "R-TIMER-1",
         lp.log(),
-        vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)]
+        vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)],
+        "timer_new(one-shot, flags 0) of c (3 ms), a (1 ms), b (2 ms) in that order, 5 ms of \
+         sleep so all are due, then run_once(100 ms) until three callbacks: the callbacks"
     );
     lp.finish();
 }
@@ -56,7 +59,13 @@ pub fn equal_durations_fire_in_arming_order(reactor: &Reactor) {
     all_due(3 * MS);
     lp.run_until("four timers", |log| log.len() == 4);
     let order: Vec<_> = lp.log().iter().map(Rec::tag).collect();
-    ensure_eq!("R-TIMER-2", order, ["t1", "t2", "t3", "t4"]);
+    ensure_eq!(
+        "R-TIMER-2",
+        order,
+        ["t1", "t2", "t3", "t4"],
+        "timer_new(one-shot 1 ms, flags 0) of t1, t2, t3, t4 in that order, 3 ms of sleep so \
+         all are due, then run_once(100 ms) until four callbacks: the order of the callbacks"
+    );
     lp.finish();
 }
 
@@ -68,10 +77,27 @@ pub fn one_shot_fires_once_then_is_inactive(reactor: &Reactor) {
     lp.run_until_tag("t");
     lp.run_once(5 * MS as i64);
     lp.run_once(0);
-    ensure_eq!("R-ERR-3", lp.log(), vec![Rec::Timer("t", 0)]);
-    ensure_eq!("R-ERR-3", lp.cancel(t, REASON), AA_E_INVALID);
+    let did = "timer_new(one-shot 1 ms, flags 0), run_once until it fired, run_once(5 ms), \
+               run_once(0)";
+    ensure_eq!(
+        "R-TIMER-3",
+        lp.log(),
+        vec![Rec::Timer("t", 0)],
+        "{did}: the callbacks"
+    );
+    ensure_eq!(
+        "R-ERR-3",
+        lp.cancel(t, REASON),
+        AA_E_INVALID,
+        "{did}, then cancel(the fired timer, reason {REASON}): its status"
+    );
     lp.run_once(0);
-    ensure_eq!("R-ERR-3", lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!(
+        "R-ERR-3",
+        lp.log(),
+        vec![Rec::Timer("t", 0)],
+        "{did}, cancel(the fired timer, reason {REASON}), run_once(0): the callbacks"
+    );
     lp.finish();
 }
 
@@ -81,24 +107,29 @@ pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("p", MS, 2 * MS, 0);
     lp.run_until("three periods", |log| fired_timers(log) == 3);
-    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
+    let did = "timer_new(1 ms, repeat 2 ms, flags 0), run_once until three periods fired, \
+               cancel(the timer, reason -4242)";
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK, "{did}: its status");
     lp.run_until("the cancellation", |log| {
         log.contains(&Rec::Timer("p", REASON))
     });
     lp.run_once(10 * MS as i64);
     let log = lp.log();
     ensure_eq!(
-        "R-EV-1",
+        "R-TIMER-3",
         fired_timers(&log),
         3,
-        "a period fired after cancel: {log:?}"
+        "{did}, run_once until the reason came, run_once(10 ms): the periods fired (AA_OK \
+         callbacks) in the log {log:?}"
     );
     ensure_eq!(
         "R-EV-1",
         log.iter()
             .filter(|r| **r == Rec::Timer("p", REASON))
             .count(),
-        1
+        1,
+        "{did}, run_once until the reason came, run_once(10 ms): callbacks with the reason \
+         in the log {log:?}"
     );
     lp.finish();
 }
@@ -108,10 +139,16 @@ pub fn periodic_fires_until_cancelled(reactor: &Reactor) {
 pub fn rearm_replaces_the_deadline_without_a_callback(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", FAR, 0, 0);
-    ensure_eq!("R-TIMER-4", lp.rearm(t, MS, 0), AA_OK);
+    let did = "timer_new(one-shot 1 hour, flags 0), timer_rearm(1 ms, repeat 0)";
+    ensure_eq!("R-TIMER-4", lp.rearm(t, MS, 0), AA_OK, "{did}: its status");
     lp.run_until_tag("t");
     lp.run_once(5 * MS as i64);
-    ensure_eq!("R-TIMER-4", lp.log(), vec![Rec::Timer("t", 0)]);
+    ensure_eq!(
+        "R-TIMER-4",
+        lp.log(),
+        vec![Rec::Timer("t", 0)],
+        "{did}, run_once until it fired, run_once(5 ms): the callbacks"
+    );
     lp.finish();
 }
 
@@ -120,14 +157,26 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, 0, 0);
     lp.run_until_tag("t");
-    ensure_eq!("R-TIMER-4", lp.alive(), 0);
-    ensure_eq!("R-TIMER-4", lp.rearm(t, MS, 0), AA_OK);
-    ensure_eq!("R-TIMER-4", lp.alive(), 1);
+    let did = "timer_new(one-shot 1 ms, flags 0), run_once until it fired";
+    ensure_eq!("R-TIMER-4", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!(
+        "R-TIMER-4",
+        lp.rearm(t, MS, 0),
+        AA_OK,
+        "{did}, timer_rearm(1 ms, repeat 0): its status"
+    );
+    ensure_eq!(
+        "R-TIMER-4",
+        lp.alive(),
+        1,
+        "{did}, timer_rearm(1 ms, repeat 0): alive()"
+    );
     lp.run_until("the second firing", |log| log.len() == 2);
     ensure_eq!(
         "R-TIMER-4",
         lp.log(),
-        vec![Rec::Timer("t", 0), Rec::Timer("t", 0)]
+        vec![Rec::Timer("t", 0), Rec::Timer("t", 0)],
+        "{did}, timer_rearm(1 ms, repeat 0), run_once until a second callback: the callbacks"
     );
     lp.finish();
 }
@@ -138,17 +187,28 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
 pub fn cancel_reason_is_delivered_once_from_a_later_run_once(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", FAR, 0, 0);
-    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
+    let did = "timer_new(one-shot 1 hour, flags 0), cancel(the timer, reason -4242)";
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK, "{did}: its status");
     ensure_eq!(
         "R-EV-1",
         lp.log(),
         vec![],
-        "cancel called back synchronously"
+        "{did}: the callbacks before any run_once (cancel calls nothing itself)"
     );
     lp.run_until_tag("t");
     lp.run_once(0);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Timer("t", REASON)]);
-    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_E_INVALID);
+    ensure_eq!(
+        "R-EV-1",
+        lp.log(),
+        vec![Rec::Timer("t", REASON)],
+        "{did}, run_once until a callback, run_once(0): the callbacks"
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.cancel(t, REASON),
+        AA_E_INVALID,
+        "{did}, the reason delivered, then a second cancel(reason -4242): its status"
+    );
     lp.finish();
 }
 
@@ -159,7 +219,13 @@ pub fn cancel_inside_a_callback_is_delivered_by_a_later_iteration(reactor: &Reac
     let victim = lp.timer("victim", FAR, 0, 0);
     let a = lp.timer("a", 0, 0, 0);
     lp.on(a, move |lp, _| {
-        ensure_eq!("R-EV-1", lp.cancel(victim, REASON), AA_OK)
+        ensure_eq!(
+            "R-EV-1",
+            lp.cancel(victim, REASON),
+            AA_OK,
+            "inside the callback of timer a (0 ms): cancel(timer victim of 1 hour, reason \
+             -4242): its status"
+        )
     });
     lp.run_until_tag("a");
     lp.mark("iteration");
@@ -171,7 +237,9 @@ pub fn cancel_inside_a_callback_is_delivered_by_a_later_iteration(reactor: &Reac
             Rec::Timer("a", 0),
             Rec::Mark("iteration"),
             Rec::Timer("victim", REASON)
-        ]
+        ],
+        "timer_new(victim, 1 hour) and (a, 0 ms), a's callback cancels victim with reason \
+         -4242; run_once until a ran, a mark, run_once until victim's callback: the log"
     );
     lp.finish();
 }
@@ -191,11 +259,11 @@ pub fn timer_armed_after_cpu_work_waits_its_full_duration(reactor: &Reactor) {
     lp.timer("t", 100 * MS, 0, 0);
     lp.run_until_tag("t");
     let waited = armed.elapsed();
-    ensure!(
-        "R-TIMER-5",
-        waited >= Duration::from_millis(100),
-        "timer fired after {waited:?}, before its 100 ms"
-    );
+    ensure!("R-TIMER-5", waited >= Duration::from_millis(100);
+        did: "run_once(0), 50 ms of CPU work with no iteration, timer_new(one-shot 100 ms, \
+              flags 0), run_once until it fired",
+        wants: "the callback at least 100 ms after timer_new returned",
+        got: format!("the callback {waited:?} after timer_new returned"));
     lp.finish();
 }
 
@@ -211,17 +279,21 @@ pub fn blocking_run_once_returns_when_the_nearest_timer_is_due(reactor: &Reactor
     // run_once, which returns only once it ran.
     lp.run_once(-1);
     let waited = start.elapsed();
-    ensure_eq!("R-LOOP-5", lp.log(), vec![Rec::Timer("near", 0)]);
-    ensure!(
+    let did = "timer_new(one-shot 1 hour) and (one-shot 20 ms), then one run_once(-1)";
+    ensure_eq!(
         "R-LOOP-5",
-        waited >= Duration::from_millis(20),
-        "fired early: {waited:?}"
+        lp.log(),
+        vec![Rec::Timer("near", 0)],
+        "{did}: the callbacks when it returned"
     );
-    ensure!(
-        "R-LOOP-5",
-        waited < Duration::from_secs(5),
-        "returned late: {waited:?}"
-    );
+    ensure!("R-LOOP-5", waited >= Duration::from_millis(20);
+        did: did,
+        wants: "run_once returning once the 20 ms timer was due, not before",
+        got: format!("returned after {waited:?}"));
+    ensure!("R-LOOP-5", waited < Duration::from_secs(5);
+        did: did,
+        wants: "run_once returning once the 20 ms timer was due (the kit allows 5 s)",
+        got: format!("returned after {waited:?}"));
     lp.finish();
 }
 
@@ -231,9 +303,20 @@ pub fn dispose_of_an_armed_timer_stops_it(reactor: &Reactor) {
     let t = lp.timer("t", MS, 0, 0);
     let witness = lp.timer("witness", 10 * MS, 0, 0);
     lp.dispose(t);
-    ensure_eq!("R-TIMER-6", lp.alive(), 1);
+    let did = "timer_new(t, one-shot 1 ms) and (witness, one-shot 10 ms), dispose(t)";
+    ensure_eq!(
+        "R-TIMER-6",
+        lp.alive(),
+        1,
+        "{did}: alive() (only the witness)"
+    );
     lp.run_until_tag("witness");
-    ensure_eq!("R-TIMER-6", lp.log(), vec![Rec::Timer("witness", 0)]);
+    ensure_eq!(
+        "R-TIMER-6",
+        lp.log(),
+        vec![Rec::Timer("witness", 0)],
+        "{did}, run_once until the witness fired: the callbacks"
+    );
     lp.dispose(witness);
     lp.finish();
 }
@@ -247,9 +330,11 @@ pub fn dispose_inside_its_own_callback_stops_a_periodic_timer(reactor: &Reactor)
     lp.timer("witness", 20 * MS, 0, 0);
     lp.run_until_tag("witness");
     ensure_eq!(
-        "R-EV-4",
+        "R-TIMER-6",
         lp.log(),
-        vec![Rec::Timer("p", 0), Rec::Timer("witness", 0)]
+        vec![Rec::Timer("p", 0), Rec::Timer("witness", 0)],
+        "timer_new(p, 1 ms, repeat 1 ms) whose callback calls dispose(p), and (witness, \
+         one-shot 20 ms), run_once until the witness fired: the callbacks"
     );
     lp.finish();
 }
@@ -259,17 +344,27 @@ pub fn dispose_inside_its_own_callback_stops_a_periodic_timer(reactor: &Reactor)
 pub fn close_of_an_armed_timer_gives_only_on_closed(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, 0, 0);
-    ensure_eq!("R-EV-2", lp.close(t), AA_OK);
+    let did = "timer_new(one-shot 1 ms, flags 0), close(the timer, on_closed)";
+    ensure_eq!("R-EV-2", lp.close(t), AA_OK, "{did}: its status");
     ensure_eq!(
         "R-EV-2",
         lp.log(),
         vec![],
-        "close called back synchronously"
+        "{did}: the callbacks before any run_once (close calls nothing itself)"
     );
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
     lp.run_once(5 * MS as i64);
-    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("t")]);
-    ensure!("R-EV-2", lp.close(t) < 0, "a second close was accepted");
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![Rec::Closed("t")],
+        "{did}, run_once until on_closed, run_once(5 ms, past the deadline): the callbacks"
+    );
+    let again = lp.close(t);
+    ensure!("R-EV-2", again < 0;
+        did: format!("{did}, on_closed delivered, then a second close"),
+        wants: "a negative status",
+        got: rules::status(again));
     lp.finish();
 }
 
@@ -301,7 +396,9 @@ pub fn many_timers_fire_in_deadline_order(reactor: &Reactor) {
         "R-TIMER-1",
         fired,
         expected,
-        "not in (deadline, arming) order"
+        "timer_new(one-shot, flags 0) of t0..t299 with durations 2..20 ms in scrambled \
+         order, 25 ms of sleep so all are due, run_once until 300 callbacks: their order \
+         (by deadline, then arming)"
     );
     lp.finish();
 }

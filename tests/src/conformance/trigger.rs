@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{ensure, ensure_eq};
+use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
 use super::fds;
@@ -65,24 +65,39 @@ fn fire_wakes_a_blocking_run_once(reactor: &Reactor, case: &str, far_timer: bool
         until_blocked(tid);
         fire.fire()
     });
+    let did = format!(
+        "trigger_new(flags 0){}, run_once(-1) while another thread, once this one blocked, \
+         called trigger_fire",
+        if far_timer {
+            " and timer_new(one-shot 60 s)"
+        } else {
+            ""
+        }
+    );
     let mut runs = 0;
     while lp.log().is_empty() {
         runs += 1;
-        ensure!(
-            "R-TRIG-1",
-            runs <= 3,
-            "run_once(-1) kept returning without the trigger"
-        );
+        ensure!("R-TRIG-1", runs <= 3;
+            did: did,
+            wants: "run_once(-1) returning with the trigger's callback",
+            got: "three run_once(-1) calls returned without it");
         lp.run_once(-1);
     }
-    ensure_eq!("R-TRIG-1", thread.join().expect("firing thread"), AA_OK);
-    ensure!(
+    let fired = thread
+        .join()
+        .unwrap_or_else(|_| setup_failed!("the firing thread panicked"));
+    ensure_eq!("R-TRIG-1", fired, AA_OK, "{did}: trigger_fire's status");
+    let took = start.elapsed();
+    ensure!("R-TRIG-1", took < Duration::from_secs(8);
+        did: did,
+        wants: "the fire ending the wait (the kit allows 8 s)",
+        got: format!("run_once returned {took:?} after the thread started"));
+    ensure_eq!(
         "R-TRIG-1",
-        start.elapsed() < Duration::from_secs(8),
-        "the fire took {:?} to end the wait",
-        start.elapsed()
+        lp.log(),
+        vec![Rec::Trigger("t", 0)],
+        "{did}: the callbacks"
     );
-    ensure_eq!("R-TRIG-1", lp.log(), vec![Rec::Trigger("t", 0)]);
     if let Some(far) = far {
         lp.dispose(far);
     }
@@ -102,22 +117,53 @@ pub fn fires_before_the_loop_runs_coalesce_into_one_callback(reactor: &Reactor) 
     let lp = Loop::new(reactor);
     let t = lp.trigger("t", 0);
     let fire = lp.fire_handle(t);
-    let thread = std::thread::spawn(move || (0..100).all(|_| fire.fire() == AA_OK));
-    ensure!("R-TRIG-2", thread.join().expect("firing thread"));
-    for _ in 0..3 {
-        ensure_eq!("R-TRIG-2", lp.fire(t), AA_OK);
+    let thread = std::thread::spawn(move || {
+        (0..100)
+            .map(|_| fire.fire())
+            .find(|s| *s != AA_OK)
+            .unwrap_or(AA_OK)
+    });
+    let fired = thread
+        .join()
+        .unwrap_or_else(|_| setup_failed!("the firing thread panicked"));
+    let did = "trigger_new(flags 0), trigger_fire 100 times from another thread";
+    ensure_eq!(
+        "R-TRIG-2",
+        fired,
+        AA_OK,
+        "{did}: the first status that was not AA_OK"
+    );
+    for i in 0..3 {
+        ensure_eq!(
+            "R-TRIG-2",
+            lp.fire(t),
+            AA_OK,
+            "{did}, then trigger_fire {} time(s) on the loop thread: its status",
+            i + 1
+        );
     }
+    let did = format!("{did} and 3 times on the loop thread");
     ensure_eq!(
         "R-TRIG-2",
         lp.log(),
         vec![],
-        "trigger_fire called back synchronously"
+        "{did}, before any run_once: the callbacks (trigger_fire calls nothing itself)"
     );
     lp.run_until_tag("t");
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-TRIG-2", triggers_of(&lp.log(), "t"), 1);
-    ensure_eq!("R-TRIG-2", lp.fire(t), AA_OK);
+    ensure_eq!(
+        "R-TRIG-2",
+        triggers_of(&lp.log(), "t"),
+        1,
+        "{did}, run_once until a callback, run_once(0) twice: the callbacks with AA_OK"
+    );
+    ensure_eq!(
+        "R-TRIG-2",
+        lp.fire(t),
+        AA_OK,
+        "{did}, its callback ran, then trigger_fire again: its status"
+    );
     lp.run_until("a second callback", |log| triggers_of(log, "t") == 2);
     lp.finish();
 }
@@ -138,28 +184,38 @@ pub fn fire_inside_the_callback_runs_it_again_in_a_later_iteration(reactor: &Rea
     lp.on(t, move |lp, _| {
         if left > 0 {
             left -= 1;
-            ensure_eq!("R-EV-4", lp.fire(t), AA_OK);
+            ensure_eq!(
+                "R-EV-4",
+                lp.fire(t),
+                AA_OK,
+                "trigger_fire of the trigger inside its own callback: its status"
+            );
         }
     });
-    ensure_eq!("R-EV-4", lp.fire(t), AA_OK);
+    let did = "trigger_new(flags 0) whose callback fires it again twice, trigger_fire";
+    ensure_eq!("R-EV-4", lp.fire(t), AA_OK, "{did}: its status");
     let mut per_iteration = Vec::new();
     while triggers_of(&lp.log(), "t") < 3 {
         let before = triggers_of(&lp.log(), "t");
         lp.run_once(100_000_000);
         per_iteration.push(triggers_of(&lp.log(), "t") - before);
-        ensure!(
-            "R-EV-4",
-            per_iteration.len() < 50,
-            "trigger stalled: {per_iteration:?}"
-        );
+        ensure!("R-EV-4", per_iteration.len() < 50;
+            did: format!("{did}, run_once(100 ms) until three callbacks"),
+            wants: "the callback run again by a later iteration after each fire inside it",
+            got: format!("callbacks per iteration {per_iteration:?} (stalled)"));
     }
-    ensure!(
-        "R-EV-4",
-        per_iteration.iter().all(|n| *n <= 1),
-        "{per_iteration:?}"
-    );
+    ensure!("R-EV-4", per_iteration.iter().all(|n| *n <= 1);
+        did: format!("{did}, run_once(100 ms) until three callbacks"),
+        wants: "at most one callback per run_once (a fire inside the callback runs it from a \
+                later iteration)",
+        got: format!("callbacks per iteration {per_iteration:?}"));
     lp.run_once(0);
-    ensure_eq!("R-EV-4", triggers_of(&lp.log(), "t"), 3);
+    ensure_eq!(
+        "R-EV-4",
+        triggers_of(&lp.log(), "t"),
+        3,
+        "{did}, run_once until three callbacks, run_once(0): the callbacks with AA_OK"
+    );
     lp.finish();
 }
 
@@ -174,14 +230,31 @@ pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let hidden = lp.trigger("hidden", AA_EVF_HIDDEN);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0);
+    let did = "trigger_new(flags AA_EVF_HIDDEN)";
+    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}: alive()");
     let visible = lp.trigger("visible", 0);
-    ensure_eq!("R-LOOP-7", lp.alive(), 1);
-    ensure_eq!("R-LOOP-7", lp.fire(hidden), AA_OK);
+    let did = format!("{did}, trigger_new(flags 0)");
+    ensure_eq!("R-LOOP-7", lp.alive(), 1, "{did}: alive()");
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.fire(hidden),
+        AA_OK,
+        "{did}, trigger_fire(the hidden one): its status"
+    );
     lp.run_until_tag("hidden");
-    ensure_eq!("R-LOOP-7", lp.alive(), 1);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        1,
+        "{did}, trigger_fire(the hidden one), run_once until its callback: alive()"
+    );
     lp.dispose(visible);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0);
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        0,
+        "{did}, the hidden one fired, dispose(the visible one): alive()"
+    );
     lp.finish();
 }
 
@@ -210,15 +283,30 @@ fn wake_ends_a_blocking_run_once(reactor: &Reactor, far_timer: bool) {
         until_blocked(tid);
         wake.wake()
     });
-    ensure_eq!("R-LOOP-8", lp.run_once(-1), 0);
-    ensure_eq!("R-LOOP-8", thread.join().expect("waking thread"), AA_OK);
-    ensure!(
-        "R-LOOP-8",
-        start.elapsed() < Duration::from_secs(8),
-        "the wake took {:?} to end the wait",
-        start.elapsed()
+    let did = format!(
+        "{}run_once(-1) while another thread, once this one blocked, called wake",
+        if far_timer {
+            "timer_new(one-shot 60 s), "
+        } else {
+            ""
+        }
     );
-    ensure_eq!("R-LOOP-8", lp.log(), vec![]);
+    ensure_eq!(
+        "R-LOOP-8",
+        lp.run_once(-1),
+        0,
+        "{did}: run_once's return (callbacks run)"
+    );
+    let woke = thread
+        .join()
+        .unwrap_or_else(|_| setup_failed!("the waking thread panicked"));
+    ensure_eq!("R-LOOP-8", woke, AA_OK, "{did}: wake's status");
+    let took = start.elapsed();
+    ensure!("R-LOOP-8", took < Duration::from_secs(8);
+        did: did,
+        wants: "the wake ending the wait (the kit allows 8 s)",
+        got: format!("run_once returned {took:?} after the thread started"));
+    ensure_eq!("R-LOOP-8", lp.log(), vec![], "{did}: the callbacks");
     if let Some(far) = far {
         lp.dispose(far);
     }
@@ -237,18 +325,29 @@ pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
     }
     let lp = Loop::new(reactor);
     let t = lp.trigger("t", 0);
-    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK);
+    let did = "trigger_new(flags 0), cancel(the trigger, reason -4444)";
+    ensure_eq!("R-EV-1", lp.cancel(t, REASON), AA_OK, "{did}: its status");
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
         1,
-        "the cancellation callback is still to come"
+        "{did}: alive() (the reason's callback is still to come)"
     );
     lp.fire(t);
     lp.run_until_tag("t");
     lp.run_once(0);
-    ensure_eq!("R-EV-1", lp.log(), vec![Rec::Trigger("t", REASON)]);
-    ensure_eq!("R-EV-1", lp.alive(), 0);
+    ensure_eq!(
+        "R-TRIG-3",
+        lp.log(),
+        vec![Rec::Trigger("t", REASON)],
+        "{did}, trigger_fire, run_once until a callback, run_once(0): the callbacks"
+    );
+    ensure_eq!(
+        "R-EV-1",
+        lp.alive(),
+        0,
+        "{did}, the reason delivered: alive()"
+    );
     lp.finish();
 }
 
@@ -264,13 +363,25 @@ pub fn close_of_a_trigger_gives_on_closed_and_no_more_callbacks(reactor: &Reacto
     }
     let lp = Loop::new(reactor);
     let t = lp.trigger("t", 0);
-    ensure_eq!("R-EV-2", lp.close(t), AA_OK);
+    let did = "trigger_new(flags 0), close(the trigger, on_closed)";
+    ensure_eq!("R-EV-2", lp.close(t), AA_OK, "{did}: its status");
     lp.fire(t);
-    ensure_eq!("R-EV-2", lp.log(), vec![]);
+    ensure_eq!(
+        "R-EV-2",
+        lp.log(),
+        vec![],
+        "{did}, trigger_fire, before any run_once: the callbacks"
+    );
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
     lp.fire(t);
     lp.run_once(0);
     lp.run_once(0);
-    ensure_eq!("R-EV-2", lp.log(), vec![Rec::Closed("t")]);
+    ensure_eq!(
+        "R-TRIG-3",
+        lp.log(),
+        vec![Rec::Closed("t")],
+        "{did}, trigger_fire, run_once until on_closed, trigger_fire, run_once(0) twice: the \
+         callbacks"
+    );
     lp.finish();
 }

@@ -6,6 +6,8 @@
 //! ending in `.so` is that file.
 //!
 //! `abi10`: an ABI 1.0 reactor (a C fixture) under this 1.1 kit and host.
+//! `messages`: the kit's failure text on a reactor that breaks three rules
+//! (a C fixture).
 //! `skew`: a reactor of the next minor and one of major 2 (C fixtures), and
 //! the standalone kit (`reactor_kit`) on a reactor that aborts and hangs.
 
@@ -14,6 +16,7 @@ use std::path::Path;
 use tests::conformance::Reactor;
 
 mod abi10;
+mod messages;
 mod skew;
 
 fn reactor() -> Reactor {
