@@ -34,17 +34,21 @@ fn fired_timers(log: &[Rec]) -> usize {
 /// arming order fails every time, not only under load.
 pub fn timers_fire_in_deadline_order(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    lp.timer("c", 3 * MS, 0, 0);
-    lp.timer("a", MS, 0, 0);
-    lp.timer("b", 2 * MS, 0, 0);
-    all_due(5 * MS);
+    // 20 ms apart: a reactor may read a fresh clock at each arming (R-TIMER-1
+    // measures from "the loop clock at its arming"), so the case must not
+    // fail when the kit's own process is preempted between two armings on
+    // a loaded machine (1 ms apart, a 2 ms preemption reordered them).
+    lp.timer("c", 60 * MS, 0, 0);
+    lp.timer("a", 20 * MS, 0, 0);
+    lp.timer("b", 40 * MS, 0, 0);
+    all_due(80 * MS);
     lp.run_until("three timers", |log| log.len() == 3);
     ensure_eq!(
         "R-TIMER-1",
         lp.log(),
         vec![Rec::Timer("a", 0), Rec::Timer("b", 0), Rec::Timer("c", 0)],
-        "timer_new(one-shot, flags 0) of c (3 ms), a (1 ms), b (2 ms) in that order, 5 ms of \
-         sleep so all are due, then run_once(100 ms) until three callbacks: the callbacks"
+        "timer_new(one-shot, flags 0) of c (60 ms), a (20 ms), b (40 ms) in that order, 80 ms \
+         of sleep so all are due, then run_once(100 ms) until three callbacks: the callbacks"
     );
     lp.finish();
 }
