@@ -285,6 +285,27 @@ fn assertions(text: &str) -> (Vec<(usize, String)>, Vec<Bare>) {
     (rule_calls, bare)
 }
 
+/// The function whose body holds `line` (1-based): the nearest `fn name(`
+/// at or above it.
+fn enclosing_fn(text: &str, line: usize) -> Option<String> {
+    text.lines()
+        .take(line)
+        .collect::<Vec<_>>()
+        .iter()
+        .rev()
+        .find_map(|l| {
+            let l = l.trim_start();
+            let rest = l
+                .strip_prefix("pub fn ")
+                .or_else(|| l.strip_prefix("fn "))?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+}
+
 /// Runs the check; returns the number of rules and of cases.
 pub(crate) fn check() -> Result<(usize, usize), String> {
     let root = root();
@@ -335,6 +356,23 @@ pub(crate) fn check() -> Result<(usize, usize), String> {
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
             if !NOT_TIERS.contains(&file.as_str()) {
                 let (calls, bare) = assertions(&text);
+                for (line, id) in &calls {
+                    // An assertion in a case's own body checks a rule the
+                    // case cites, so the rule's page lists the case too.
+                    let Some(f) = enclosing_fn(&text, *line) else {
+                        continue;
+                    };
+                    let case = f;
+                    if let Some(cited) = cases.get(&case) {
+                        if !id.is_empty() && !cited.contains(id) {
+                            problems.push(format!(
+                                "{shown}:{line}: case {case} asserts {id} but does not cite it \
+                                 (add it to the case's rules in {CASE_LIST} and the case to \
+                                 {id}'s cases in docs/abi)"
+                            ));
+                        }
+                    }
+                }
                 for (line, id) in calls {
                     if id.is_empty() {
                         problems.push(format!(
@@ -583,5 +621,13 @@ mod tests {
         let cases = case_list(list).unwrap();
         assert_eq!(cases["a_case"], ["R-TIMER-1", "R-IO-3"]);
         assert!(cases["b_case"].is_empty());
+    }
+
+    #[test]
+    fn an_assertion_belongs_to_the_function_around_it() {
+        let src = "pub fn case_a(r: &R) {\n    ensure!(\"R-IO-1\", x);\n}\n\nfn helper() {\n    ensure!(\"R-IO-2\", y);\n}\n";
+        assert_eq!(enclosing_fn(src, 2).as_deref(), Some("case_a"));
+        assert_eq!(enclosing_fn(src, 6).as_deref(), Some("helper"));
+        assert_eq!(enclosing_fn("ensure!(x);", 1), None);
     }
 }
