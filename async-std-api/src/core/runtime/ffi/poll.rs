@@ -4,10 +4,12 @@
 //! The reactor's semantics are edge-style and persistent (see
 //! `async_abi::event::poll`): after a notification the same readiness may
 //! not be reported again until the descriptor was drained (`EAGAIN`) or
-//! the interest set again. So a waiter that saw `EAGAIN` calls
+//! the interest set again. The waiters in `core::readiness` rely on the
+//! first: a ready bit is cleared only by the attempt that got `EAGAIN`, so
+//! a readiness that arrived in between is never lost (RD2); they call
 //! [`PollEvent::set_interest`] (which re-evaluates the current readiness)
-//! before it suspends: a readiness that arrived in between is reported
-//! rather than lost.
+//! only to arm writability for a waiter and to arm readability the first
+//! time, not after each `EAGAIN` (RD3: a re-arm is a system call).
 //!
 //! # Safety
 //!
