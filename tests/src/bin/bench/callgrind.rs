@@ -41,25 +41,33 @@ pub(crate) fn available() -> bool {
 /// names: `embedded`, `mio`, `uring`, `tokio`, `monoio`).
 pub(crate) fn per_request(server: &str) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
-    per_request_of(server, &exe, &["--profile", "serve", server], &[])
+    per_request_of(
+        server,
+        &exe,
+        &["--profile", "serve", server],
+        &[],
+        crate::echo::CONNS,
+    )
 }
 
 /// [`per_request`] for any server program that prints `listening <addr>`
 /// once it listens and echoes what it reads; `label` names it in errors
-/// and file names, `env` is added to its environment.
+/// and file names, `env` is added to its environment; the load comes from
+/// `conns` connections.
 pub(crate) fn per_request_of(
     label: &str,
     program: &Path,
     args: &[&str],
     env: &[(&str, &str)],
+    conns: usize,
 ) -> Result<f64, String> {
     let server = label;
     let dir = std::env::temp_dir().join(format!("bench-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut samples = Vec::with_capacity(PAIRS);
     for pair in 0..PAIRS {
-        let (low_instr, low_reqs) = one_run(program, args, env, &dir, server, LOW, pair)?;
-        let (high_instr, high_reqs) = one_run(program, args, env, &dir, server, HIGH, pair)?;
+        let (low_instr, low_reqs) = one_run(program, args, env, &dir, server, LOW, pair, conns)?;
+        let (high_instr, high_reqs) = one_run(program, args, env, &dir, server, HIGH, pair, conns)?;
         eprintln!("bench: callgrind: {server}: {low_instr} instructions for {low_reqs} requests, {high_instr} for {high_reqs}");
         if high_reqs <= low_reqs {
             return Err(format!(
@@ -76,6 +84,7 @@ pub(crate) fn per_request_of(
 
 /// One profiled run: the server thread's instructions and the requests
 /// echoed in all.
+#[allow(clippy::too_many_arguments)] // each is one knob of the run, named at the call
 fn one_run(
     program: &Path,
     args: &[&str],
@@ -84,6 +93,7 @@ fn one_run(
     server: &str,
     requests: u64,
     pair: usize,
+    conns: usize,
 ) -> Result<(i64, u64), String> {
     let stem = format!(
         "{}-{requests}-{pair}",
@@ -102,7 +112,7 @@ fn one_run(
         .map_err(|e| format!("valgrind: {e}"))?;
     let mut child = Killed(child);
     let addr = listening(&mut child.0).map_err(|e| format!("{server}: {e}"))?;
-    let echoed = crate::echo::drive_external(addr, requests).total;
+    let echoed = crate::echo::drive_external_with(addr, requests, conns).total;
     let pid = child.0.id();
     dump(pid, addr).map_err(|e| format!("{server}: {e}"))?;
     drop(child);

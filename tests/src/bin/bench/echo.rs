@@ -112,7 +112,7 @@ pub(crate) fn measure_window(
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
     pin_to_cpu(1);
-    let d = drive(addr, tid, window).expect("load generator");
+    let d = drive(addr, tid, window, CONNS).expect("load generator");
     EchoResult {
         rps: d.rps,
         server_ns_per_req: d.cpu_ns as f64 / d.requests.max(1) as f64,
@@ -125,7 +125,12 @@ pub(crate) fn measure_window(
 /// `requests` requests were echoed after the warm-up, then waits for the
 /// ones still in flight, so `total` is every request the server echoed.
 pub(crate) fn drive_external(addr: SocketAddr, requests: u64) -> EchoResult {
-    let d = drive(addr, 0, Window::Requests(requests)).expect("load generator");
+    drive_external_with(addr, requests, CONNS)
+}
+
+/// [`drive_external`] with `conns` connections.
+pub(crate) fn drive_external_with(addr: SocketAddr, requests: u64, conns: usize) -> EchoResult {
+    let d = drive(addr, 0, Window::Requests(requests), conns).expect("load generator");
     EchoResult {
         rps: d.rps,
         server_ns_per_req: 0.0,
@@ -149,11 +154,11 @@ struct Driven {
     in_flight: u64,
 }
 
-/// The load generator: `CONNS` connections, one message in flight each.
-fn drive(addr: SocketAddr, server_tid: i32, window: Window) -> io::Result<Driven> {
+/// The load generator: `n_conns` connections, one message in flight each.
+fn drive(addr: SocketAddr, server_tid: i32, window: Window, n_conns: usize) -> io::Result<Driven> {
     let mut poll = Poll::new()?;
-    let mut conns = Vec::with_capacity(CONNS);
-    for i in 0..CONNS {
+    let mut conns = Vec::with_capacity(n_conns);
+    for i in 0..n_conns {
         let std_stream = std::net::TcpStream::connect(addr)?;
         std_stream.set_nodelay(true)?;
         std_stream.set_nonblocking(true)?;
@@ -173,7 +178,7 @@ fn drive(addr: SocketAddr, server_tid: i32, window: Window) -> io::Result<Driven
     let mut window_start: Option<Instant> = None;
     let mut cpu_start = 0;
     let mut measured: u64 = 0;
-    let warm_target = CONNS as u64;
+    let warm_target = n_conns as u64;
     loop {
         poll.poll(&mut events, Some(Duration::from_millis(100)))?;
         for ev in events.iter() {
