@@ -69,7 +69,7 @@ pub(crate) fn thread_id() -> i32 {
 }
 
 /// Nanoseconds thread `tid` of this process has run on a CPU.
-fn cpu_ns(tid: i32) -> u64 {
+pub(crate) fn cpu_ns(tid: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
@@ -282,7 +282,7 @@ fn settle(poll: &mut Poll, events: &mut Events, conns: &mut [Conn]) -> io::Resul
 
 /// Writes a small message on a non-blocking socket (it always fits in the
 /// socket buffer at this size; spin on the rare would-block).
-fn write_all_nb(s: &mut MioStream, mut data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_all_nb(s: &mut MioStream, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
         match s.write(data) {
             Ok(n) => data = &data[n..],

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::echo::{thread_id, CONNS, MSG, WINDOW};
+use crate::echo::{cpu_ns, thread_id, CONNS, MSG, WINDOW};
 
 /// What a server thread reports before the load starts.
 pub(crate) enum Ready {
@@ -46,13 +46,6 @@ pub(crate) struct Measured {
     pub(crate) server_ns_per_req: f64,
     /// CPU ns of the load generator per request.
     pub(crate) client_ns_per_req: f64,
-}
-
-fn cpu_ns(tid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
 }
 
 fn cpu_of(tids: &[i32]) -> u64 {

@@ -30,7 +30,7 @@
 //!
 //! Excluded: start-up, connection set-up, teardown.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::echo::{thread_id, CONNS};
+use crate::echo::{cpu_ns, thread_id, write_all_nb, CONNS};
 use crate::echo_multi::reserve;
 
 /// The example's code, measured as users would copy it.
@@ -85,14 +85,6 @@ pub(crate) fn measure(serve: Server, listeners: usize, depths: &[usize]) -> Vec<
         .iter()
         .map(|&d| drive(addr, d).expect("load generator"))
         .collect()
-}
-
-/// Nanoseconds thread `tid` of this process has run.
-fn cpu_ns(tid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
 }
 
 /// Nanoseconds every thread of this process but `except` has run.
@@ -230,19 +222,6 @@ fn parse_responses(rx: &mut Vec<u8>) -> io::Result<usize> {
     }
     rx.drain(..at);
     Ok(n)
-}
-
-/// Writes on a non-blocking socket (a batch of requests fits in the socket
-/// buffer; spin on the rare would-block).
-fn write_all_nb(s: &mut MioStream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        match s.write(data) {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// This runtime on `loops` loops, each with a `SO_REUSEPORT` listener,
