@@ -132,83 +132,51 @@ pub(super) fn all(fd: c_int, n: usize, mut step: impl FnMut(usize) -> ssize_t) -
     }
 }
 
-/// A pointer that crosses to a pool thread; the waiter keeps the memory
-/// alive until the pool is done with it (HK5).
-#[derive(Clone, Copy)]
-struct Lent(usize);
-
 /// IO4: reads `n` bytes into `buf` (at `off`, or the file position) on the
 /// blocking pool, continuing short reads until the end of the file.
 fn file_read(fd: c_int, buf: *mut c_void, n: usize, off: Option<off64_t>) -> ssize_t {
-    let (b, ok) = (Lent(buf as usize), off);
-    let work = move || {
-        let buf = b.0 as *mut u8;
-        let mut done = 0usize;
-        while done < n {
-            // SAFETY: `buf` has `n` writable bytes, lent by the waiting
-            // caller until this closure returns (HK5).
-            let r = unsafe {
-                let p = buf.add(done).cast::<c_void>();
-                match ok {
-                    Some(o) => real::pread64(fd, p, n - done, o + done as off64_t),
-                    None => real::read(fd, p, n - done),
-                }
-            };
-            if r < 0 {
-                if super::errno() == libc::EINTR {
-                    continue;
-                }
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(super::errno())
-                };
-            }
-            if r == 0 {
-                break;
-            }
-            done += r as usize;
-        }
-        Ok(done)
-    };
-    finish(
-        wait::on_pool_fixed("hooked read (file, on the blocking pool)", work).unwrap_or_else(
-            || {
-                // The pool could not take it: read here.
-                // SAFETY: as above, on this thread.
-                let r = unsafe {
-                    match off {
-                        Some(o) => real::pread64(fd, buf, n, o),
-                        None => real::read(fd, buf, n),
-                    }
-                };
-                if r < 0 {
-                    Err(super::errno())
-                } else {
-                    Ok(r as usize)
-                }
-            },
-        ),
-    )
+    file_transfer(fd, buf as usize, n, off, Way::In)
 }
 
 /// IO4: writes `n` bytes of `buf` (at `off`, or the file position) on the
 /// blocking pool.
 fn file_write(fd: c_int, buf: *const c_void, n: usize, off: Option<off64_t>) -> ssize_t {
-    let b = Lent(buf as usize);
+    file_transfer(fd, buf as usize, n, off, Way::Out)
+}
+
+/// One transfer of at most `n` bytes at `buf` (an address, so the closure
+/// can cross to a pool thread), at `off` or the file position: a read into
+/// the buffer (`Way::In`) or a write from it.
+///
+/// # Safety (of the calls inside)
+///
+/// `buf` is the hooked caller's buffer, valid for `n` bytes in the
+/// direction of `way` until this returns: the caller waits for the pool's
+/// work to end (HK5) or makes the call itself.
+fn transfer_once(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way) -> ssize_t {
+    let p = buf as *mut c_void;
+    // SAFETY: see the function's doc: `p` is valid for `n` bytes, writable
+    // for a read and readable for a write.
+    unsafe {
+        match (way, off) {
+            (Way::In, Some(o)) => real::pread64(fd, p, n, o),
+            (Way::In, None) => real::read(fd, p, n),
+            (Way::Out, Some(o)) => real::pwrite64(fd, p, n, o),
+            (Way::Out, None) => real::write(fd, p, n),
+        }
+    }
+}
+
+/// IO4: the whole transfer on the blocking pool, continuing short ones
+/// (`EINTR` retried; a failure after some bytes returns the count; a read
+/// stops at the end of the file). If the pool cannot take it, one transfer
+/// is made here.
+fn file_transfer(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way) -> ssize_t {
     let work = move || {
-        let buf = b.0 as *const u8;
         let mut done = 0usize;
         while done < n {
-            // SAFETY: `buf` has `n` readable bytes, lent by the waiting
-            // caller until this closure returns (HK5).
-            let r = unsafe {
-                let p = buf.add(done).cast::<c_void>();
-                match off {
-                    Some(o) => real::pwrite64(fd, p, n - done, o + done as off64_t),
-                    None => real::write(fd, p, n - done),
-                }
-            };
+            let at = off.map(|o| o + done as off64_t);
+            let r = transfer_once(fd, buf + done, n - done, at, way);
             if r < 0 {
                 if super::errno() == libc::EINTR {
                     continue;
@@ -226,24 +194,19 @@ fn file_write(fd: c_int, buf: *const c_void, n: usize, off: Option<off64_t>) -> 
         }
         Ok(done)
     };
-    finish(
-        wait::on_pool_fixed("hooked write (file, on the blocking pool)", work).unwrap_or_else(
-            || {
-                // SAFETY: as above, on this thread.
-                let r = unsafe {
-                    match off {
-                        Some(o) => real::pwrite64(fd, buf, n, o),
-                        None => real::write(fd, buf, n),
-                    }
-                };
-                if r < 0 {
-                    Err(super::errno())
-                } else {
-                    Ok(r as usize)
-                }
-            },
-        ),
-    )
+    let what = match way {
+        Way::In => "hooked read (file, on the blocking pool)",
+        Way::Out => "hooked write (file, on the blocking pool)",
+    };
+    finish(wait::on_pool_fixed(what, work).unwrap_or_else(|| {
+        // The pool could not take it: one transfer here.
+        let r = transfer_once(fd, buf, n, off, way);
+        if r < 0 {
+            Err(super::errno())
+        } else {
+            Ok(r as usize)
+        }
+    }))
 }
 
 fn finish(r: Result<usize, c_int>) -> ssize_t {
