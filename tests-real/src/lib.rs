@@ -7,15 +7,11 @@
 //! `redis-server`; `.ci/run` installs them). A missing one fails the test
 //! with one line saying which package to install.
 
-use std::cell::Cell;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-use async_std_api::{delay, spawn, JoinHandle};
 
 /// A free TCP port on the loopback interface (bound, read, released).
 pub fn free_port() -> u16 {
@@ -268,36 +264,5 @@ fn serve(conn: TcpStream, delay: Duration) {
     }
 }
 
-/// A coroutine that wakes every 10 ms until stopped, and what it saw.
-#[derive(Debug)]
-pub struct Ticker {
-    stop: Rc<Cell<bool>>,
-    handle: JoinHandle<(u32, Duration)>,
-}
-
-impl Ticker {
-    /// Starts ticking (call inside a coroutine).
-    pub fn start() -> Ticker {
-        let stop = Rc::new(Cell::new(false));
-        let s = stop.clone();
-        let handle = spawn(move || {
-            let (mut ticks, mut worst) = (0u32, Duration::ZERO);
-            let mut last = Instant::now();
-            while !s.get() {
-                delay(10).expect("ticker");
-                let now = Instant::now();
-                worst = worst.max(now - last);
-                last = now;
-                ticks += 1;
-            }
-            (ticks, worst)
-        });
-        Ticker { stop, handle }
-    }
-
-    /// Stops it: how many ticks it got, and the longest gap between two.
-    pub fn stop(self) -> (u32, Duration) {
-        self.stop.set(true);
-        self.handle.join().expect("ticker")
-    }
-}
+/// The suite's 10 ms ticker (tests::support).
+pub use tests::support::Ticker;

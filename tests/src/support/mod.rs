@@ -1,8 +1,12 @@
 //! Helpers for the suite's test binaries (STYLE S20): an event recorder
 //! that asserts whole sequences (with unordered groups where order is
 //! genuinely free), a child-process runner for the runtime probe, and the
-//! C fixture plugin builder. Every helper is `#[track_caller]`, so a failure
+//! C fixture plugin builder, and the 10 ms [`Ticker`] of the hooks' tests. Every helper is `#[track_caller]`, so a failure
 //! names the test line.
+
+mod ticker;
+
+pub use ticker::Ticker;
 
 use std::cell::RefCell;
 use std::io::Write;
