@@ -23,6 +23,12 @@ fn fixture() -> String {
         .clone()
 }
 
+/// The lines of `text` that contain `needle`: the plugin reports a test
+/// expects exactly.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
 /// `libreactor_mio.so` of this build (made here if missing).
 fn mio_library() -> String {
     tests::support::plugin_library("libreactor_mio.so")
@@ -120,11 +126,7 @@ fn d40_a_callback_called_twice_is_ignored_and_reported_once_naming_the_plugin() 
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.stdout.trim(), "echoed ping", "{out:?}");
-    let reports: Vec<&str> = out
-        .stderr
-        .lines()
-        .filter(|l| l.contains("a second time"))
-        .collect();
+    let reports = lines_with(&out.stderr, "a second time");
     assert_eq!(
         reports,
         [format!(
@@ -182,11 +184,7 @@ fn d40_a_request_the_reactor_fails_reaches_the_call_naming_the_reactor_and_is_lo
         ),
         "{out:?}"
     );
-    let reports: Vec<&str> = out
-        .stderr
-        .lines()
-        .filter(|l| l.contains("failed a request"))
-        .collect();
+    let reports = lines_with(&out.stderr, "failed a request");
     assert_eq!(
         reports,
         [format!(
@@ -212,11 +210,7 @@ fn d40_a_timer_callback_called_twice_is_ignored_and_reported_once_naming_the_plu
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.stdout.trim(), "slept twice", "{out:?}");
-    let reports: Vec<&str> = out
-        .stderr
-        .lines()
-        .filter(|l| l.contains("a second time"))
-        .collect();
+    let reports = lines_with(&out.stderr, "a second time");
     assert_eq!(
         reports,
         [format!(
