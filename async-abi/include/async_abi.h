@@ -89,13 +89,16 @@ extern "C" {
 //   `AA_IO_FTRUNCATE`, `AA_CAP_IO_FTRUNCATE`); the `AaIoOp` fields
 //   `path`, `path2`, `fd2`, `open_flags`, `mode`; the vtable slot
 //   `instance_caps`; `AA_CAPS_V1_0`.
+// - 1.2: `AA_CAP_POLL_LEVEL` (a reactor over a level-triggered poller
+//   asks the host to re-arm a poll whose readiness it consumed);
+//   `AA_CAPS_V1_2`.
 //
 // This is the minor of the header (or crate) a plugin is built with, not
 // the minor the plugin implements: a plugin states that itself
 // (`AA_IMPLEMENTS_MINOR` and `AA_PLUGIN_MINOR` in C, `Reactor::ABI_MINOR`
 // in `reactor-sdk`), so a rebuild against a newer header never promises
 // more than the source implements.
-#define AA_ABI_MINOR 1
+#define AA_ABI_MINOR 2
 
 // The plugin is a scheduler: its interface is `"aa.scheduler.v1"`.
 #define AA_ROLE_SCHEDULER 1
@@ -202,8 +205,26 @@ extern "C" {
 // `iface_minor` 0, a host reads only these bits of `caps`.
 #define AA_CAPS_V1_0 ((1 << 10) - 1)
 
-// Every capability bit ABI 1.1 defines.
+// Capability (1.2): the reactor keeps polls edge-style over a
+// level-triggered poller (poll(2), `select`), which cannot see the host
+// consume readiness. A host of minor 2 or later that read or wrote a
+// polled descriptor to `EAGAIN` (or otherwise found it not ready) calls
+// `poll_set_interest` on that poll, with its current interest, before it
+// waits for the poll's next report; the reactor then reports the next
+// readiness at once, even one that came back before its loop looked
+// (R-POLL-8). Clear: the reactor sees every edge itself (epoll with
+// `EPOLLET`, io_uring's multishot poll) and the host re-arms nothing.
+// From a host of minor 0 or 1, which never re-arms, such a reactor must
+// find consumed readiness by itself (`reactor-sdk`'s adapter looks again
+// on a 100 ms grid).
+#define AA_CAP_POLL_LEVEL (1 << 13)
+
+// Every capability bit ABI 1.1 defines. From a reactor whose vtable says
+// `iface_minor` 1, a host reads only these bits of `caps`.
 #define AA_CAPS_V1_1 ((1 << 13) - 1)
+
+// Every capability bit ABI 1.2 defines.
+#define AA_CAPS_V1_2 ((1 << 14) - 1)
 
 // Event kind: a timer, [`AaTimerCb`].
 #define AA_EVENT_TIMER 1
@@ -1150,7 +1171,7 @@ typedef struct {
 
 /*
  * The minor a plugin implements, stated by its author. A plugin defines
- * AA_IMPLEMENTS_MINOR (0 for 1.0, 1 for 1.1) before including this header
+ * AA_IMPLEMENTS_MINOR (0 for 1.0, 1 for 1.1, 2 for 1.2) before including this header
  * and writes AA_PLUGIN_MINOR into its descriptor's abi_minor and its
  * vtable's iface_minor:
  *

@@ -28,8 +28,10 @@
 //! `min(theirs, ours)` bytes into a zeroed value and reads missing trailing
 //! slots as `NULL`; a reactor reads an [`AaIoOp`] the same way. Capability
 //! bits a later minor defines count only from a plugin of that minor
-//! ([`AA_CAPS_V1_0`]), so an older plugin is never sent a request it cannot
-//! know. ABI 1.1 added datagram and file requests (see [`io_op`]).
+//! ([`AA_CAPS_V1_0`], [`AA_CAPS_V1_1`]), so an older plugin is never sent a
+//! request it cannot know. ABI 1.1 added datagram and file requests (see
+//! [`io_op`]); 1.2 added [`AA_CAP_POLL_LEVEL`], with which a reactor over a
+//! level-triggered poller asks the host to re-arm consumed readiness.
 //!
 //! # Ownership rules (numbered; code and tests cite them)
 //!

@@ -25,7 +25,8 @@
 //! Capability bits of a later minor are meaningful only from a plugin that
 //! declares that minor: a host ignores the bits outside
 //! [`AA_CAPS_V1_0`] in the `caps` of a reactor whose vtable says
-//! `iface_minor` 0, so it never sends a 1.1 opcode to a 1.0 reactor.
+//! `iface_minor` 0, so it never sends a 1.1 opcode to a 1.0 reactor, and
+//! outside [`AA_CAPS_V1_1`] from one that says 1.
 
 use core::ffi::c_void;
 
@@ -114,8 +115,25 @@ pub const AA_CAP_IO_FTRUNCATE: u64 = 1 << 12;
 /// Every capability bit ABI 1.0 defined. From a reactor whose vtable says
 /// `iface_minor` 0, a host reads only these bits of `caps`.
 pub const AA_CAPS_V1_0: u64 = (1 << 10) - 1;
-/// Every capability bit ABI 1.1 defines.
+/// Capability (1.2): the reactor keeps polls edge-style over a
+/// level-triggered poller (poll(2), `select`), which cannot see the host
+/// consume readiness. A host of minor 2 or later that read or wrote a
+/// polled descriptor to `EAGAIN` (or otherwise found it not ready) calls
+/// `poll_set_interest` on that poll, with its current interest, before it
+/// waits for the poll's next report; the reactor then reports the next
+/// readiness at once, even one that came back before its loop looked
+/// (R-POLL-8). Clear: the reactor sees every edge itself (epoll with
+/// `EPOLLET`, io_uring's multishot poll) and the host re-arms nothing.
+/// From a host of minor 0 or 1, which never re-arms, such a reactor must
+/// find consumed readiness by itself (`reactor-sdk`'s adapter looks again
+/// on a 100 ms grid).
+pub const AA_CAP_POLL_LEVEL: u64 = 1 << 13;
+
+/// Every capability bit ABI 1.1 defines. From a reactor whose vtable says
+/// `iface_minor` 1, a host reads only these bits of `caps`.
 pub const AA_CAPS_V1_1: u64 = (1 << 13) - 1;
+/// Every capability bit ABI 1.2 defines.
+pub const AA_CAPS_V1_2: u64 = (1 << 14) - 1;
 
 /// Creation parameters for a reactor.
 #[repr(C)]

@@ -80,6 +80,16 @@ pub fn clear_host() {
     *HOST.write().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
+/// The ABI minor of the host recorded by [`set_host`] (its table's
+/// `abi_minor`), or `None` when no host table was given. A plugin relies on
+/// what a later minor asks of hosts only when the host is of that minor:
+/// for example, a reactor that sets `AA_CAP_POLL_LEVEL` (1.2) is re-armed
+/// by hosts of minor 2 or later, and must look for consumed readiness
+/// itself under an older host.
+pub fn host_minor() -> Option<u16> {
+    host().map(|HostApi(api)| api.abi_minor)
+}
+
 fn host() -> Option<HostApi> {
     *HOST.read().unwrap_or_else(|e| e.into_inner())
 }

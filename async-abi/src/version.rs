@@ -21,13 +21,16 @@ pub const AA_ABI_MAJOR: u16 = 1;
 ///   `AA_IO_FTRUNCATE`, `AA_CAP_IO_FTRUNCATE`); the `AaIoOp` fields
 ///   `path`, `path2`, `fd2`, `open_flags`, `mode`; the vtable slot
 ///   `instance_caps`; `AA_CAPS_V1_0`.
+/// - 1.2: `AA_CAP_POLL_LEVEL` (a reactor over a level-triggered poller
+///   asks the host to re-arm a poll whose readiness it consumed);
+///   `AA_CAPS_V1_2`.
 ///
 /// This is the minor of the header (or crate) a plugin is built with, not
 /// the minor the plugin implements: a plugin states that itself
 /// (`AA_IMPLEMENTS_MINOR` and `AA_PLUGIN_MINOR` in C, `Reactor::ABI_MINOR`
 /// in `reactor-sdk`), so a rebuild against a newer header never promises
 /// more than the source implements.
-pub const AA_ABI_MINOR: u16 = 1;
+pub const AA_ABI_MINOR: u16 = 2;
 
 /// The entry symbol a scheduler plugin exports, with its terminating NUL.
 ///

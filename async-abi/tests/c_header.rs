@@ -478,24 +478,51 @@ fn frozen_1_0_header_has_the_1_0_layout() {
     try_compile_c("frozen", &source, "include/frozen/1.0", &[]).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// `reactor-c` builds as an ABI 1.0 plugin with its minor pinned at 0,
-/// against the frozen 1.0 header (what the matrix's 1.0 cell loads) and
-/// against this one (a rebuild that keeps its promise).
+/// The frozen 1.1 header (`include/frozen/1.1/async_abi.h`) is minor 1:
+/// the vtable of today (1.2 added no slot), `AA_CAPS_V1_1`, and none of
+/// 1.2's names.
 #[test]
-fn reactor_c_compiles_as_abi_1_0_against_the_frozen_and_the_current_header() {
+fn frozen_1_1_header_has_the_1_1_layout() {
+    let source = format!(
+        "#include \"async_abi.h\"\n#include <stddef.h>\n\
+         _Static_assert(AA_ABI_MINOR == 1, \"minor 1\");\n\
+         _Static_assert(sizeof(AaIoOp) == {}, \"1.1 AaIoOp\");\n\
+         _Static_assert(sizeof(AaReactorVTable) == {}, \"1.1 vtable\");\n\
+         _Static_assert(AA_CAPS_V1_1 == {}, \"1.1 bits\");\n\
+         #ifdef AA_CAP_POLL_LEVEL\n#error \"a 1.2 name in the 1.1 header\"\n#endif\n",
+        size_of::<AaIoOp>(),
+        size_of::<AaReactorVTable>(),
+        async_abi::AA_CAPS_V1_1,
+    );
+    try_compile_c("frozen11", &source, "include/frozen/1.1", &[]).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `reactor-c` builds as an ABI 1.0 plugin (minor pinned at 0) against the
+/// frozen 1.0 header (what the matrix's 1.0 cell loads), as the 1.1 plugin
+/// it is against the frozen 1.1 header (the matrix's C reactor cell), and
+/// as both against this one (a rebuild that keeps its promise).
+#[test]
+fn reactor_c_compiles_as_abi_1_0_and_1_1_against_the_frozen_and_the_current_header() {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let src = crate_dir.join("../reactor-c/src");
-    for include in ["include/frozen/1.0", "include"] {
+    for (minor, include) in [
+        (0, "include/frozen/1.0"),
+        (0, "include"),
+        (1, "include/frozen/1.1"),
+        (1, "include"),
+    ] {
         let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
             .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"])
-            .args(["-fsyntax-only", "-DAA_IMPLEMENTS_MINOR=0", "-I"])
+            .arg("-fsyntax-only")
+            .arg(format!("-DAA_IMPLEMENTS_MINOR={minor}"))
+            .arg("-I")
             .arg(crate_dir.join(include))
             .args(["plugin.c", "loop.c", "io.c", "signal.c"].map(|f| src.join(f)))
             .output()
             .expect("cannot run the C compiler");
         assert!(
             output.status.success(),
-            "reactor-c does not compile as ABI 1.0 against {include}:\n{}",
+            "reactor-c does not compile as ABI 1.{minor} against {include}:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
     }

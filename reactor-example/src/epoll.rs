@@ -119,9 +119,10 @@ impl Epoll {
 impl Backend for Epoll {
     const NAME: &'static std::ffi::CStr = c"reactor-example";
     const VENDOR: &'static std::ffi::CStr = c"async workspace";
-    // The readiness driver's 1.1 requests (datagrams) are what this
-    // example implements; stated, never the SDK's AA_ABI_MINOR.
-    const ABI_MINOR: u16 = 1;
+    // The readiness driver's 1.1 requests (datagrams), and 1.2, which asks
+    // nothing more of an edge-triggered poller, are what this example
+    // implements; stated, never the SDK's AA_ABI_MINOR.
+    const ABI_MINOR: u16 = 2;
     type Waker = EventFd;
 
     fn new() -> io::Result<(Epoll, EventFd)> {

@@ -81,8 +81,10 @@ fn bits(revents: i16) -> u32 {
 impl LevelBackend for Poll {
     const NAME: &'static std::ffi::CStr = c"reactor-poll";
     const VENDOR: &'static std::ffi::CStr = c"async workspace";
-    // The readiness driver runs every 1.1 request this reactor claims.
-    const ABI_MINOR: u16 = 1;
+    // The readiness driver runs every 1.1 request this reactor claims, and
+    // 1.2 lets the adapter count on the host's re-arms (AA_CAP_POLL_LEVEL)
+    // instead of rechecking every 100 ms.
+    const ABI_MINOR: u16 = 2;
     type Waker = EventFd;
 
     fn new() -> io::Result<(Poll, EventFd)> {

@@ -200,6 +200,10 @@ pub const fn vtable<R: Reactor>() -> AaReactorVTable {
         R::ABI_MINOR > 0 || R::CAPS & !AA_CAPS_V1_0 == 0,
         "a reactor of ABI minor 0 has a capability bit 1.0 does not define"
     );
+    assert!(
+        R::ABI_MINOR > 1 || R::CAPS & !AA_CAPS_V1_1 == 0,
+        "a reactor of ABI minor 1 has a capability bit 1.1 does not define"
+    );
     AaReactorVTable {
         hdr: AaIfaceHeader {
             struct_size: size_of::<AaReactorVTable>() as u32,

@@ -121,9 +121,10 @@ impl reactor_sdk::Reactor for Reactor {
     const NAME: &'static CStr = c"reactor-uring";
     const VENDOR: &'static CStr = c"async workspace";
     const CAPS: u64 = CAPS;
-    // Implements ABI 1.1 (datagram requests; uring also file requests):
-    // stated here, not taken from the SDK, so a newer SDK changes nothing.
-    const ABI_MINOR: u16 = 1;
+    // Implements ABI 1.2 (1.1's datagram and file requests; 1.2 asks
+    // nothing more of a reactor that sees every edge itself): stated here,
+    // not taken from the SDK, so a newer SDK changes nothing.
+    const ABI_MINOR: u16 = 2;
 
     fn configure<'a>(
         options: impl Iterator<Item = std::result::Result<(&'a str, &'a str), &'a [u8]>>,

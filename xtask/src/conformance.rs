@@ -3,8 +3,9 @@
 //! conformance [LIBRARY.so] [KIT OPTIONS]`: builds the standalone kit
 //! (`reactor_kit`, from `tests/src/bin/`) and runs it on the library given,
 //! or, with none, on every reactor of the workspace as the matrix builds
-//! them (the cdylib plugins that are reactors, and `reactor-c`, also built
-//! as an ABI 1.0 plugin against the frozen 1.0 header). Options
+//! them (the cdylib plugins that are reactors, and `reactor-c`, built as
+//! the ABI 1.1 plugin it is against the frozen 1.1 header, and as an ABI
+//! 1.0 plugin against the frozen 1.0 header). Options
 //! other than a library (`--jobs 2`, `--filter timers`) go to the kit.
 
 use std::path::{Path, PathBuf};
@@ -39,10 +40,19 @@ pub(crate) fn target_dir() -> Result<PathBuf, String> {
 /// compiles.
 const FROZEN_1_0_INCLUDE: &str = "async-abi/include/frozen/1.0";
 
+/// The frozen copy of the last ABI 1.1 header (commit 5c01df1, the last
+/// whose `AA_ABI_MINOR` was 1), against which `reactor-c`, a 1.1 plugin,
+/// compiles.
+const FROZEN_1_1_INCLUDE: &str = "async-abi/include/frozen/1.1";
+
 /// Builds `reactor-c` into `<target>/debug/libreactor_c.so` with `$CC` (or
-/// `cc`), warnings as errors, exactly as its Makefile does; returns the path.
+/// `cc`), warnings as errors, as its Makefile does (`make
+/// ABI_INCLUDE=../async-abi/include/frozen/1.1`); returns the path. It
+/// implements ABI 1.1 and is built against the frozen 1.1 header: the real
+/// 1.1 binary the matrix keeps, which must pass every later 1.x kit and
+/// the suite.
 pub(crate) fn build_c_reactor() -> Result<PathBuf, String> {
-    build_c("libreactor_c.so", "async-abi/include", None)
+    build_c("libreactor_c.so", FROZEN_1_1_INCLUDE, None)
 }
 
 /// Builds `reactor-c` as an ABI 1.0 plugin into

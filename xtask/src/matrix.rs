@@ -287,7 +287,8 @@ fn cells(plugins: &[String], c_reactor: &Path, plugin_dir: &Path) -> Vec<Cell> {
     }
     if sched {
         cells.push(Cell {
-            label: "scheduler .so (context engine) + C reactor .so".into(),
+            label: "scheduler .so (context engine) + C reactor .so (ABI 1.1, frozen 1.1 header)"
+                .into(),
             package: "tests",
             env: vec![
                 ("ASYNC_SCHEDULER", "context".into()),

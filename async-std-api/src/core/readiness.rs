@@ -46,6 +46,12 @@
 //!   closes after deregistering it: epoll keeps a registration until every
 //!   descriptor of the file is closed, so watching the user's own number
 //!   would leave a stale registration under a number the kernel reuses.
+//! - **RD7** On a reactor that keeps polls edge-style over a level poller
+//!   (`AA_CAP_POLL_LEVEL`, ABI 1.2), a wait for a direction known not to be
+//!   ready (RD2, RD6) first re-arms the watch with its interest: such a
+//!   reactor cannot see that the host read or wrote to `EAGAIN`, and would
+//!   otherwise hold back a readiness that came back before its loop looked.
+//!   Other reactors see every edge themselves and get no extra call.
 
 use std::cell::Cell;
 use std::io;
@@ -55,8 +61,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use async_abi::{
-    AaCoroutine, AA_EVF_HIDDEN, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP, AA_POLL_READABLE,
-    AA_POLL_WRITABLE,
+    AaCoroutine, AA_CAP_POLL_LEVEL, AA_EVF_HIDDEN, AA_E_UNSUPPORTED, AA_POLL_ERROR, AA_POLL_HUP,
+    AA_POLL_READABLE, AA_POLL_WRITABLE,
 };
 
 use super::budget;
@@ -168,6 +174,9 @@ pub(crate) struct Readiness {
     held_by_runtime: bool,
     /// Waiters per direction, to disarm writable when none is left.
     waiting_writers: Cell<usize>,
+    /// The reactor keeps polls edge-style over a level poller and asks to
+    /// be told when readiness was consumed (`AA_CAP_POLL_LEVEL`, RD7).
+    rearm_on_drain: bool,
 }
 
 impl Readiness {
@@ -251,6 +260,7 @@ impl Readiness {
             waiting: Cell::new(0),
             held_by_runtime,
             waiting_writers: Cell::new(0),
+            rearm_on_drain: rt.reactor.caps() & AA_CAP_POLL_LEVEL != 0,
         })
     }
 
@@ -422,7 +432,14 @@ impl Readiness {
         let (mut buf, mut owned) = ([0u8; DESC_CAP], String::new());
         let what = what.text(&mut buf, &mut owned);
         let _writer = (dir == Direction::Write).then(|| WriterCount::new(self));
-        self.arm(self.armed.get() | dir.bit());
+        let interest = self.armed.get() | dir.bit();
+        if self.rearm_on_drain && self.shared.drained.get() & dir.bit() != 0 {
+            // RD7: tell a level reactor the direction was consumed.
+            self.armed.set(interest);
+            let _ = self.event.set_interest(interest);
+        } else {
+            self.arm(interest);
+        }
         let _place = Place::take(&self.shared, dir, me);
         let _held = Held::new(rt, self);
         loop {

@@ -61,7 +61,13 @@ impl<B: Backend> crate::Reactor for Readiness<B> {
         | AA_CAP_SIGNAL
         | AA_CAP_PROCESS
         | AA_CAP_FS_WATCH
-        | AA_CAP_DNS;
+        | AA_CAP_DNS
+        // 1.2: the host re-arms what a level poller cannot see consumed.
+        | if B::LEVEL_TRIGGERED && B::ABI_MINOR >= 2 {
+            AA_CAP_POLL_LEVEL
+        } else {
+            0
+        };
 
     /// Options are `<name>.<key>` (the name without `reactor-`); the
     /// driver reads none.

@@ -29,6 +29,12 @@
 //!   consumes, and a refill the look missed costs at most `RECHECK`, never
 //!   a hang. Rechecks fall on a common grid, so they wake the loop at most
 //!   once per `RECHECK` however many registrations are masked.
+//! - **L3'** Under a host of ABI minor 2 or later, from a backend that
+//!   states minor 2 or later, L3 is exact instead: the reactor sets
+//!   `AA_CAP_POLL_LEVEL`, the host re-arms a poll ([`Backend::modify`],
+//!   L2) before it waits after its own `EAGAIN` (R-POLL-8,
+//!   `docs/abi/poll.md`), so a refill is reported at once and a side
+//!   nobody consumes is never reported again: no recheck.
 //! - **L4** poll(2) reports a hang-up or an error whether asked for or
 //!   not: a registration that showed one is not watched at all while a side
 //!   is masked, so a hung-up descriptor never makes the wait return at once
@@ -201,13 +207,17 @@ pub struct LevelTriggered<L> {
     /// The set handed to the poller, and what it answered (reused).
     watch: Vec<(RawFd, u32)>,
     levels: Vec<u32>,
+    /// The host re-arms after its own `EAGAIN` (L3'): no recheck.
+    host_rearms: bool,
     /// How far the tests moved the clock on.
     #[cfg(test)]
     skew: Duration,
 }
 
 impl<L: LevelBackend> LevelTriggered<L> {
-    /// The adapter over `level`, with nothing registered.
+    /// The adapter over `level`, with nothing registered, for a host that
+    /// does not re-arm (L3: consumed readiness is looked for on the
+    /// [`RECHECK`] grid).
     pub fn over(level: L) -> LevelTriggered<L> {
         LevelTriggered {
             level,
@@ -215,9 +225,26 @@ impl<L: LevelBackend> LevelTriggered<L> {
             epoch: Instant::now(),
             watch: Vec::new(),
             levels: Vec::new(),
+            host_rearms: false,
             #[cfg(test)]
             skew: Duration::ZERO,
         }
+    }
+
+    /// The adapter over `level` for a host that re-arms a poll after its
+    /// own `EAGAIN` (L3': ABI 1.2's `AA_CAP_POLL_LEVEL`): nothing is
+    /// reported again until re-armed, consumed or drained.
+    pub fn over_rearming_host(level: L) -> LevelTriggered<L> {
+        LevelTriggered {
+            host_rearms: true,
+            ..LevelTriggered::over(level)
+        }
+    }
+
+    /// Whether the adapter counts on the host's re-arms (L3') rather than
+    /// rechecks (L3).
+    pub fn host_rearms(&self) -> bool {
+        self.host_rearms
     }
 
     /// The level poller, e.g. to inspect it.
@@ -288,7 +315,9 @@ impl<L: LevelBackend> LevelTriggered<L> {
             if report != 0 {
                 ready.push((reg.token, report));
                 reg.masked |= sides(report);
-                reg.recheck.get_or_insert(recheck);
+                if !self.host_rearms {
+                    reg.recheck.get_or_insert(recheck);
+                }
             }
         }
     }
@@ -313,11 +342,21 @@ impl<L: LevelBackend> Backend for LevelTriggered<L> {
     const NAME: &'static CStr = L::NAME;
     const VENDOR: &'static CStr = L::VENDOR;
     const ABI_MINOR: u16 = L::ABI_MINOR;
+    const LEVEL_TRIGGERED: bool = true;
     type Waker = L::Waker;
 
+    /// The adapter counts on re-arms (L3') when both sides are of minor 2
+    /// or later: the host then knows `AA_CAP_POLL_LEVEL` and the reactor
+    /// sets it.
     fn new() -> io::Result<(Self, Self::Waker)> {
         let (level, waker) = L::new()?;
-        Ok((LevelTriggered::over(level), waker))
+        let host = async_abi::sdk::host_minor().unwrap_or(0);
+        let adapter = if L::ABI_MINOR >= 2 && host >= 2 {
+            LevelTriggered::over_rearming_host(level)
+        } else {
+            LevelTriggered::over(level)
+        };
+        Ok((adapter, waker))
     }
 
     fn register(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
@@ -586,6 +625,28 @@ mod tests {
         lt.skew = RECHECK * 2 + Duration::from_millis(1);
         assert_eq!(wait(&mut lt, Some(Duration::ZERO)), [(4, R)]);
         assert_eq!(wait(&mut lt, Some(Duration::ZERO)), []);
+    }
+
+    #[test]
+    fn under_a_rearming_host_a_masked_level_waits_for_the_rearm() {
+        let world = Rc::new(World::default());
+        let mut lt = LevelTriggered::over_rearming_host(Fake(Rc::clone(&world)));
+        assert!(lt.host_rearms());
+        lt.register(4, 4, R).unwrap();
+        world.set(4, R);
+        assert_eq!(wait(&mut lt, WAIT), [(4, R)]);
+        // L3': still ready long after, and nobody said it was consumed:
+        // never reported again, and the wait is not cut short for a
+        // recheck (the driver's timeout goes to the poller whole).
+        lt.skew = RECHECK * 5;
+        assert_eq!(wait(&mut lt, Some(Duration::ZERO)), []);
+        assert_eq!(wait(&mut lt, WAIT), []);
+        let (_, timeout) = world.last();
+        assert!(timeout.is_some_and(|t| t > RECHECK * 2), "{timeout:?}");
+        // The host read to EAGAIN, the peer wrote again before the loop
+        // looked, and the host re-armed (R-POLL-8): reported at once.
+        lt.modify(4, 4, R).unwrap();
+        assert_eq!(wait(&mut lt, Some(Duration::ZERO)), [(4, R)]);
     }
 
     #[test]

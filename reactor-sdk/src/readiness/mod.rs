@@ -116,7 +116,10 @@ const INOTIFY: u64 = u64::MAX - 2;
 ///   keeps readability armed across its `EAGAIN`s and counts on the same
 ///   edge; it sets the interest again (a `modify`) only when writability
 ///   starts or stops being waited for (`async-std-api`'s
-///   `core/readiness.rs`, RD2 and RD3).
+///   `core/readiness.rs`, RD2 and RD3), or, from a backend that says
+///   [`Backend::LEVEL_TRIGGERED`] (`AA_CAP_POLL_LEVEL`, ABI 1.2) under a
+///   host of minor 2 or later, before every wait that follows its own
+///   `EAGAIN` (RD7; R-POLL-8 in `docs/abi/poll.md`).
 /// - **After a partial drain** (the requests that were queued completed,
 ///   data is left, nothing returned `EAGAIN`) the driver needs no report:
 ///   its next request on the descriptor is tried on submission. A report of
@@ -146,6 +149,13 @@ pub trait Backend: Debug + Sized + 'static {
     /// [`crate::Reactor::ABI_MINOR`]): the readiness driver runs every 1.1
     /// request it claims, so `1` is the usual answer; never `AA_ABI_MINOR`.
     const ABI_MINOR: u16;
+    /// Whether the backend keeps edges over a level-triggered poller and
+    /// so cannot see a poll's readiness consumed by the host (the
+    /// [`LevelTriggered`] adapter says `true`). With [`Backend::ABI_MINOR`]
+    /// 2 or later the reactor then sets `AA_CAP_POLL_LEVEL`, and a host of
+    /// minor 2 or later re-arms such a poll ([`Backend::modify`]) after its
+    /// own `EAGAIN`. An edge-triggered poller keeps the default, `false`.
+    const LEVEL_TRIGGERED: bool = false;
     /// The backend's cross-thread waker.
     type Waker: Wake;
 

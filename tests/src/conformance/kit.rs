@@ -81,6 +81,7 @@ pub const CAP_NAMES: &[(u64, &str)] = &[
     (AA_CAP_IO_DGRAM, "AA_CAP_IO_DGRAM"),
     (AA_CAP_IO_FILE, "AA_CAP_IO_FILE"),
     (AA_CAP_IO_FTRUNCATE, "AA_CAP_IO_FTRUNCATE"),
+    (AA_CAP_POLL_LEVEL, "AA_CAP_POLL_LEVEL"),
 ];
 
 /// `AA_CAP_A|AA_CAP_B` for the bits of `bits` (unknown bits in hex), or

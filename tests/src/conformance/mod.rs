@@ -252,6 +252,7 @@ macro_rules! __conformance_case_list {
                 close_of_an_armed_poll_gives_only_on_closed ["R-EV-2"],
                 cancelled_poll_is_rearmed_by_set_interest ["R-POLL-4"],
                 readiness_is_not_reported_again_until_consumed ["R-POLL-3"],
+                readiness_back_after_eagain_is_reported ["R-POLL-8"],
             }
             trigger {
                 fire_from_another_thread_wakes_a_blocking_run_once ["R-TRIG-1"],

@@ -405,3 +405,58 @@ pub fn readiness_is_not_reported_again_until_consumed(reactor: &Reactor) {
         got: format!("the callbacks {log:?}"));
     lp.finish();
 }
+
+/// Checks that readiness back before the loop looked again, after the host
+/// read the descriptor to `EAGAIN`, is reported: by an edge-triggered
+/// reactor by itself (a new edge), by one that sets `AA_CAP_POLL_LEVEL`
+/// once the host re-armed the poll with `poll_set_interest`, as a host of
+/// ABI 1.2 does.
+pub fn readiness_back_after_eagain_is_reported(reactor: &Reactor) {
+    if super::skip_without(
+        reactor,
+        AA_CAP_POLL,
+        "readiness_back_after_eagain_is_reported",
+    ) {
+        return;
+    }
+    let lp = Loop::new(reactor);
+    let level = lp.instance_caps() & AA_CAP_POLL_LEVEL != 0;
+    let (r, w) = fds::pipe();
+    lp.track_fd(r);
+    lp.track_fd(w);
+    let p = lp.poll("p", r, AA_POLL_READABLE, 0);
+    fds::put(w, b"x");
+    lp.run_until_tag("p");
+    lp.take_log();
+    if fds::drain(r) != 1 {
+        crate::setup_failed!("the pipe did not hold the 1 byte the case wrote");
+    }
+    fds::put(w, b"y");
+    let mut did = String::from(
+        "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0), 1 byte written, run_once \
+         until a callback, the pipe read to EAGAIN, 1 byte written",
+    );
+    if level {
+        did.push_str(", poll_set_interest(AA_POLL_READABLE) (the reactor has AA_CAP_POLL_LEVEL)");
+        ensure_eq!(
+            "R-POLL-8",
+            lp.set_interest(p, AA_POLL_READABLE),
+            AA_OK,
+            "{did}: its status"
+        );
+    }
+    // A reactor that held the report back would answer nothing within
+    // these 2 s (the recheck of a level adapter under an older host is 100
+    // ms: it passes too, later).
+    let start = std::time::Instant::now();
+    while polls_of(&lp.log(), "p").is_empty() && start.elapsed() < std::time::Duration::from_secs(2)
+    {
+        lp.run_once(100_000_000);
+    }
+    let log = lp.log();
+    ensure!("R-POLL-8", one_report(&log, "p", AA_POLL_READABLE);
+        did: format!("{did}, run_once(100 ms) until a callback, for at most 2 s"),
+        wants: one_wanted(AA_POLL_READABLE),
+        got: format!("the callbacks {log:?}"));
+    lp.finish();
+}

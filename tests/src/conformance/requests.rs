@@ -150,13 +150,16 @@ pub fn skip_without_instance(lp: &Loop, reactor: &Reactor, caps: u64, case: &str
 
 impl Loop {
     /// The capabilities a host may use with this instance: `caps`, only the
-    /// bits of ABI 1.0 from a reactor whose vtable says minor 0, narrowed by
-    /// `instance_caps` where the slot exists (the host's reading of 1.1).
+    /// bits of ABI 1.0 from a reactor whose vtable says minor 0 (of 1.1
+    /// from one that says 1), narrowed by `instance_caps` where the slot
+    /// exists (the host's reading of 1.1).
     pub fn instance_caps(&self) -> u64 {
         let vt = self.vt();
         let mut caps = vt.caps;
-        if vt.hdr.iface_minor == 0 {
-            caps &= AA_CAPS_V1_0;
+        match vt.hdr.iface_minor {
+            0 => caps &= AA_CAPS_V1_0,
+            1 => caps &= AA_CAPS_V1_1,
+            _ => {}
         }
         if let Some(f) = vt.instance_caps {
             // SAFETY: a live reactor, on its loop thread.

@@ -511,6 +511,14 @@ pub const RULES: &[RuleDoc] = &[
         earlier: "",
     },
     RuleDoc {
+        id: "R-POLL-8",
+        page: "poll.md",
+        since: 2,
+        tightened: None,
+        text: "Readiness that comes back after the host read the descriptor to `EAGAIN`, before the loop looked again, is reported: by a reactor without `AA_CAP_POLL_LEVEL` by itself (a new edge), by one with it once the host called `poll_set_interest` with the same interest (as a host of minor 2 or later does).",
+        earlier: "",
+    },
+    RuleDoc {
         id: "R-PROC-1",
         page: "process.md",
         since: 0,

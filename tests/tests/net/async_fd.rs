@@ -96,3 +96,43 @@ fn d33_descriptor_numbers_reused_after_a_drop_are_watched_afresh() {
     })
     .unwrap();
 }
+
+/// RD7 (R-POLL-8 of `docs/abi/poll.md`): readiness that came back between
+/// the reader's `EAGAIN` and its wait, before the loop looked, wakes it. A
+/// level-triggered reactor (`reactor-poll`) cannot see that the host read
+/// to `EAGAIN`; the host re-arms the watch before it waits, or the refill
+/// would never be reported.
+#[test]
+fn d33_readiness_back_between_eagain_and_the_wait_wakes_the_reader() {
+    run(|| {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (a, b) = (Rc::new(a), Async::new(b).unwrap());
+        (&*a).write_all(b"1").unwrap();
+        b.readable().unwrap(); // reported: a level reactor now masks it
+        let peer = a.clone();
+        let reader = spawn(move || {
+            let mut attempts = Vec::new();
+            let got = b.read_with(|mut s| {
+                let mut buf = [0u8; 8];
+                attempts.push(attempts.len());
+                if attempts.len() == 1 {
+                    // Read the first byte and on to EAGAIN, then the peer
+                    // writes again before this coroutine waits.
+                    assert_eq!(s.read(&mut buf)?, 1);
+                    let e = s.read(&mut buf).unwrap_err();
+                    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+                    (&*peer).write_all(b"2").unwrap();
+                    return Err(e);
+                }
+                s.read(&mut buf).map(|n| buf[..n].to_vec())
+            });
+            (got.unwrap(), attempts.len())
+        });
+        let done = reader.join_until(&async_std_api::time::timeout(30_000));
+        assert_eq!(
+            done.expect("the refilled socket was never reported"),
+            (b"2".to_vec(), 2)
+        );
+    })
+    .unwrap();
+}

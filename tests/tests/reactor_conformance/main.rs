@@ -5,7 +5,7 @@
 //! holds it, else the reactor linked statically; a value containing `/` or
 //! ending in `.so` is that file.
 //!
-//! `abi10`: an ABI 1.0 reactor (a C fixture) under this 1.1 kit and host.
+//! `abi10`: an ABI 1.0 reactor (a C fixture) under this 1.2 kit and host.
 //! `messages`: the kit's failure text on a reactor that breaks three rules
 //! (a C fixture).
 //! `skew`: a reactor of the next minor and one of major 2 (C fixtures), and

@@ -19,7 +19,8 @@
 //!   `AA_CAPS_V1_0` is kept, so the host never sends a 1.1 request (a
 //!   datagram or file opcode) to a 1.0 reactor, whatever its reserved bits
 //!   hold. The 1.1 slot `instance_caps` of such a plugin reads as `None`
-//!   (L2).
+//!   (L2). From one that says 1, only `AA_CAPS_V1_1`: the host re-arms a
+//!   poll (`AA_CAP_POLL_LEVEL`, 1.2) only for a reactor that knows it asked.
 //! - **L5** A library found for a built-in name (on `ASYNC_PLUGIN_PATH`)
 //!   is the same code as the copy this host links, or it is not loaded:
 //!   its `async_runtime_build_id` (a symbol outside the ABI, which the
@@ -45,7 +46,7 @@ use std::ptr;
 
 use async_abi::{
     AaPluginCtx, AaPluginDesc, AaPluginEntryFn, AaReactorVTable, AaSchedulerVTable, AaStr,
-    AA_ABI_MAJOR, AA_CAPS_V1_0, AA_IFACE_REACTOR_V1, AA_IFACE_SCHEDULER_V1,
+    AA_ABI_MAJOR, AA_CAPS_V1_0, AA_CAPS_V1_1, AA_IFACE_REACTOR_V1, AA_IFACE_SCHEDULER_V1,
     AA_REACTOR_ENTRY_SYMBOL, AA_ROLE_REACTOR, AA_ROLE_SCHEDULER, AA_SCHEDULER_ENTRY_SYMBOL,
 };
 
@@ -451,12 +452,13 @@ pub(crate) fn scheduler(value: &str, image: &Image) -> Result<Loaded<AaScheduler
 }
 
 /// The capability bits the host reads from a reactor whose vtable says
-/// `iface_minor` (L4): a 1.0 reactor's are cut to the bits 1.0 defined.
+/// `iface_minor` (L4): a 1.0 reactor's are cut to the bits 1.0 defined, a
+/// 1.1 reactor's to those of 1.1.
 pub(crate) fn reactor_caps(iface_minor: u16, caps: u64) -> u64 {
-    if iface_minor == 0 {
-        caps & AA_CAPS_V1_0
-    } else {
-        caps
+    match iface_minor {
+        0 => caps & AA_CAPS_V1_0,
+        1 => caps & AA_CAPS_V1_1,
+        _ => caps,
     }
 }
 
@@ -521,11 +523,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_1_0_reactor_keeps_only_the_capability_bits_1_0_defined() {
-        use async_abi::{AA_CAP_IO, AA_CAP_IO_DGRAM, AA_CAP_IO_FILE, AA_CAP_TIMER};
-        let claimed = AA_CAP_TIMER | AA_CAP_IO | AA_CAP_IO_DGRAM | AA_CAP_IO_FILE | 1 << 40;
+    fn a_reactor_keeps_only_the_capability_bits_its_minor_defined() {
+        use async_abi::{
+            AA_CAP_IO, AA_CAP_IO_DGRAM, AA_CAP_IO_FILE, AA_CAP_POLL_LEVEL, AA_CAP_TIMER,
+        };
+        let claimed = AA_CAP_TIMER
+            | AA_CAP_IO
+            | AA_CAP_IO_DGRAM
+            | AA_CAP_IO_FILE
+            | AA_CAP_POLL_LEVEL
+            | 1 << 40;
         assert_eq!(reactor_caps(0, claimed), AA_CAP_TIMER | AA_CAP_IO);
-        assert_eq!(reactor_caps(1, claimed), claimed);
+        assert_eq!(
+            reactor_caps(1, claimed),
+            AA_CAP_TIMER | AA_CAP_IO | AA_CAP_IO_DGRAM | AA_CAP_IO_FILE
+        );
+        assert_eq!(reactor_caps(2, claimed), claimed);
     }
 
     #[test]
