@@ -10,7 +10,7 @@ use crate::{ensure, ensure_eq, rule_failed};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec, Submit};
+use super::harness::{Alive, Loop, Rec, Submit};
 use super::os::TempDir;
 use super::plugin::Reactor;
 use super::requests::{
@@ -81,7 +81,7 @@ pub fn udp_sendto_and_recvfrom_carry_data_and_the_sender_address(reactor: &React
     ensure_eq!(
         "R-IO-13",
         lp.alive(),
-        1,
+        Alive(1),
         "a pending AA_IO_RECVFROM of 64 bytes on a UDP socket: alive()",
     );
     let sent = lp.send_to("s", a, b"ping", Some(&mut b_addr), 0);
@@ -521,7 +521,7 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
     ensure_eq!(
         "R-IO-14",
         lp.alive(),
-        1,
+        Alive(1),
         "a pending AA_IO_RECVFROM, cancel(reason -4242): alive() (alive until its callback)",
     );
     lp.run_until_tag("r");
@@ -536,7 +536,7 @@ pub fn cancel_of_a_pending_recvfrom_keeps_the_buffer_until_its_callback(reactor:
     ensure_eq!(
         "R-IO-14",
         lp.alive(),
-        0,
+        Alive(0),
         "a pending AA_IO_RECVFROM, cancel(reason -4242), the reason delivered: alive()",
     );
     raw_send_to(a, b"late", &b_addr);
@@ -647,7 +647,7 @@ pub fn dispose_of_a_pending_recvfrom_never_calls_back(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-3",
         lp.alive(),
-        0,
+        Alive(0),
         "io_submit(AA_IO_RECVFROM of 8 bytes on an empty UDP socket, flags 0), pending, \
          dispose(the request): alive()",
     );

@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use crate::{ensure, ensure_eq};
 use async_abi::*;
 
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::plugin::Reactor;
 
 const REASON: AaStatus = -4444;
@@ -150,7 +150,7 @@ pub fn cancel_of_a_pending_lookup_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        1,
+        Alive(1),
         "dns_resolve(\"localhost\"), cancel(reason -4444): alive() (the reason's callback is \
          still to come)",
     );
@@ -164,7 +164,7 @@ pub fn cancel_of_a_pending_lookup_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        0,
+        Alive(0),
         "dns_resolve(\"localhost\"), cancel(reason -4444), the reason delivered: alive()"
     );
     ensure_eq!(
@@ -199,14 +199,14 @@ pub fn pending_lookup_counts_in_alive(reactor: &Reactor) {
     ensure_eq!(
         "R-LOOP-6",
         lp.alive(),
-        1,
+        Alive(1),
         "dns_resolve(\"localhost\", \"\", hints NULL): alive()"
     );
     lp.run_until_tag("d");
     ensure_eq!(
         "R-LOOP-6",
         lp.alive(),
-        0,
+        Alive(0),
         "dns_resolve(\"localhost\", \"\", hints NULL), run_once until its callback: alive()"
     );
     lp.finish_when_idle();
@@ -228,7 +228,7 @@ pub fn dispose_of_a_pending_lookup_then_destroy_succeeds(reactor: &Reactor) {
     ensure_eq!(
         "R-DNS-4",
         lp.alive(),
-        0,
+        Alive(0),
         "dns_resolve(\"localhost\", \"\", hints NULL), dispose(the lookup): alive()"
     );
     lp.run_once(0);
@@ -276,7 +276,7 @@ pub fn malformed_lookups_fail_without_callback(reactor: &Reactor) {
     ensure_eq!(
         "R-DNS-3",
         lp.alive(),
-        0,
+        Alive(0),
         "the refused dns_resolve calls: alive()"
     );
     lp.run_once(0);

@@ -7,7 +7,7 @@ use std::ptr;
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec, Submit};
+use super::harness::{Alive, Loop, Rec, Submit};
 use super::plugin::Reactor;
 use super::rules::{self, status, submitted, violated};
 use crate::{ensure, ensure_eq};
@@ -31,7 +31,7 @@ fn nothing_ran(lp: &Loop, what: &str) {
     ensure_eq!(
         "R-ERR-1",
         lp.alive(),
-        0,
+        Alive(0),
         "{what}, then run_once(0) twice: alive()"
     );
 }

@@ -14,7 +14,7 @@ use std::io::Write;
 use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::os::TempDir;
 use super::plugin::Reactor;
 
@@ -74,7 +74,7 @@ pub fn creating_then_writing_a_file_reports_rename_then_change(reactor: &Reactor
     ensure_eq!(
         "R-FS-1",
         lp.alive(),
-        1,
+        Alive(1),
         "fs_watch_new(a directory, flags 0): alive()"
     );
     let file = dir.path().join("a.txt");
@@ -170,7 +170,7 @@ pub fn missing_path_fails_with_enoent(reactor: &Reactor) {
     ensure_eq!(
         "R-FS-2",
         lp.alive(),
-        0,
+        Alive(0),
         "the refused fs_watch_new calls: alive()"
     );
     lp.run_once(0);
@@ -227,7 +227,7 @@ pub fn two_watches_of_one_path_and_dispose_stops_reports(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-3",
         lp.alive(),
-        0,
+        Alive(0),
         "two watches of one directory, both disposed: alive()"
     );
     lp.finish();
@@ -255,7 +255,7 @@ pub fn cancel_of_a_fs_watch_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        1,
+        Alive(1),
         "fs_watch_new(a directory, flags 0), cancel(the watch, reason -4444): alive() (the \
          reason's callback is still to come)",
     );
@@ -273,7 +273,7 @@ pub fn cancel_of_a_fs_watch_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        0,
+        Alive(0),
         "fs_watch_new(a directory), cancel(reason -4444), the reason delivered: alive()"
     );
     lp.finish();
@@ -326,7 +326,7 @@ pub fn deleting_the_watched_directory_ends_the_watch_with_enoent(reactor: &React
     ensure_eq!(
         "R-FS-3",
         lp.alive(),
-        0,
+        Alive(0),
         "fs_watch_new(a directory, flags 0), the directory removed, the watch ended with \
          -ENOENT: alive()",
     );

@@ -10,8 +10,9 @@
 //! # Rules the harness enforces
 //!
 //! - **H1** A callback must name the event it was registered for; a
-//!   mismatch (one request completed with another's callback) fails the
-//!   case.
+//!   mismatch (one request completed with another's callback, or another's
+//!   `ud`) fails the case as a violation of R-EV-5, reported once
+//!   `run_once` returns.
 //! - **H2** A panic inside a callback (a failed assertion in a hook) is
 //!   caught at the `extern "C"` boundary and re-raised after `run_once`
 //!   returns, so it fails the case instead of aborting the process.
@@ -257,6 +258,21 @@ impl WakeHandle {
     }
 }
 
+/// What `alive()` answered, in words when a case's check of it fails
+/// (`alive() = 1: an event still keeps the loop alive`), not a bare count.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Alive(pub u32);
+
+impl std::fmt::Debug for Alive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => write!(f, "alive() = 0: nothing keeps the loop alive"),
+            1 => write!(f, "alive() = 1: an event keeps the loop alive"),
+            n => write!(f, "alive() = {n}: {n} events keep the loop alive"),
+        }
+    }
+}
+
 /// How long [`Loop::run_until`] waits before failing the case.
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -269,9 +285,18 @@ fn record(ud: *mut c_void, ev: *mut AaEvent, rec: impl FnOnce(&'static str) -> R
     let rec = rec(slot.tag);
     let expected = slot.ev.get();
     if !expected.is_null() && expected != ev {
+        // H1: a callback run for another event, or with another's `ud`.
         fail(
             &core,
-            format!("H1: callback {rec:?} got event {ev:?}, registered for {expected:?}"),
+            rules::violation(
+                "R-EV-5",
+                &format!(
+                    "run_once; the callback given with the event {:?} ran (recorded as {rec:?})",
+                    slot.tag
+                ),
+                &format!("its first argument to be that event ({expected:?})"),
+                &format!("passed another pointer ({ev:?})"),
+            ),
         );
     }
     core.log.borrow_mut().push(rec.clone());
@@ -491,6 +516,11 @@ impl Loop {
         // SAFETY: the reactor is alive (not finished), on its loop thread.
         let n = unsafe { run_once(self.raw(), timeout_ns) };
         if let Some(msg) = self.0.failure.borrow_mut().take() {
+            // A rule's own message (H1, or a tier's check in a hook) stays
+            // the first line the kit's summary prints.
+            if msg.starts_with("R-") {
+                panic!("{msg}");
+            }
             panic!("inside a callback: {msg}");
         }
         assert!(
@@ -528,10 +558,10 @@ impl Loop {
     }
 
     /// `alive()`.
-    pub fn alive(&self) -> u32 {
+    pub fn alive(&self) -> Alive {
         let alive = self.0.vt.alive.expect("required slot");
         // SAFETY: the reactor is alive, on its loop thread.
-        unsafe { alive(self.raw()) }
+        Alive(unsafe { alive(self.raw()) })
     }
 
     /// `now_ns()`.
@@ -1100,12 +1130,12 @@ impl Loop {
         }
         let log = self.log();
         let alive = self.alive();
-        if alive != 0 {
+        if alive != Alive(0) {
             violated(
                 "R-LOOP-6",
                 &"the case's end: every event disposed, every descriptor closed",
-                &"alive() 0",
-                &format!("alive() {alive}"),
+                &format!("{:?}", Alive(0)),
+                &format!("{alive:?}"),
             );
         }
         self.run_once(0);

@@ -7,7 +7,7 @@ use crate::{ensure, ensure_eq, rule_failed, setup_failed};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec, Submit};
+use super::harness::{Alive, Loop, Rec, Submit};
 use super::plugin::Reactor;
 use super::rules;
 
@@ -60,7 +60,7 @@ pub fn write_then_read_inline_on_a_socketpair(reactor: &Reactor) {
     ensure_eq!(
         "R-IO-1",
         lp.alive(),
-        0,
+        Alive(0),
         "an inline write and an inline read (AA_DONE both): alive()",
     );
     lp.run_once(0);
@@ -87,7 +87,7 @@ pub fn read_waits_for_data_then_completes_once(reactor: &Reactor) {
     ensure_eq!(
         "R-IO-2",
         lp.alive(),
-        1,
+        Alive(1),
         "io_submit(AA_IO_READ of 16 bytes on an empty socket, flags AA_IO_TRY_INLINE), pending: \
          alive()",
     );
@@ -119,7 +119,7 @@ pub fn read_waits_for_data_then_completes_once(reactor: &Reactor) {
     ensure_eq!(
         "R-IO-2",
         lp.alive(),
-        0,
+        Alive(0),
         "a pending AA_IO_READ of 16 bytes, \"abc\" written by the peer, its callback ran: alive()",
     );
     lp.finish();
@@ -610,7 +610,7 @@ pub fn dispose_of_a_pending_read_never_calls_back(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-3",
         lp.alive(),
-        0,
+        Alive(0),
         "io_submit(AA_IO_READ of 8 bytes on an empty socket, flags AA_IO_TRY_INLINE), pending, \
          dispose(the request): alive()",
     );

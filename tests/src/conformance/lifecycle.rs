@@ -357,3 +357,53 @@ pub fn every_failure_sets_last_error_message(reactor: &Reactor) {
     lp.dispose(t);
     lp.finish();
 }
+
+/// Checks that when events of several kinds complete in one `run_once`,
+/// each callback gets its own event and its own `ud`: two timers due at
+/// once, and, where the reactor has them, two polls of two ready sockets
+/// and two fired triggers. The harness checks the event of every callback
+/// (H1); this case also checks that each ran exactly once, under its own
+/// `ud`.
+pub fn each_callback_gets_its_own_event_and_user_pointer(reactor: &Reactor) {
+    let lp = Loop::new(reactor);
+    let mut tags = vec!["timer a", "timer b"];
+    let mut did = String::from("timer_new twice (due at once)");
+    lp.timer("timer a", 0, 0, 0);
+    lp.timer("timer b", 0, 0, 0);
+    if reactor.has_caps(AA_CAP_POLL) {
+        for tag in ["poll a", "poll b"] {
+            let (x, y) = fds::socketpair();
+            lp.track_fd(x);
+            lp.track_fd(y);
+            lp.poll(tag, x, AA_POLL_WRITABLE, 0);
+        }
+        tags.extend(["poll a", "poll b"]);
+        did.push_str(", poll_new(AA_POLL_WRITABLE) on two fresh sockets");
+    }
+    if reactor.has_caps(AA_CAP_TRIGGER) {
+        for tag in ["trigger a", "trigger b"] {
+            let t = lp.trigger(tag, 0);
+            ensure_eq!(
+                "R-EV-5",
+                lp.fire(t),
+                AA_OK,
+                "trigger_new, trigger_fire: its status"
+            );
+        }
+        tags.extend(["trigger a", "trigger b"]);
+        did.push_str(", trigger_new and trigger_fire twice");
+    }
+    lp.run_until("every callback", |log| {
+        tags.iter().all(|t| log.iter().any(|r| r.tag() == *t))
+    });
+    lp.run_once(0);
+    let log = lp.log();
+    for tag in &tags {
+        let n = log.iter().filter(|r| r.tag() == *tag).count();
+        ensure!("R-EV-5", n == 1;
+            did: format!("{did}, run_once until every callback ran, run_once(0)"),
+            wants: format!("one callback with the ud of {tag:?}"),
+            got: format!("{n} such callbacks; the callbacks {log:?}"));
+    }
+    lp.finish();
+}

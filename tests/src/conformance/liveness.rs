@@ -6,7 +6,7 @@ use crate::{ensure_eq, setup_failed};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::plugin::Reactor;
 
 const MS: u64 = 1_000_000;
@@ -14,7 +14,7 @@ const MS: u64 = 1_000_000;
 /// Checks that a new loop has nothing alive.
 pub fn empty_loop_has_nothing_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
-    ensure_eq!("R-LOOP-6", lp.alive(), 0, "create, then alive()");
+    ensure_eq!("R-LOOP-6", lp.alive(), Alive(0), "create, then alive()");
     lp.finish();
 }
 
@@ -24,13 +24,13 @@ pub fn armed_timer_is_alive_until_it_fires(reactor: &Reactor) {
     lp.timer("a", MS, 0, 0);
     lp.timer("b", 2 * MS, 0, 0);
     let did = "timer_new(one-shot 1 ms) and (one-shot 2 ms), flags 0";
-    ensure_eq!("R-LOOP-6", lp.alive(), 2, "{did}: alive()");
+    ensure_eq!("R-LOOP-6", lp.alive(), Alive(2), "{did}: alive()");
     lp.run_until_tag("a");
     lp.run_until_tag("b");
     ensure_eq!(
         "R-LOOP-6",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, run_once until both fired: alive()"
     );
     lp.finish();
@@ -43,9 +43,14 @@ pub fn set_ref_false_takes_an_event_out_of_alive(reactor: &Reactor) {
     let t = lp.timer("t", 5 * MS, 0, 0);
     lp.set_ref(t, false);
     let did = "timer_new(one-shot 5 ms, flags 0), set_ref(false)";
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-LOOP-7", lp.alive(), Alive(0), "{did}: alive()");
     lp.set_ref(t, true);
-    ensure_eq!("R-LOOP-7", lp.alive(), 1, "{did}, set_ref(true): alive()");
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        Alive(1),
+        "{did}, set_ref(true): alive()"
+    );
     lp.set_ref(t, false);
     let did = format!("{did}, set_ref(true), set_ref(false), run_once until a callback");
     lp.run_until_tag("t");
@@ -55,7 +60,7 @@ pub fn set_ref_false_takes_an_event_out_of_alive(reactor: &Reactor) {
         vec![Rec::Timer("t", 0)],
         "{did}: the callbacks (an unreferenced timer still fires)"
     );
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-LOOP-7", lp.alive(), Alive(0), "{did}: alive()");
     lp.finish();
 }
 
@@ -64,14 +69,19 @@ pub fn hidden_timer_is_never_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let t = lp.timer("t", MS, MS, AA_EVF_HIDDEN);
     let did = "timer_new(1 ms, repeat 1 ms, flags AA_EVF_HIDDEN)";
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-LOOP-7", lp.alive(), Alive(0), "{did}: alive()");
     lp.set_ref(t, true);
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}, set_ref(true): alive()");
+    ensure_eq!(
+        "R-LOOP-7",
+        lp.alive(),
+        Alive(0),
+        "{did}, set_ref(true): alive()"
+    );
     lp.run_until_tag("t");
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, set_ref(true), run_once until it fired: alive()"
     );
     lp.finish();
@@ -93,7 +103,7 @@ pub fn pending_request_is_alive_until_it_completes(reactor: &Reactor) {
     let mut buf = [0u8; 4];
     lp.read("r", b, &mut buf, 0).pending();
     let did = "io_submit(AA_IO_READ of 4 bytes on an empty socket, flags 0), pending";
-    ensure_eq!("R-LOOP-6", lp.alive(), 1, "{did}: alive()");
+    ensure_eq!("R-LOOP-6", lp.alive(), Alive(1), "{did}: alive()");
     if fds::raw_write(a, b"x") != 1 {
         setup_failed!("write of 1 byte to the peer socket");
     }
@@ -101,7 +111,7 @@ pub fn pending_request_is_alive_until_it_completes(reactor: &Reactor) {
     ensure_eq!(
         "R-LOOP-6",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, 1 byte written by the peer, run_once until the callback: alive()"
     );
     lp.finish();
@@ -113,12 +123,17 @@ pub fn close_in_progress_is_alive_until_on_closed(reactor: &Reactor) {
     let t = lp.timer("t", 3_600_000 * MS, 0, 0);
     let did = "timer_new(one-shot 1 hour, flags 0), close(the timer, on_closed)";
     ensure_eq!("R-LOOP-6", lp.close(t), AA_OK, "{did}: its status");
-    ensure_eq!("R-LOOP-6", lp.alive(), 1, "{did}: alive() before on_closed");
+    ensure_eq!(
+        "R-LOOP-6",
+        lp.alive(),
+        Alive(1),
+        "{did}: alive() before on_closed"
+    );
     lp.run_until("on_closed", |log| log.contains(&Rec::Closed("t")));
     ensure_eq!(
         "R-LOOP-6",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, run_once until on_closed: alive()"
     );
     lp.finish();

@@ -223,6 +223,7 @@ macro_rules! __conformance_case_list {
                 last_error_message_describes_the_last_failure ["R-ERR-2", "R-IO-12"],
                 now_ns_advances_with_the_loop ["R-LOOP-4"],
                 every_failure_sets_last_error_message ["R-ERR-2", "R-IO-12"],
+                each_callback_gets_its_own_event_and_user_pointer ["R-EV-5"],
             }
             timers {
                 timers_fire_in_deadline_order ["R-TIMER-1"],

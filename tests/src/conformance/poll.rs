@@ -6,7 +6,7 @@ use crate::{ensure, ensure_eq};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{self, Loop, Rec};
+use super::harness::{self, Alive, Loop, Rec};
 use super::plugin::Reactor;
 
 const REASON: AaStatus = -4343;
@@ -137,7 +137,7 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
     lp.track_fd(w);
     let p = lp.poll("p", r, AA_POLL_READABLE, 0);
     let did = "poll_new(a pipe's read end, AA_POLL_READABLE, flags 0)";
-    ensure_eq!("R-POLL-2", lp.alive(), 1, "{did}: alive()");
+    ensure_eq!("R-POLL-2", lp.alive(), Alive(1), "{did}: alive()");
     ensure_eq!(
         "R-POLL-2",
         lp.set_interest(p, 0),
@@ -145,7 +145,7 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
         "{did}, poll_set_interest(0): its status"
     );
     let did = format!("{did}, poll_set_interest(0)");
-    ensure_eq!("R-POLL-2", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-POLL-2", lp.alive(), Alive(0), "{did}: alive()");
     fds::put(w, b"x");
     lp.run_once(0);
     lp.run_once(10_000_000);
@@ -164,7 +164,7 @@ pub fn interest_zero_disarms_the_poll(reactor: &Reactor) {
     ensure_eq!(
         "R-POLL-2",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}, 1 byte written, poll_set_interest(AA_POLL_READABLE): alive()"
     );
     lp.run_until_tag("p");

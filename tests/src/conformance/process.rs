@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::os;
 use super::plugin::Reactor;
 use super::rules;
@@ -79,7 +79,7 @@ pub fn exit_code_is_reported_once_and_the_child_is_reaped(reactor: &Reactor) {
     ensure_eq!(
         "R-PROC-1",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}: alive() (a pending watch counts)"
     );
     let did = format!("{did}, run_once until a callback, run_once(0) twice");
@@ -92,7 +92,7 @@ pub fn exit_code_is_reported_once_and_the_child_is_reaped(reactor: &Reactor) {
         vec![Rec::Process("p", 0, Some((3, 0)))],
         "{did}: the callbacks (status, (code, signal))"
     );
-    ensure_eq!("R-PROC-1", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-PROC-1", lp.alive(), Alive(0), "{did}: alive()");
     reaped(pid, &did);
     drop(child);
     lp.finish();
@@ -200,7 +200,7 @@ pub fn pid_that_is_not_a_child_fails_without_callback(reactor: &Reactor) {
             got: created(status));
     }
     let did = "the refused process_new calls";
-    ensure_eq!("R-PROC-2", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-PROC-2", lp.alive(), Alive(0), "{did}: alive()");
     lp.run_once(0);
     ensure_eq!(
         "R-PROC-2",
@@ -229,7 +229,7 @@ pub fn cancel_of_a_process_watch_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}: alive() (the reason's callback is still to come)"
     );
     if let Err(e) = child.kill() {
@@ -267,7 +267,7 @@ pub fn dispose_of_a_process_watch_never_calls_back(reactor: &Reactor) {
     let p = lp.process("p", i64::from(pid_of(&child)), 0);
     lp.dispose(p);
     let did = "process_new(a running child `cat`, flags 0), dispose(the watch)";
-    ensure_eq!("R-EV-3", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-EV-3", lp.alive(), Alive(0), "{did}: alive()");
     if let Err(e) = child.kill() {
         setup_failed!("kill of the kit's child: {e}");
     }

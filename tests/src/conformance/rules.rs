@@ -199,6 +199,14 @@ pub const RULES: &[RuleDoc] = &[
         earlier: "",
     },
     RuleDoc {
+        id: "R-EV-5",
+        page: "event.md",
+        since: 0,
+        tightened: None,
+        text: "Every callback gets, first, the event it belongs to (the pointer its constructor or `io_submit` gave the host) and, last, the `ud` given with it, also when several events of several kinds complete in one `run_once`. (The kit's harness checks this of every callback of every case.)",
+        earlier: "",
+    },
+    RuleDoc {
         id: "R-FS-1",
         page: "fs-watch.md",
         since: 0,
@@ -733,6 +741,13 @@ pub fn case_rules() -> String {
 /// `got` what the reactor did.
 #[track_caller]
 pub fn violated(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Display) -> ! {
+    panic!("{}", violation(id, did, wants, got))
+}
+
+/// The message [`violated`] fails with, for a check that cannot fail the
+/// case at once (the harness inside a callback, which reports it after
+/// `run_once` returns: H1).
+pub fn violation(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Display) -> String {
     let (where_, text) = match rule(id) {
         Some(r) => (format!("{}, {}", r.link(), r.minors()), r.text),
         None => ("not in docs/abi".to_owned(), ""),
@@ -771,10 +786,10 @@ pub fn violated(id: &str, did: &dyn Display, wants: &dyn Display, got: &dyn Disp
     } else {
         format!("\n {hint}")
     };
-    panic!(
+    format!(
         "{id} ({where_}) violated.{did} The rule requires: {wants}. The reactor did: {got}.\
          {text}{hint}"
-    );
+    )
 }
 
 /// The first words of every message of [`could_not_set_up`]: the kit's

@@ -15,7 +15,7 @@ use std::sync::Barrier;
 use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::os::{self, case_signal};
 use super::plugin::Reactor;
 
@@ -60,7 +60,7 @@ pub fn raised_signal_calls_the_watcher_once(reactor: &Reactor) {
     ensure_eq!(
         "R-SIG-1",
         lp.alive(),
-        1,
+        Alive(1),
         "signal_new(signal {sig}, flags 0): alive()"
     );
     os::raise(sig);
@@ -83,7 +83,7 @@ pub fn raised_signal_calls_the_watcher_once(reactor: &Reactor) {
     ensure_eq!(
         "R-SIG-1",
         lp.alive(),
-        1,
+        Alive(1),
         "signal_new(signal {sig}, flags 0), raise({sig}), its callback ran: alive() (the watcher \
          keeps watching)",
     );
@@ -232,7 +232,7 @@ pub fn cancel_of_a_signal_watcher_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        1,
+        Alive(1),
         "signal_new(signal {sig}, flags 0), cancel(the watcher, reason -4242): alive() (the \
          reason's callback is still to come)",
     );
@@ -257,7 +257,7 @@ pub fn cancel_of_a_signal_watcher_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        0,
+        Alive(0),
         "signal_new(signal {sig}, flags 0), cancel(reason -4242), the reason delivered: alive()"
     );
     ensure_eq!(
@@ -325,14 +325,14 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        0,
+        Alive(0),
         "signal_new(signal {sig}, flags AA_EVF_HIDDEN): alive()"
     );
     let visible = lp.signal("visible", sig, 0);
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        1,
+        Alive(1),
         "signal_new(signal {sig}, flags AA_EVF_HIDDEN), signal_new(signal {sig}, flags 0): alive()"
     );
     os::raise(sig);
@@ -350,14 +350,14 @@ pub fn hidden_signal_watcher_does_not_count_in_alive(reactor: &Reactor) {
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        1,
+        Alive(1),
         "a hidden and a visible watcher of signal {sig}, both called: alive()"
     );
     lp.dispose(visible);
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        0,
+        Alive(0),
         "a hidden and a visible watcher of signal {sig}, both called, dispose(the visible one): \
          alive()",
     );
@@ -390,7 +390,7 @@ pub fn uncatchable_and_invalid_signals_are_refused(reactor: &Reactor) {
     ensure_eq!(
         "R-SIG-4",
         lp.alive(),
-        0,
+        Alive(0),
         "signal_new of SIGKILL, SIGSTOP, 0, -1, 1000, each refused: alive()"
     );
     lp.run_once(0);

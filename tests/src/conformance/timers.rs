@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::{ensure, ensure_eq};
 use async_abi::*;
 
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::plugin::Reactor;
 use super::rules;
 
@@ -162,7 +162,7 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
     let t = lp.timer("t", MS, 0, 0);
     lp.run_until_tag("t");
     let did = "timer_new(one-shot 1 ms, flags 0), run_once until it fired";
-    ensure_eq!("R-TIMER-4", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-TIMER-4", lp.alive(), Alive(0), "{did}: alive()");
     ensure_eq!(
         "R-TIMER-4",
         lp.rearm(t, MS, 0),
@@ -172,7 +172,7 @@ pub fn rearm_restarts_a_fired_one_shot(reactor: &Reactor) {
     ensure_eq!(
         "R-TIMER-4",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}, timer_rearm(1 ms, repeat 0): alive()"
     );
     lp.run_until("the second firing", |log| log.len() == 2);
@@ -311,7 +311,7 @@ pub fn dispose_of_an_armed_timer_stops_it(reactor: &Reactor) {
     ensure_eq!(
         "R-TIMER-6",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}: alive() (only the witness)"
     );
     lp.run_until_tag("witness");

@@ -8,7 +8,7 @@ use crate::{ensure, ensure_eq, setup_failed};
 use async_abi::*;
 
 use super::fds;
-use super::harness::{Loop, Rec};
+use super::harness::{Alive, Loop, Rec};
 use super::plugin::Reactor;
 
 const REASON: AaStatus = -4444;
@@ -231,10 +231,10 @@ pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
     let lp = Loop::new(reactor);
     let hidden = lp.trigger("hidden", AA_EVF_HIDDEN);
     let did = "trigger_new(flags AA_EVF_HIDDEN)";
-    ensure_eq!("R-LOOP-7", lp.alive(), 0, "{did}: alive()");
+    ensure_eq!("R-LOOP-7", lp.alive(), Alive(0), "{did}: alive()");
     let visible = lp.trigger("visible", 0);
     let did = format!("{did}, trigger_new(flags 0)");
-    ensure_eq!("R-LOOP-7", lp.alive(), 1, "{did}: alive()");
+    ensure_eq!("R-LOOP-7", lp.alive(), Alive(1), "{did}: alive()");
     ensure_eq!(
         "R-LOOP-7",
         lp.fire(hidden),
@@ -245,14 +245,14 @@ pub fn hidden_trigger_does_not_count_in_alive(reactor: &Reactor) {
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}, trigger_fire(the hidden one), run_once until its callback: alive()"
     );
     lp.dispose(visible);
     ensure_eq!(
         "R-LOOP-7",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, the hidden one fired, dispose(the visible one): alive()"
     );
     lp.finish();
@@ -330,7 +330,7 @@ pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        1,
+        Alive(1),
         "{did}: alive() (the reason's callback is still to come)"
     );
     lp.fire(t);
@@ -345,7 +345,7 @@ pub fn cancel_of_a_trigger_delivers_the_reason_once(reactor: &Reactor) {
     ensure_eq!(
         "R-EV-1",
         lp.alive(),
-        0,
+        Alive(0),
         "{did}, the reason delivered: alive()"
     );
     lp.finish();
