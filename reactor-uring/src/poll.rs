@@ -43,12 +43,15 @@ impl Reactor {
     ) -> Result<Rc<Event>> {
         check_flags("poll_new", flags, AA_EVF_HIDDEN | AA_EVF_OWNS_FD)?;
         check_interest("poll_new", interest)?;
-        let epoch = self
-            .registry
-            .borrow_mut()
-            .open(fd)
-            .map_err(|e| Error::os(format_args!("poll_new: fd {fd}"), &e))?
-            .epoch;
+        let epoch = {
+            let mut registry = self.registry.borrow_mut();
+            let entry = registry
+                .open(fd)
+                .map_err(|e| Error::os(format_args!("poll_new: fd {fd}"), &e))?;
+            // G7: kept while the poll may hold its epoch without an op.
+            entry.polled = true;
+            entry.epoch
+        };
         let state = State::Poll(PollState {
             fd,
             interest,

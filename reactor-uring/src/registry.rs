@@ -14,7 +14,8 @@
 //!
 //! - **G1** An entry is made the first time a descriptor is used (after
 //!   `fstat` proves it open) and forgotten when the reactor closes it
-//!   (`AA_IO_CLOSE`, `AA_EVF_OWNS_FD`), so a reused number is detected
+//!   (`AA_IO_CLOSE`, `AA_EVF_OWNS_FD`) or, for a descriptor that is not a
+//!   socket, when its last op retires (G7), so a reused number is detected
 //!   afresh. Each entry has an `epoch` no other entry had.
 //! - **G2** `ops` holds exactly the keys of live ops whose `fd` is this
 //!   descriptor (the ops module adds a key when it makes the op and removes
@@ -45,6 +46,15 @@
 //!   multishot receive (what the kernel reported before the cancel, at
 //!   most one buffer ring's worth, is still queued), and a read that finds
 //!   the queue below the limit arms one again.
+//!
+//! - **G7** The entry of a descriptor that is not a socket and was never
+//!   polled is forgotten when its last op retires (unless it is being
+//!   closed through the reactor, G3): it holds nothing between ops (no
+//!   receive or accept queue, empty lanes), and a number the host closes
+//!   itself (a file the hooks read through the ring, then `close(2)`) must
+//!   not leave its kind to whatever the number is reused for. A socket's
+//!   entry stays (G5, G6), and so does a polled one, whose poll holds its
+//!   epoch while armed for nothing.
 //!
 //! # Access
 //!
@@ -151,6 +161,9 @@ pub(crate) struct FdEntry {
     /// A stream socket's multishot receive state, from its first parked
     /// read.
     pub(crate) recv: Option<Box<RecvQueue>>,
+    /// A poll watched it (whose epoch must stay valid while it has no op:
+    /// armed for nothing, or between two watches): kept past its ops (G7).
+    pub(crate) polled: bool,
 }
 
 /// Entries by descriptor number: a vector indexed by the number (the
@@ -235,6 +248,7 @@ impl Registry {
                     closer: None,
                     accept: None,
                     recv: None,
+                    polled: false,
                 },
             );
         }
@@ -307,6 +321,10 @@ impl Registry {
         } else {
             None
         };
+        if entry.ops.is_empty() && !entry.socket && !entry.polled && !entry.closing {
+            // G7: nothing of a non-socket outlives its ops.
+            self.by_fd.remove(&fd);
+        }
         (next, closer)
     }
 
@@ -405,5 +423,35 @@ impl Registry {
     /// Forgets `fd` after the reactor closed it (G1).
     pub(crate) fn forget(&mut self, fd: RawFd) {
         self.by_fd.remove(&fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    /// G7: a file's entry goes with its last op, so the number starts
+    /// afresh; a socket's and a polled descriptor's stay.
+    #[test]
+    fn a_file_entry_goes_with_its_last_op_a_socket_or_polled_one_stays() {
+        let file = std::fs::File::open("/proc/self/stat").unwrap();
+        let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (r, _w) = std::io::pipe().unwrap();
+        let mut reg = Registry::default();
+        let (file, sock, pipe) = (file.as_raw_fd(), sock.as_raw_fd(), r.as_raw_fd());
+        let first = reg.open(file).unwrap().epoch;
+        reg.open(sock).unwrap();
+        reg.open(pipe).unwrap().polled = true;
+        for (i, fd) in [file, sock, pipe].into_iter().enumerate() {
+            let key = OpKey::for_test(i as u32);
+            reg.add_op(fd, key, None);
+            reg.remove_op(fd, key);
+        }
+        assert!(!reg.by_fd.contains_key(&file));
+        assert!(reg.by_fd.contains_key(&sock));
+        assert!(reg.by_fd.contains_key(&pipe));
+        assert_ne!(reg.open(file).unwrap().epoch, first, "a new entry");
     }
 }

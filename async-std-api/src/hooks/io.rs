@@ -28,7 +28,8 @@
 //!   blocking pool, so the call still returns everything up to the end of
 //!   the file. A write of at most 64 KiB is made at once (to the page
 //!   cache); a larger one goes to the pool. Pool work writes into the
-//!   caller's buffer and is waited for to its end (HK5).
+//!   caller's buffer and is waited for to its end (HK5). On io_uring the
+//!   reactor's requests take the pool's place (HK7 in `wait`).
 #![allow(unsafe_code)]
 // The `#[no_mangle]` entry points are public to the linker, not to Rust.
 #![allow(unreachable_pub)]
@@ -167,11 +168,42 @@ fn transfer_once(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way
     }
 }
 
-/// IO4: the whole transfer on the blocking pool, continuing short ones
-/// (`EINTR` retried; a failure after some bytes returns the count; a read
-/// stops at the end of the file). If the pool cannot take it, one transfer
-/// is made here.
+/// IO4: the whole transfer, continuing short ones (`EINTR` retried; a
+/// failure after some bytes returns the count; a read stops at the end of
+/// the file): in the reactor's ring where it has one (HK7), else on the
+/// blocking pool. If the pool cannot take it, one transfer is made here.
 fn file_transfer(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way) -> ssize_t {
+    let call = match way {
+        Way::In => "hooked read (file, in the ring)",
+        Way::Out => "hooked write (file, in the ring)",
+    };
+    // HK7: the ring first where the reactor has one.
+    // SAFETY: the caller lends `[buf, buf + n)` until this returns.
+    let skip = match unsafe { wait::in_ring(fd, buf, n, off, way, call) } {
+        wait::Ring::Done(r) => return finish(r),
+        wait::Ring::Elsewhere(done) => done,
+    };
+    if skip > 0 {
+        // The ring moved the first bytes and stopped short of the end:
+        // the rest on the pool, returned together.
+        let rest = pool_transfer(
+            fd,
+            buf + skip,
+            n - skip,
+            off.map(|o| o + skip as off64_t),
+            way,
+        );
+        return if rest < 0 {
+            skip as ssize_t
+        } else {
+            (skip + rest as usize) as ssize_t
+        };
+    }
+    pool_transfer(fd, buf, n, off, way)
+}
+
+/// IO4: the transfer on the blocking pool.
+fn pool_transfer(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way) -> ssize_t {
     let work = move || {
         let mut done = 0usize;
         while done < n {

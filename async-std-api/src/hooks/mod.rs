@@ -76,8 +76,8 @@
 //! | `sleep`, `usleep`, `nanosleep`, `clock_nanosleep` | a reactor timer |
 //! | `getaddrinfo`, `gethostbyname`, `gethostbyname2` | run on the blocking pool |
 //! | `getpwnam`, `getpwuid` (and `_r`), `getgrnam`, `getgrgid`, `getnameinfo` | the C library's call with the hooks quiet inside: its name-service modules may open sockets while it holds a lock of its own |
-//! | `read`, `pread`, `readv`, `preadv` on regular files | up to 256 KiB from the page cache at once (`RWF_NOWAIT`), the rest on the blocking pool |
-//! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more on the blocking pool |
+//! | `read`, `pread`, `readv`, `preadv` on regular files | up to 256 KiB from the page cache at once (`RWF_NOWAIT`), the rest as the reactor's requests on io_uring (`AA_CAP_IO_NATIVE`), else on the blocking pool |
+//! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more as the reactor's requests on io_uring, else on the blocking pool |
 //! | `open`, `openat`, `fsync`, `fdatasync` | on the blocking pool |
 //! | `waitpid`, `wait4`, `wait`, `waitid` | a child's pidfd on the reactor (a specific child), else polled with a growing pause |
 //! | `close`, `dup`, `dup2`, `dup3`, `socket`, `socketpair`, `fcntl`, `ioctl`, `setsockopt` | the C library's call, and the hints kept per descriptor number forgotten (any thread, hooks on or off); `close` of a regular file written through the hooks runs on the blocking pool (ext4 and NFS flush on close) |
@@ -134,10 +134,11 @@
 //! `epoll_wait`/`epoll_pwait` return `EINTR`, which an embedded event
 //! loop (tokio, inside a synchronous client) retries. A shutdown of the
 //! runtime is delivered the same way and unwinds the coroutine at its next
-//! suspension point in the runtime's API. Memory a pool thread writes into
-//! (a file read into the caller's buffer) is never given back early: such
-//! a wait lasts until the pool thread is done, and a cancellation that
-//! came meanwhile stays pending.
+//! suspension point in the runtime's API. Memory a pool thread or the
+//! kernel writes into (a file read into the caller's buffer) is never given
+//! back early: such a wait lasts until the pool thread is done, or until
+//! the cancelled ring request completed, and a cancellation that came
+//! meanwhile stays pending.
 //!
 //! # What the hooks cannot do
 //!

@@ -31,6 +31,14 @@
 //!   whose hooked reads always find data keeps the loop, as a busy loop
 //!   does (the activity watchdog names it); this crate's own I/O types give
 //!   the loop back by their cooperative budget.
+//! - **HK7** On a reactor that completes file transfers itself
+//!   (`AA_CAP_IO_NATIVE`: io_uring), a regular file's transfer that the
+//!   page cache could not serve at once is the reactor's request on the
+//!   caller's descriptor, not pool work ([`in_ring`]); the request returns
+//!   only after its completion, so the caller's buffer is never written
+//!   after the call. The reactor forgets what it knew of the number when
+//!   the request retires (reactor-uring's G7), so the caller's own
+//!   `close(2)` leaves nothing behind for the number's next owner.
 //! - **HK5** Work handed to the blocking pool that writes into the caller's
 //!   memory is waited for to its end ([`on_pool_fixed`]): neither a
 //!   cancellation nor a shutdown returns before the pool thread is done
@@ -429,6 +437,119 @@ where
         }
         None => None,
     }
+}
+
+/// How a transfer through the reactor's ring ended ([`in_ring`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ring {
+    /// The transfer's result: bytes (short only at the end of the file, or
+    /// when a cancellation or an error came after some bytes), or an
+    /// errno (`ECANCELED` for a cancelled one).
+    Done(Result<usize, libc::c_int>),
+    /// The reactor runs no file transfers here (no `AA_CAP_IO_NATIVE`,
+    /// outside a coroutine), or would not wait for the disk (`EAGAIN`), or
+    /// failed with an error of its own: the caller moves the bytes after
+    /// the first `n` elsewhere (the pool).
+    Elsewhere(usize),
+}
+
+/// HK7: moves `n` bytes between the caller's buffer at `buf` and the
+/// regular file `fd` (at `off`, or the file position: the ring's offset
+/// -1, which uses and advances it as `read(2)` does) by the reactor's own
+/// requests, continuing short ones. Each request returns only after its
+/// completion, a cancelled one's included (IO1 of `core::runtime::io`),
+/// so nothing writes into the caller's memory once this returns. A
+/// cancellation stays pending for the next suspension point (HK3); the
+/// bytes moved before it are returned.
+///
+/// # Safety
+///
+/// `buf` is valid for `n` bytes, writable for a read and readable for a
+/// write, until this returns.
+pub(super) unsafe fn in_ring(
+    fd: RawFd,
+    buf: usize,
+    n: usize,
+    off: Option<i64>,
+    way: super::Way,
+    call: &'static str,
+) -> Ring {
+    use crate::core::runtime::io::{perform, Interrupt, IoReq};
+    let at = Location::caller();
+    let out = guarded(|rt, me| {
+        if rt.reactor.caps() & async_abi::AA_CAP_IO_NATIVE == 0 {
+            return Ring::Elsewhere(0);
+        }
+        if cancelled_before(rt, me, call.as_bytes(), at) {
+            return Ring::Done(Err(libc::ECANCELED));
+        }
+        let _site = Site::mark(me);
+        let mut done = 0usize;
+        while done < n {
+            let (p, len) = (buf + done, n - done);
+            let at_off = off.map(|o| o as u64 + done as u64);
+            // SAFETY: the function's contract: `[buf, buf + n)` is the
+            // caller's, in the direction of `way`, until we return; the
+            // request borrows its tail only until `perform` returns.
+            let req = unsafe {
+                match (way, at_off) {
+                    (super::Way::In, Some(o)) => {
+                        IoReq::ReadAt(std::slice::from_raw_parts_mut(p as *mut u8, len), o)
+                    }
+                    (super::Way::In, None) => {
+                        IoReq::Read(std::slice::from_raw_parts_mut(p as *mut u8, len))
+                    }
+                    (super::Way::Out, Some(o)) => {
+                        IoReq::WriteAt(std::slice::from_raw_parts(p as *const u8, len), o)
+                    }
+                    (super::Way::Out, None) => {
+                        IoReq::Write(std::slice::from_raw_parts(p as *const u8, len))
+                    }
+                }
+            };
+            let o = perform(rt, me, fd, req, FdWait(call, fd), at, false);
+            if o.result > 0 {
+                done += o.result as usize;
+            }
+            match o.interrupt {
+                None => {}
+                Some(Interrupt::Cancelled) => me.repend_cancel(),
+                Some(Interrupt::Shutdown) => me.force_shutdown(),
+                Some(Interrupt::Deadlock) => {
+                    let _ = me.deadlocked();
+                    me.repend_cancel();
+                }
+            }
+            if o.interrupt.is_some() {
+                return Ring::Done(if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(libc::ECANCELED)
+                });
+            }
+            if o.failure.is_some() || o.result == -i64::from(libc::EAGAIN) || o.result < -4095 {
+                // The reactor's own failure (reported by it, F11), or a
+                // ring that would not wait for the disk: the rest
+                // elsewhere.
+                return Ring::Elsewhere(done);
+            }
+            if o.result == -i64::from(libc::EINTR) {
+                continue;
+            }
+            if o.result < 0 {
+                return Ring::Done(if done > 0 {
+                    Ok(done)
+                } else {
+                    Err((-o.result) as libc::c_int)
+                });
+            }
+            if o.result == 0 {
+                break;
+            }
+        }
+        Ring::Done(Ok(done))
+    });
+    out.unwrap_or(Ring::Done(Err(libc::ECANCELED)))
 }
 
 fn nanos(d: Duration) -> u64 {

@@ -94,6 +94,12 @@ pub(crate) const IGNORED: u64 = u64::MAX;
 pub(crate) struct OpKey(u64);
 
 impl OpKey {
+    /// A key for the registry's unit tests, which never look it up.
+    #[cfg(test)]
+    pub(crate) fn for_test(index: u32) -> OpKey {
+        OpKey::new(index, 0)
+    }
+
     fn new(index: u32, generation: u32) -> OpKey {
         OpKey(u64::from(generation) << 32 | u64::from(index))
     }

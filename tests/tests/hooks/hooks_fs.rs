@@ -47,6 +47,124 @@ fn d45_writing_and_reading_200_mib_with_std_fs_keeps_the_ticker_going() {
     assert!(worst < took / 3, "longest gap {worst:?} of {took:?}");
 }
 
+/// IO4/HK7: reads and writes larger than the page-cache fast path (the
+/// ring on io_uring, the pool elsewhere) keep `read(2)`'s and `write(2)`'s
+/// cursor semantics: a plain read or write uses and moves the file
+/// position, a positioned one leaves it.
+#[test]
+fn big_transfers_keep_the_file_position_semantics() {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::unix::fs::FileExt;
+    let file = Scratch::new("cursor");
+    let path = file.0.clone();
+    let (head, at_cursor, positioned, cursor_after, tail) = hooked()
+        .run(move || {
+            let data: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+            let mut f = std::fs::File::options()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .expect("open");
+            f.write_all(&data).expect("write 3 MiB"); // at the cursor
+            let written_to = f.stream_position().expect("position");
+            f.seek(SeekFrom::Start(1000)).expect("seek");
+            let mut big = vec![0u8; 1 << 20];
+            f.read_exact(&mut big).expect("read 1 MiB at the cursor");
+            let at_cursor = big == data[1000..1000 + (1 << 20)];
+            let mut other = vec![0u8; 1 << 20];
+            f.read_exact_at(&mut other, 2 << 20)
+                .expect("read 1 MiB at 2 MiB");
+            let positioned = other == data[2 << 20..];
+            let cursor_after = f.stream_position().expect("position");
+            f.write_all_at(&vec![7u8; 512 << 10], 0)
+                .expect("write 512 KiB at 0");
+            let mut head = vec![0u8; 4];
+            f.read_exact_at(&mut head, (512 << 10) - 2)
+                .expect("read across");
+            let mut rest = Vec::new();
+            f.seek(SeekFrom::End(-(300 << 10))).expect("seek");
+            f.read_to_end(&mut rest).expect("read to the end");
+            let tail = rest == data[data.len() - (300 << 10)..];
+            (
+                (written_to, head),
+                at_cursor,
+                positioned,
+                cursor_after,
+                tail,
+            )
+        })
+        .expect("runtime");
+    assert_eq!(
+        head,
+        (
+            3 << 20,
+            vec![7, 7, data_at((512 << 10) as u32), data_at((512 << 10) + 1)]
+        )
+    );
+    assert!(at_cursor, "1 MiB at the cursor differs");
+    assert!(positioned, "1 MiB at 2 MiB differs");
+    assert_eq!(
+        cursor_after,
+        1000 + (1 << 20),
+        "a positioned read moved the cursor"
+    );
+    assert!(tail, "the last 300 KiB differ");
+}
+
+fn data_at(i: u32) -> u8 {
+    (i % 251) as u8
+}
+
+/// HK7 (reactor-uring's G7): a file read through the reactor's ring and
+/// closed by the C library's `close` leaves nothing of it on the number: a
+/// UDP socket put on the same number is a socket to the reactor (a peek,
+/// `AA_IO_PEEK` on io_uring, which the reactor refuses on what it thinks is
+/// not a socket, sees the datagram). On other reactors the same holds
+/// trivially.
+#[test]
+fn a_file_number_read_and_closed_through_the_hooks_is_fresh_for_a_socket() {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let file = Scratch::new("reuse");
+    let path = file.0.clone();
+    let peeked = hooked()
+        .run(move || {
+            std::fs::write(&path, vec![1u8; 1 << 20]).expect("write");
+            let f = std::fs::File::open(&path).expect("open");
+            // A number far above what other tests of this process use, so
+            // the dup2 below replaces nothing of theirs.
+            // SAFETY: plain fcntl on a descriptor we own.
+            let high = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 900) };
+            assert!(high >= 900, "F_DUPFD: {}", std::io::Error::last_os_error());
+            drop(f);
+            // SAFETY: `high` was just made, owned by nobody else.
+            let mut f = unsafe { std::fs::File::from_raw_fd(high) };
+            let mut buf = vec![0u8; 1 << 20];
+            f.read_exact(&mut buf).expect("read 1 MiB"); // the ring on io_uring
+            assert!(buf.iter().all(|&b| b == 1));
+            drop(f); // close(2), through the hooks
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+            // SAFETY: dup2 onto the number just closed, which this test
+            // made far above the others.
+            let rc = unsafe { libc::dup2(sock.as_raw_fd(), high) };
+            assert_eq!(rc, high, "dup2: {}", std::io::Error::last_os_error());
+            drop(sock);
+            // SAFETY: `high` is now the socket, owned here alone.
+            let sock = unsafe { std::net::UdpSocket::from_raw_fd(high) };
+            let addr = sock.local_addr().expect("addr");
+            let sock = async_std_api::net::UdpSocket::from_std(sock).expect("adopt");
+            let peer = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+            peer.send_to(b"datagram", addr).expect("send");
+            let mut one = [0u8; 16];
+            let n = sock.peek(&mut one).expect("peek on the reused number");
+            one[..n].to_vec()
+        })
+        .expect("runtime");
+    assert_eq!(peeked, b"datagram");
+}
+
 #[test]
 fn small_std_fs_calls_keep_their_results() {
     let file = Scratch::new("small");
