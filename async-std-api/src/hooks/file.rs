@@ -1,6 +1,7 @@
-//! `open`, `openat`, `fsync`, `fdatasync`: on the blocking pool. Opening
-//! may wait for a slow disk or network file system, or for a FIFO's other
-//! end; syncing waits for the disk.
+//! `open`, `openat`, `fsync`, `fdatasync`: the reactor's requests on
+//! io_uring (`AA_CAP_IO_FILE`, HK7 in `wait`), else on the blocking pool.
+//! Opening may wait for a slow disk or network file system, or for a
+//! FIFO's other end; syncing waits for the disk.
 //!
 //! - **FL1** The pool thread opens a copy of the path and owns the new
 //!   descriptor until the caller takes it: a coroutine cancelled while it
@@ -27,7 +28,15 @@ fn open_on_pool(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -
         return note(unsafe { real::openat64(dirfd, path, flags, mode) });
     }
     // SAFETY: a non-null C string the caller passed.
-    let owned: CString = unsafe { CStr::from_ptr(path) }.to_owned();
+    let borrowed = unsafe { CStr::from_ptr(path) };
+    // HK7: the reactor's own open where it has one.
+    if let Some(r) = wait::open_in_ring(dirfd, borrowed, flags, mode) {
+        return match r {
+            Ok(fd) => note(fd),
+            Err(e) => fail(e),
+        };
+    }
+    let owned: CString = borrowed.to_owned();
     let work = move || {
         // SAFETY: our copy of the path.
         let fd = unsafe { real::openat64(dirfd, owned.as_ptr(), flags, mode) };
@@ -163,8 +172,14 @@ pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: 
     unsafe { openat64(dirfd, path, flags, 0) }
 }
 
-/// FL3: a sync on the pool.
+/// FL3: a sync on the pool (the reactor's request where it has one, HK7).
 fn sync_on_pool(fd: c_int, data_only: bool) -> c_int {
+    if let Some(r) = wait::sync_in_ring(fd, data_only) {
+        return match r {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        };
+    }
     let work = move || {
         // SAFETY: the caller's descriptor; a sync touches no memory.
         let r = unsafe {

@@ -78,7 +78,7 @@
 //! | `getpwnam`, `getpwuid` (and `_r`), `getgrnam`, `getgrgid`, `getnameinfo` | the C library's call with the hooks quiet inside: its name-service modules may open sockets while it holds a lock of its own |
 //! | `read`, `pread`, `readv`, `preadv` on regular files | up to 256 KiB from the page cache at once (`RWF_NOWAIT`), the rest as the reactor's requests on io_uring (`AA_CAP_IO_NATIVE`), else on the blocking pool |
 //! | `write`, `pwrite`, `writev`, `pwritev` on regular files | up to 64 KiB at once, more as the reactor's requests on io_uring, else on the blocking pool |
-//! | `open`, `openat`, `fsync`, `fdatasync` | on the blocking pool |
+//! | `open`, `openat`, `fsync`, `fdatasync` | the reactor's requests on io_uring (`AA_CAP_IO_FILE`), else on the blocking pool |
 //! | `waitpid`, `wait4`, `wait`, `waitid` | a child's pidfd on the reactor (a specific child), else polled with a growing pause |
 //! | `close`, `dup`, `dup2`, `dup3`, `socket`, `socketpair`, `fcntl`, `ioctl`, `setsockopt` | the C library's call, and the hints kept per descriptor number forgotten (any thread, hooks on or off); `close` of a regular file written through the hooks runs on the blocking pool (ext4 and NFS flush on close) |
 //!

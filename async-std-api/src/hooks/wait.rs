@@ -453,10 +453,13 @@ pub(super) enum Ring {
     Elsewhere(usize),
 }
 
+/// The most one request of [`in_ring`] moves.
+const RING_PIECE: usize = 256 * 1024;
+
 /// HK7: moves `n` bytes between the caller's buffer at `buf` and the
 /// regular file `fd` (at `off`, or the file position: the ring's offset
 /// -1, which uses and advances it as `read(2)` does) by the reactor's own
-/// requests, continuing short ones. Each request returns only after its
+/// requests of at most [`RING_PIECE`] bytes, continuing short ones. Each request returns only after its
 /// completion, a cancelled one's included (IO1 of `core::runtime::io`),
 /// so nothing writes into the caller's memory once this returns. A
 /// cancellation stays pending for the next suspension point (HK3); the
@@ -474,7 +477,7 @@ pub(super) unsafe fn in_ring(
     way: super::Way,
     call: &'static str,
 ) -> Ring {
-    use crate::core::runtime::io::{perform, Interrupt, IoReq};
+    use crate::core::runtime::io::IoReq;
     let at = Location::caller();
     let out = guarded(|rt, me| {
         if rt.reactor.caps() & async_abi::AA_CAP_IO_NATIVE == 0 {
@@ -486,7 +489,11 @@ pub(super) unsafe fn in_ring(
         let _site = Site::mark(me);
         let mut done = 0usize;
         while done < n {
-            let (p, len) = (buf + done, n - done);
+            // io_uring makes a transfer the page cache can serve inline,
+            // in the loop's own `io_uring_enter`: in pieces, each request
+            // one unit of the cooperative budget, the loop is given back
+            // between them (B2) instead of held for the whole transfer.
+            let (p, len) = (buf + done, (n - done).min(RING_PIECE));
             let at_off = off.map(|o| o as u64 + done as u64);
             // SAFETY: the function's contract: `[buf, buf + n)` is the
             // caller's, in the direction of `way`, until we return; the
@@ -507,27 +514,18 @@ pub(super) unsafe fn in_ring(
                     }
                 }
             };
-            let o = perform(rt, me, fd, req, FdWait(call, fd), at, false);
+            let o = ring_once(rt, me, fd, req, call, at);
             if o.result > 0 {
                 done += o.result as usize;
             }
-            match o.interrupt {
-                None => {}
-                Some(Interrupt::Cancelled) => me.repend_cancel(),
-                Some(Interrupt::Shutdown) => me.force_shutdown(),
-                Some(Interrupt::Deadlock) => {
-                    let _ = me.deadlocked();
-                    me.repend_cancel();
-                }
-            }
-            if o.interrupt.is_some() {
+            if o.interrupted {
                 return Ring::Done(if done > 0 {
                     Ok(done)
                 } else {
                     Err(libc::ECANCELED)
                 });
             }
-            if o.failure.is_some() || o.result == -i64::from(libc::EAGAIN) || o.result < -4095 {
+            if o.failed || o.result == -i64::from(libc::EAGAIN) || o.result < -4095 {
                 // The reactor's own failure (reported by it, F11), or a
                 // ring that would not wait for the disk: the rest
                 // elsewhere.
@@ -550,6 +548,122 @@ pub(super) unsafe fn in_ring(
         Ring::Done(Ok(done))
     });
     out.unwrap_or(Ring::Done(Err(libc::ECANCELED)))
+}
+
+/// One request's outcome in [`ring_once`].
+struct Once {
+    /// Bytes, a descriptor, 0, or `-errno` (or an ABI status).
+    result: i64,
+    /// The wait was interrupted (cancelled, shut down, deadlocked): the
+    /// cause is recorded for the next suspension point (HK2, HK3).
+    interrupted: bool,
+    /// The reactor failed it with an error of its own (F11).
+    failed: bool,
+}
+
+/// One request of the running coroutine `me` in the reactor, waited for to
+/// its completion (IO1), a cancellation's included.
+fn ring_once(
+    rt: &Runtime,
+    me: &Rc<CoroState>,
+    fd: RawFd,
+    req: crate::core::runtime::io::IoReq<'_>,
+    call: &'static str,
+    at: &'static Location<'static>,
+) -> Once {
+    use crate::core::runtime::io::{perform, Interrupt};
+    let o = perform(rt, me, fd, req, FdWait(call, fd), at, false);
+    match o.interrupt {
+        None => {}
+        Some(Interrupt::Cancelled) => me.repend_cancel(),
+        Some(Interrupt::Shutdown) => me.force_shutdown(),
+        Some(Interrupt::Deadlock) => {
+            let _ = me.deadlocked();
+            me.repend_cancel();
+        }
+    }
+    Once {
+        result: o.result,
+        interrupted: o.interrupt.is_some(),
+        failed: o.failure.is_some(),
+    }
+}
+
+/// HK7: `openat(dirfd, path, flags, mode)` as the reactor's request where
+/// it has file requests (`AA_CAP_IO_FILE`), `None` elsewhere or when it
+/// refuses (the caller opens on the pool). The reactor opens with
+/// `O_CLOEXEC`; a caller that did not ask for it gets it cleared. An open
+/// that completed is the caller's even when the coroutine was cancelled
+/// meanwhile (the cancellation stays pending, P-08).
+pub(super) fn open_in_ring(
+    dirfd: RawFd,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    mode: libc::c_uint,
+) -> Option<Result<RawFd, libc::c_int>> {
+    use crate::core::runtime::io::IoReq;
+    let at = Location::caller();
+    guarded(|rt, me| {
+        if rt.reactor.caps() & async_abi::AA_CAP_IO_FILE == 0 {
+            return None;
+        }
+        if cancelled_before(rt, me, b"hooked open (in the ring)", at) {
+            return Some(Err(libc::ECANCELED));
+        }
+        let _site = Site::mark(me);
+        let req = IoReq::OpenAt {
+            path: path.to_bytes(),
+            flags: flags as u32,
+            mode,
+        };
+        let o = ring_once(rt, me, dirfd, req, "hooked open (in the ring)", at);
+        if o.failed || o.result < -4095 {
+            return None;
+        }
+        if o.result < 0 {
+            return Some(Err(if o.interrupted {
+                libc::ECANCELED
+            } else {
+                (-o.result) as libc::c_int
+            }));
+        }
+        let fd = o.result as RawFd;
+        if flags & libc::O_CLOEXEC == 0 {
+            // SAFETY: the descriptor the open just returned, ours.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        }
+        Some(Ok(fd))
+    })
+    .flatten()
+}
+
+/// HK7: `fsync`/`fdatasync` of `fd` as the reactor's request where it has
+/// file requests, `None` elsewhere or when it refuses (the pool then).
+pub(super) fn sync_in_ring(fd: RawFd, data_only: bool) -> Option<Result<(), libc::c_int>> {
+    use crate::core::runtime::io::IoReq;
+    let at = Location::caller();
+    guarded(|rt, me| {
+        if rt.reactor.caps() & async_abi::AA_CAP_IO_FILE == 0 {
+            return None;
+        }
+        if cancelled_before(rt, me, b"hooked fsync (in the ring)", at) {
+            return Some(Err(libc::ECANCELED));
+        }
+        let _site = Site::mark(me);
+        let req = IoReq::Fsync {
+            datasync: data_only,
+        };
+        let o = ring_once(rt, me, fd, req, "hooked fsync (in the ring)", at);
+        if o.failed || o.result < -4095 {
+            return None;
+        }
+        Some(match o.result {
+            r if r >= 0 => Ok(()),
+            _ if o.interrupted => Err(libc::ECANCELED),
+            r => Err((-r) as libc::c_int),
+        })
+    })
+    .flatten()
 }
 
 fn nanos(d: Duration) -> u64 {

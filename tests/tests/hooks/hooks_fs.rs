@@ -165,6 +165,51 @@ fn a_file_number_read_and_closed_through_the_hooks_is_fresh_for_a_socket() {
     assert_eq!(peeked, b"datagram");
 }
 
+/// A hooked `open` (the reactor's request on io_uring, which opens with
+/// `O_CLOEXEC`; the pool elsewhere) gives the descriptor the flags the
+/// caller asked for, close-on-exec or not, and `fsync` and `fdatasync`
+/// succeed on it and fail with `EBADF` on a closed number.
+#[test]
+fn a_hooked_open_keeps_the_callers_close_on_exec_choice_and_syncs_work() {
+    let file = Scratch::new("cloexec");
+    let path = file.0.clone();
+    let (plain, cloexec, synced, bad) = hooked()
+        .run(move || {
+            std::fs::write(&path, b"x").expect("write");
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            let flags_of = |fd: i32| {
+                assert!(fd >= 0, "open: {}", std::io::Error::last_os_error());
+                // SAFETY: a descriptor this test opened.
+                let f = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+                f & libc::FD_CLOEXEC
+            };
+            // SAFETY: a valid C path; the descriptors are closed below.
+            let (a, b) = unsafe {
+                (
+                    libc::open(c.as_ptr(), libc::O_RDWR),
+                    libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC),
+                )
+            };
+            let (plain, cloexec) = (flags_of(a), flags_of(b));
+            // SAFETY: `a` is open; `b` is closed and then synced (EBADF).
+            let (synced, bad) = unsafe {
+                let synced = (libc::fsync(a), libc::fdatasync(a));
+                libc::close(a);
+                libc::close(b);
+                let bad = libc::fsync(b);
+                (
+                    synced,
+                    (bad, std::io::Error::last_os_error().raw_os_error()),
+                )
+            };
+            (plain, cloexec, synced, bad)
+        })
+        .expect("runtime");
+    assert_eq!((plain, cloexec), (0, libc::FD_CLOEXEC));
+    assert_eq!(synced, (0, 0));
+    assert_eq!(bad, (-1, Some(libc::EBADF)));
+}
+
 #[test]
 fn small_std_fs_calls_keep_their_results() {
     let file = Scratch::new("small");
