@@ -55,7 +55,7 @@ fn the_vtable_advertises_every_kind_native_io_and_inline_streams() {
             | AA_CAP_IO_FILE
             | AA_CAP_IO_FTRUNCATE
     );
-    assert_eq!(vt.hdr.iface_minor, 1);
+    assert_eq!(vt.hdr.iface_minor, 2);
     assert!(vt.signal_new.is_some() && vt.process_new.is_some());
     assert!(vt.fs_watch_new.is_some() && vt.dns_resolve.is_some());
     assert!(vt.instance_caps.is_some());
