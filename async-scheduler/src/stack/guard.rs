@@ -17,6 +17,12 @@
 //! - **G-I1** The mode is probed once per process, by the first install: an
 //!   `EINVAL` from `madvise` selects `mprotect` for good, and is logged once
 //!   at debug level.
+//! - **G-I2** [`install_many`] gives several guards to one
+//!   `process_madvise(PIDFD_SELF, ..)` (Linux 6.14 takes any advice for the
+//!   calling process there) once `madvise` is known to take the advice; a
+//!   kernel that refuses it (or applies it only in part) gets one `madvise`
+//!   per page instead, and is not asked again. Installing a guard twice is
+//!   harmless, so a partial batch is simply redone page by page.
 //!
 //! # Safety
 //!
@@ -33,6 +39,19 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// `MADV_GUARD_INSTALL` from `<linux/mman.h>` (Linux 6.13+); libc 0.2 does not
 /// define it yet.
 pub(crate) const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// `PIDFD_SELF_THREAD` from `<linux/pidfd.h>` (Linux 6.14+): the calling
+/// thread's process for `process_madvise`, without opening a pidfd (and so
+/// without one that a forked child would still hold for its parent).
+const PIDFD_SELF: libc::c_int = -10000;
+
+/// The most pages [`install_many`] gives one `process_madvise`.
+pub(crate) const MAX_BATCH: usize = 64;
+
+/// Whether `process_madvise` takes guard advice for this process (G-I2).
+static BATCH: AtomicU8 = AtomicU8::new(UNKNOWN);
+const YES: u8 = 1;
+const NO: u8 = 2;
 
 const UNKNOWN: u8 = 0;
 const MADVISE: u8 = 1;
@@ -98,4 +117,65 @@ pub(crate) unsafe fn install(addr: usize, page: usize) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Makes each page at `addrs` (at most [`MAX_BATCH`]) a guard page: with
+/// one system call where the kernel allows it (G-I2), else one per page.
+///
+/// # Errors
+///
+/// As [`install`].
+///
+/// # Safety
+///
+/// As [`install`], for every page.
+pub(crate) unsafe fn install_many(addrs: &[usize], page: usize) -> io::Result<()> {
+    let n = addrs.len().min(MAX_BATCH);
+    if n > 1 && MODE.load(Ordering::Relaxed) == MADVISE && BATCH.load(Ordering::Relaxed) != NO {
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; MAX_BATCH];
+        for (v, &a) in iov.iter_mut().zip(&addrs[..n]) {
+            *v = libc::iovec {
+                iov_base: a as *mut libc::c_void,
+                iov_len: page,
+            };
+        }
+        // SAFETY: `iov` holds `n` valid entries, each one page the caller
+        // owns and nothing uses (function contract); the advice only makes
+        // later accesses fault. `process_madvise` reads the array only.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                PIDFD_SELF,
+                iov.as_ptr(),
+                n,
+                MADV_GUARD_INSTALL,
+                0,
+            )
+        };
+        if r == (n * page) as libc::c_long {
+            BATCH.store(YES, Ordering::Relaxed);
+            return install_many_rest(&addrs[n..], page);
+        }
+        // Refused (an older kernel: EBADF for the pid, EINVAL for the
+        // advice) or partial: page by page, now and from now on.
+        BATCH.store(NO, Ordering::Relaxed);
+    }
+    for &a in addrs {
+        // SAFETY: the function's contract, for this page.
+        unsafe { install(a, page)? };
+    }
+    Ok(())
+}
+
+/// The pages past the first batch, if a caller passed more.
+fn install_many_rest(addrs: &[usize], page: usize) -> io::Result<()> {
+    if addrs.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the pages are the caller's of `install_many`, whose contract
+    // covers them.
+    unsafe { install_many(addrs, page) }
 }
