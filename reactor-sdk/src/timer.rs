@@ -1,4 +1,4 @@
-//! A binary min-heap of deadlines with lazy deletion, for any reactor whose
+//! A min-heap of deadlines with lazy deletion, for any reactor whose
 //! timers say which deadline is current ([`Timed`]).
 //!
 //! # What this module owns
@@ -19,6 +19,11 @@
 //! - **H3** Sequence numbers are unique and increasing, so equal deadlines
 //!   fire in arming order, and an entry pushed during an iteration has a
 //!   sequence above that iteration's horizon.
+//! - **H4** The heap is 4-ary ([`QuadHeap`]): each node's four children
+//!   sit side by side (two cache lines of 32-byte entries), so a pop from a
+//!   million armed timers walks 10 levels rather than a binary heap's 20,
+//!   each a cache miss at that size (std's `BinaryHeap::pop` was 6% of the
+//!   million-coroutine bench's samples).
 //!
 //! # Access
 //!
@@ -31,8 +36,7 @@
 //! entries.
 
 use std::cell::RefCell;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
 use std::rc::{Rc, Weak};
 
 use crate::traits::Event;
@@ -124,10 +128,96 @@ impl<T: Timed> Entry<T> {
     }
 }
 
+/// A 4-ary min-heap (H4): the least element at index 0, the children of
+/// `i` at `4i + 1 ..= 4i + 4`, every child at least its parent.
+#[derive(Debug)]
+struct QuadHeap<E> {
+    items: Vec<E>,
+}
+
+impl<E: Ord> QuadHeap<E> {
+    const fn new() -> QuadHeap<E> {
+        QuadHeap { items: Vec::new() }
+    }
+
+    /// A heap of `items`, in any order (Floyd's bottom-up build).
+    fn from_vec(items: Vec<E>) -> QuadHeap<E> {
+        let mut heap = QuadHeap { items };
+        let n = heap.items.len();
+        if n > 1 {
+            for i in (0..=(n - 2) / 4).rev() {
+                heap.sift_down(i);
+            }
+        }
+        heap
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn peek(&self) -> Option<&E> {
+        self.items.first()
+    }
+
+    fn push(&mut self, item: E) {
+        self.items.push(item);
+        let mut i = self.items.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if self.items[i] >= self.items[parent] {
+                break;
+            }
+            self.items.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn pop(&mut self) -> Option<E> {
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some(last);
+        }
+        let top = std::mem::replace(&mut self.items[0], last);
+        self.sift_down(0);
+        Some(top)
+    }
+
+    /// Moves the element at `i` down until no child is less.
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.items.len();
+        loop {
+            let first = 4 * i + 1;
+            if first >= n {
+                return;
+            }
+            let mut least = first;
+            for c in first + 1..(first + 4).min(n) {
+                if self.items[c] < self.items[least] {
+                    least = c;
+                }
+            }
+            if self.items[least] >= self.items[i] {
+                return;
+            }
+            self.items.swap(i, least);
+            i = least;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    fn into_vec(self) -> Vec<E> {
+        self.items
+    }
+}
+
 /// The deadlines of every armed timer (see the module doc).
 #[derive(Debug)]
 pub struct TimerHeap<T> {
-    heap: BinaryHeap<Reverse<Entry<T>>>,
+    heap: QuadHeap<Entry<T>>,
     sequence: u64,
     stale: usize,
 }
@@ -135,7 +225,7 @@ pub struct TimerHeap<T> {
 impl<T> Default for TimerHeap<T> {
     fn default() -> TimerHeap<T> {
         TimerHeap {
-            heap: BinaryHeap::new(),
+            heap: QuadHeap { items: Vec::new() },
             sequence: 0,
             stale: 0,
         }
@@ -146,30 +236,28 @@ impl<T: Timed> TimerHeap<T> {
     /// Adds a deadline for `timer` at `generation`.
     pub fn push(&mut self, timer: &Rc<T>, deadline: u64, generation: u64) {
         self.sequence += 1;
-        self.heap.push(Reverse(Entry {
+        self.heap.push(Entry {
             deadline,
             sequence: self.sequence,
             generation,
             timer: Rc::downgrade(timer),
-        }));
+        });
     }
 
     /// Records that one entry became stale, compacting if needed (H2).
     pub fn note_stale(&mut self) {
         self.stale += 1;
         if self.stale > 64 && self.stale * 2 > self.heap.len() {
-            let entries = std::mem::take(&mut self.heap).into_vec();
-            self.heap = entries
-                .into_iter()
-                .filter(|Reverse(e)| e.current().is_some())
-                .collect();
+            let mut entries = std::mem::replace(&mut self.heap, QuadHeap::new()).into_vec();
+            entries.retain(|e| e.current().is_some());
+            self.heap = QuadHeap::from_vec(entries);
             self.stale = 0;
         }
     }
 
     /// The earliest current deadline, dropping stale entries on the way.
     pub fn next_deadline(&mut self) -> Option<u64> {
-        while let Some(Reverse(top)) = self.heap.peek() {
+        while let Some(top) = self.heap.peek() {
             if top.current().is_some() {
                 return Some(top.deadline);
             }
@@ -189,11 +277,11 @@ impl<T: Timed> TimerHeap<T> {
     /// and was pushed at or before `horizon`, with its deadline.
     pub fn pop_due(&mut self, now: u64, horizon: u64) -> Option<(Rc<T>, u64)> {
         let deadline = self.next_deadline()?;
-        let sequence = self.heap.peek()?.0.sequence;
+        let sequence = self.heap.peek()?.sequence;
         if deadline > now || sequence > horizon {
             return None;
         }
-        let Reverse(entry) = self.heap.pop()?;
+        let entry = self.heap.pop()?;
         Some((entry.current()?, deadline))
     }
 
@@ -204,7 +292,7 @@ impl<T: Timed> TimerHeap<T> {
 
     /// Whether the heap has no entry at all.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.len() == 0
     }
 
     /// Drops every entry (`destroy`).
@@ -239,6 +327,33 @@ mod tests {
     fn bump(timer: &T) -> u64 {
         timer.generation.set(timer.generation.get() + 1);
         timer.generation.get()
+    }
+
+    /// H4: the 4-ary heap pops in order whatever the pushes, and a
+    /// rebuild from any order is a heap.
+    #[test]
+    fn the_quad_heap_pops_in_order() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % 1000
+        };
+        for n in [0usize, 1, 2, 3, 4, 5, 16, 17, 100, 1000] {
+            let values: Vec<u64> = (0..n).map(|_| next()).collect();
+            let mut heap = QuadHeap::new();
+            for &v in &values {
+                heap.push(v);
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let popped: Vec<u64> = std::iter::from_fn(|| heap.pop()).collect();
+            assert_eq!(popped, sorted, "{n} pushed");
+            let mut rebuilt = QuadHeap::from_vec(values);
+            let popped: Vec<u64> = std::iter::from_fn(|| rebuilt.pop()).collect();
+            assert_eq!(popped, sorted, "{n} rebuilt");
+        }
     }
 
     #[test]
