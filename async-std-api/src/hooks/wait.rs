@@ -478,6 +478,10 @@ pub(super) unsafe fn in_ring(
     call: &'static str,
 ) -> Ring {
     use crate::core::runtime::io::IoReq;
+    if !active() {
+        // HK1: no coroutine to suspend; the caller's route is the pool's.
+        return Ring::Elsewhere(0);
+    }
     let at = Location::caller();
     let out = guarded(|rt, me| {
         if rt.reactor.caps() & async_abi::AA_CAP_IO_NATIVE == 0 {
@@ -602,6 +606,9 @@ pub(super) fn open_in_ring(
     mode: libc::c_uint,
 ) -> Option<Result<RawFd, libc::c_int>> {
     use crate::core::runtime::io::IoReq;
+    if !active() {
+        return None;
+    }
     let at = Location::caller();
     guarded(|rt, me| {
         if rt.reactor.caps() & async_abi::AA_CAP_IO_FILE == 0 {
@@ -641,6 +648,9 @@ pub(super) fn open_in_ring(
 /// file requests, `None` elsewhere or when it refuses (the pool then).
 pub(super) fn sync_in_ring(fd: RawFd, data_only: bool) -> Option<Result<(), libc::c_int>> {
     use crate::core::runtime::io::IoReq;
+    if !active() {
+        return None;
+    }
     let at = Location::caller();
     guarded(|rt, me| {
         if rt.reactor.caps() & async_abi::AA_CAP_IO_FILE == 0 {
