@@ -20,7 +20,8 @@
 //!   fire in arming order, and an entry pushed during an iteration has a
 //!   sequence above that iteration's horizon.
 //! - **H4** The heap is 4-ary (`QuadHeap`): each node's four children
-//!   sit side by side (two cache lines of 32-byte entries), so a pop from a
+//!   sit side by side (128 bytes of 32-byte entries, two or three cache
+//!   lines), so a pop from a
 //!   million armed timers walks 10 levels rather than a binary heap's 20,
 //!   each a cache miss at that size (std's `BinaryHeap::pop` was 6% of the
 //!   million-coroutine bench's samples).

@@ -14,9 +14,8 @@
 //!
 //! - **G1** An entry is made the first time a descriptor is used (after
 //!   `fstat` proves it open) and forgotten when the reactor closes it
-//!   (`AA_IO_CLOSE`, `AA_EVF_OWNS_FD`) or, for a descriptor that is not a
-//!   socket, when its last op retires (G7), so a reused number is detected
-//!   afresh. Each entry has an `epoch` no other entry had.
+//!   (`AA_IO_CLOSE`, `AA_EVF_OWNS_FD`) or, for a regular file, when its
+//!   last op retires (G7), so a reused number is detected afresh. Each entry has an `epoch` no other entry had.
 //! - **G2** `ops` holds exactly the keys of live ops whose `fd` is this
 //!   descriptor (the ops module adds a key when it makes the op and removes
 //!   it when it retires it).
@@ -47,13 +46,16 @@
 //!   most one buffer ring's worth, is still queued), and a read that finds
 //!   the queue below the limit arms one again.
 //!
-//! - **G7** The entry of a descriptor that is not a socket and was never
+//! - **G7** The entry of a regular file (or block device) that was never
 //!   polled is forgotten when its last op retires (unless it is being
 //!   closed through the reactor, G3): it holds nothing between ops (no
 //!   receive or accept queue, empty lanes), and a number the host closes
 //!   itself (a file the hooks read through the ring, then `close(2)`) must
-//!   not leave its kind to whatever the number is reused for. A socket's
-//!   entry stays (G5, G6), and so does a polled one, whose poll holds its
+//!   not leave its kind to whatever the number is reused for. The `fstat`
+//!   the next op makes is nothing next to a file request that reached the
+//!   ring (the page cache could not serve it at once). A socket's entry
+//!   stays (G5, G6), a pipe's too (its requests are a stream's: one `fstat`
+//!   per read would show), and so does a polled one, whose poll holds its
 //!   epoch while armed for nothing.
 //!
 //! # Access
@@ -164,6 +166,8 @@ pub(crate) struct FdEntry {
     /// A poll watched it (whose epoch must stay valid while it has no op:
     /// armed for nothing, or between two watches): kept past its ops (G7).
     pub(crate) polled: bool,
+    /// A regular file or a block device, forgotten with its last op (G7).
+    regular: bool,
 }
 
 /// Entries by descriptor number: a vector indexed by the number (the
@@ -233,7 +237,8 @@ impl Registry {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         if !self.by_fd.contains_key(&fd) {
-            let socket = sys::is_socket(fd)?;
+            let kind = sys::file_type(fd)?;
+            let socket = kind == libc::S_IFSOCK;
             let stream = socket && sys::is_stream(fd);
             self.epochs += 1;
             self.by_fd.insert(
@@ -249,6 +254,7 @@ impl Registry {
                     accept: None,
                     recv: None,
                     polled: false,
+                    regular: kind == libc::S_IFREG || kind == libc::S_IFBLK,
                 },
             );
         }
@@ -321,8 +327,8 @@ impl Registry {
         } else {
             None
         };
-        if entry.ops.is_empty() && !entry.socket && !entry.polled && !entry.closing {
-            // G7: nothing of a non-socket outlives its ops.
+        if entry.ops.is_empty() && entry.regular && !entry.polled && !entry.closing {
+            // G7: nothing of a file outlives its ops.
             self.by_fd.remove(&fd);
         }
         (next, closer)
@@ -432,26 +438,32 @@ mod tests {
 
     use super::*;
 
-    /// G7: a file's entry goes with its last op, so the number starts
-    /// afresh; a socket's and a polled descriptor's stay.
+    /// G7: a regular file's entry goes with its last op, so the number
+    /// starts afresh; a socket's, a pipe's and a polled file's stay.
     #[test]
-    fn a_file_entry_goes_with_its_last_op_a_socket_or_polled_one_stays() {
+    fn a_file_entry_goes_with_its_last_op_others_stay() {
         let file = std::fs::File::open("/proc/self/stat").unwrap();
+        let polled = std::fs::File::open("/proc/self/stat").unwrap();
         let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
         let (r, _w) = std::io::pipe().unwrap();
         let mut reg = Registry::default();
-        let (file, sock, pipe) = (file.as_raw_fd(), sock.as_raw_fd(), r.as_raw_fd());
-        let first = reg.open(file).unwrap().epoch;
-        reg.open(sock).unwrap();
-        reg.open(pipe).unwrap().polled = true;
-        for (i, fd) in [file, sock, pipe].into_iter().enumerate() {
+        let fds = [
+            file.as_raw_fd(),
+            sock.as_raw_fd(),
+            r.as_raw_fd(),
+            polled.as_raw_fd(),
+        ];
+        let first = reg.open(fds[0]).unwrap().epoch;
+        reg.open(fds[1]).unwrap();
+        reg.open(fds[2]).unwrap();
+        reg.open(fds[3]).unwrap().polled = true;
+        for (i, fd) in fds.into_iter().enumerate() {
             let key = OpKey::for_test(i as u32);
             reg.add_op(fd, key, None);
             reg.remove_op(fd, key);
         }
-        assert!(!reg.by_fd.contains_key(&file));
-        assert!(reg.by_fd.contains_key(&sock));
-        assert!(reg.by_fd.contains_key(&pipe));
-        assert_ne!(reg.open(file).unwrap().epoch, first, "a new entry");
+        let kept: Vec<bool> = fds.iter().map(|fd| reg.by_fd.contains_key(fd)).collect();
+        assert_eq!(kept, [false, true, true, true]);
+        assert_ne!(reg.open(fds[0]).unwrap().epoch, first, "a new entry");
     }
 }

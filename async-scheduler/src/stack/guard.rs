@@ -20,9 +20,9 @@
 //! - **G-I2** [`install_many`] gives several guards to one
 //!   `process_madvise(PIDFD_SELF, ..)` (Linux 6.14 takes any advice for the
 //!   calling process there) once `madvise` is known to take the advice; a
-//!   kernel that refuses it (or applies it only in part) gets one `madvise`
-//!   per page instead, and is not asked again. Installing a guard twice is
-//!   harmless, so a partial batch is simply redone page by page.
+//!   kernel that refuses it gets one `madvise` per page instead, and is not
+//!   asked again; a batch applied in part (or failed for a transient
+//!   reason) is redone page by page. Installing a guard twice is harmless.
 //!
 //! # Safety
 //!
@@ -159,9 +159,17 @@ pub(crate) unsafe fn install_many(addrs: &[usize], page: usize) -> io::Result<()
             BATCH.store(YES, Ordering::Relaxed);
             return install_many_rest(&addrs[n..], page);
         }
-        // Refused (an older kernel: EBADF for the pid, EINVAL for the
-        // advice) or partial: page by page, now and from now on.
-        BATCH.store(NO, Ordering::Relaxed);
+        let refused = r < 0
+            && matches!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::EBADF | libc::EINVAL | libc::ENOSYS | libc::EPERM | libc::ESRCH)
+            );
+        if refused {
+            // An older kernel (EBADF for the pid, EINVAL for the advice):
+            // page by page from now on. A partial or transient failure
+            // (EINTR, ENOMEM) is redone page by page this time only.
+            BATCH.store(NO, Ordering::Relaxed);
+        }
     }
     for &a in addrs {
         // SAFETY: the function's contract, for this page.

@@ -6,9 +6,9 @@
 //! Every slab mapping of one scheduler, grouped by usable stack size (a
 //! *size class*; programs normally use one or two). A slab holds up to
 //! [`STACKS_PER_SLAB`] stacks and is carved lazily: a stack's guard page is
-//! installed, with those of the next [`GUARD_AHEAD`] slots, the first time
-//! the slot is handed out, so a program with one coroutine maps one slab
-//! and makes two system calls (three on a kernel without batched guards).
+//! installed the first time the slot is handed out (with those of the next
+//! [`GUARD_AHEAD`] slots once the guard mode is known, A-I1), so a program
+//! with one coroutine maps one slab and makes two system calls.
 //!
 //! # Invariants
 //!
@@ -64,8 +64,8 @@ use super::{guard, page_size, StackSlot};
 /// Guards installed together when a slab's next slot is first carved
 /// (A-I1): a million coroutines make 62,500 `process_madvise` calls, not
 /// a million `madvise`s (measured on this project's development VM: 0.8 s
-/// against 1.3 s for a million guards), while a program with one coroutine
-/// installs 16 guards in one call.
+/// against 1.3 s for a million guards). The process's very first guard is
+/// one `madvise`, which probes the mode (guard G-I1).
 const GUARD_AHEAD: usize = 16;
 
 /// Stacks per slab, at most (fewer for very large stacks, see

@@ -26,10 +26,12 @@
 //!   at once (`RWF_NOWAIT`); a larger read, one that would wait for the
 //!   disk, and the rest of one the page cache held only in part go to the
 //!   blocking pool, so the call still returns everything up to the end of
-//!   the file. A write of at most 64 KiB is made at once (to the page
-//!   cache); a larger one goes to the pool. Pool work writes into the
-//!   caller's buffer and is waited for to its end (HK5). On io_uring the
-//!   reactor's requests take the pool's place (HK7 in `wait`).
+//!   the file (on io_uring, unless the coroutine is cancelled meanwhile:
+//!   then the bytes moved so far, or `ECANCELED`, HK7). A write of at most
+//!   64 KiB is made at once (to the page cache); a larger one goes to the
+//!   pool. Pool work writes into the caller's buffer and is waited for to
+//!   its end (HK5). On io_uring the reactor's requests take the pool's
+//!   place (HK7 in `wait`).
 #![allow(unsafe_code)]
 // The `#[no_mangle]` entry points are public to the linker, not to Rust.
 #![allow(unreachable_pub)]

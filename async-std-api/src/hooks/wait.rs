@@ -459,11 +459,14 @@ const RING_PIECE: usize = 256 * 1024;
 /// HK7: moves `n` bytes between the caller's buffer at `buf` and the
 /// regular file `fd` (at `off`, or the file position: the ring's offset
 /// -1, which uses and advances it as `read(2)` does) by the reactor's own
-/// requests of at most [`RING_PIECE`] bytes, continuing short ones. Each request returns only after its
-/// completion, a cancelled one's included (IO1 of `core::runtime::io`),
-/// so nothing writes into the caller's memory once this returns. A
-/// cancellation stays pending for the next suspension point (HK3); the
-/// bytes moved before it are returned.
+/// requests of at most [`RING_PIECE`] bytes, continuing short ones. Each
+/// request returns only after its completion, a cancelled one's included
+/// (IO1 of `core::runtime::io`), so nothing writes into the caller's
+/// memory once this returns. A
+/// cancellation ends the transfer as the hooks' rule for cancelled calls
+/// says (HK3): `ECANCELED` if nothing moved yet, else the bytes moved so
+/// far (a short count, as `read(2)` interrupted after some data returns);
+/// the cancellation stays pending for the next suspension point.
 ///
 /// # Safety
 ///
@@ -483,6 +486,11 @@ pub(super) unsafe fn in_ring(
         return Ring::Elsewhere(0);
     }
     let at = Location::caller();
+    // HK5 for the ring: once a request is submitted, nothing may return
+    // before it completed; a panic after that point (a bug: `perform`
+    // waits past every interruption, IO1) ends the process rather than
+    // hand the caller's memory back while the kernel may write into it.
+    let submitted = Cell::new(false);
     let out = guarded(|rt, me| {
         if rt.reactor.caps() & async_abi::AA_CAP_IO_NATIVE == 0 {
             return Ring::Elsewhere(0);
@@ -518,7 +526,9 @@ pub(super) unsafe fn in_ring(
                     }
                 }
             };
+            submitted.set(true);
             let o = ring_once(rt, me, fd, req, call, at);
+            submitted.set(false);
             if o.result > 0 {
                 done += o.result as usize;
             }
@@ -551,7 +561,18 @@ pub(super) unsafe fn in_ring(
         }
         Ring::Done(Ok(done))
     });
-    out.unwrap_or(Ring::Done(Err(libc::ECANCELED)))
+    match out {
+        Some(ring) => ring,
+        None if submitted.get() => {
+            let _quiet = Quiet::new();
+            eprintln!(
+                "async-std-api hooks: {call}: the wait for the ring's request failed while the \
+                 kernel may still be writing into the caller's memory; aborting"
+            );
+            std::process::abort()
+        }
+        None => Ring::Done(Err(libc::ECANCELED)),
+    }
 }
 
 /// One request's outcome in [`ring_once`].

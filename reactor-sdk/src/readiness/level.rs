@@ -649,6 +649,61 @@ mod tests {
         assert_eq!(wait(&mut lt, Some(Duration::ZERO)), [(4, R)]);
     }
 
+    /// A [`Fake`] that states ABI 1.2.
+    #[derive(Debug)]
+    struct Fake12(Fake);
+
+    impl LevelBackend for Fake12 {
+        const NAME: &'static CStr = c"reactor-fake12";
+        const VENDOR: &'static CStr = c"test";
+        const ABI_MINOR: u16 = 2;
+        type Waker = NoWake;
+
+        fn new() -> io::Result<(Fake12, NoWake)> {
+            Ok((Fake12(Fake(Rc::default())), NoWake))
+        }
+
+        fn poll(
+            &mut self,
+            watch: &[(RawFd, u32)],
+            timeout: Option<Duration>,
+            levels: &mut [u32],
+        ) -> io::Result<bool> {
+            self.0.poll(watch, timeout, levels)
+        }
+    }
+
+    /// L3': the adapter counts on re-arms only when the host (read from the
+    /// table `init` recorded) and the backend are both of minor 2 or later;
+    /// with no host, an older host or an older backend it rechecks (L3).
+    #[test]
+    #[allow(unsafe_code)] // set_host: a host table, as `init` records one
+    fn rearms_are_counted_on_only_from_a_1_2_host_and_backend() {
+        let host = |minor: u16| async_abi::AaHostApi {
+            struct_size: std::mem::size_of::<async_abi::AaHostApi>() as u32,
+            abi_major: async_abi::AA_ABI_MAJOR,
+            abi_minor: minor,
+            host_ctx: std::ptr::null_mut(),
+            host_name: c"test host".as_ptr(),
+            host_version: c"0".as_ptr(),
+            log: None,
+            log_enabled: None,
+            get_extension: None,
+        };
+        let mut seen = Vec::new();
+        for minor in [None, Some(1), Some(2)] {
+            let table = minor.map(host);
+            // SAFETY: `table` outlives its use: cleared below before it
+            // goes; no function pointer in it is called (all NULL).
+            unsafe { async_abi::sdk::set_host(table.as_ref().map_or(std::ptr::null(), |t| t)) };
+            let (lt12, _) = <LevelTriggered<Fake12> as Backend>::new().unwrap();
+            let (lt11, _) = <LevelTriggered<Fake> as Backend>::new().unwrap();
+            async_abi::sdk::clear_host();
+            seen.push((lt12.host_rearms(), lt11.host_rearms()));
+        }
+        assert_eq!(seen, [(false, false), (false, false), (true, false)]);
+    }
+
     #[test]
     fn hang_up_reads_and_is_not_polled_in_a_loop() {
         let (mut lt, world) = adapter();

@@ -147,7 +147,10 @@ pub trait Backend: Debug + Sized + 'static {
     const VENDOR: &'static CStr;
     /// The ABI minor the plugin implements, stated by its author (see
     /// [`crate::Reactor::ABI_MINOR`]): the readiness driver runs every 1.1
-    /// request it claims, so `1` is the usual answer; never `AA_ABI_MINOR`.
+    /// request it claims and 1.2 asks nothing more of an edge-triggered
+    /// backend, so `2` is the usual answer (a level one gets
+    /// `AA_CAP_POLL_LEVEL` with it, see [`Backend::LEVEL_TRIGGERED`]);
+    /// never `AA_ABI_MINOR`.
     const ABI_MINOR: u16;
     /// Whether the backend keeps edges over a level-triggered poller and
     /// so cannot see a poll's readiness consumed by the host (the

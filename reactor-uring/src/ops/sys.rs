@@ -60,14 +60,15 @@ pub(crate) fn eventfd_write(fd: RawFd) -> io::Result<()> {
     }
 }
 
-/// Whether `fd` is a socket (`fstat`), or `EBADF`.
-pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
+/// The file type of `fd` (`st_mode & S_IFMT` of `fstat`: `S_IFSOCK`,
+/// `S_IFREG`, ...), or `EBADF`.
+pub(crate) fn file_type(fd: RawFd) -> io::Result<libc::mode_t> {
     let mut st = MaybeUninit::<libc::stat>::uninit();
     // SAFETY: Y1 for `fd`; Y2: `st` is a local `struct stat`.
     syscall!(fstat(fd, st.as_mut_ptr()))?;
     // SAFETY: `fstat` returned 0, so it initialised `st`.
     let st = unsafe { st.assume_init() };
-    Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+    Ok(st.st_mode & libc::S_IFMT)
 }
 
 /// Whether the socket `fd` is a stream socket (`SO_TYPE`); false if the
