@@ -204,8 +204,13 @@ fn file_transfer(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way
     pool_transfer(fd, buf, n, off, way)
 }
 
-/// IO4: the transfer on the blocking pool.
+/// IO4: the transfer on the blocking pool. A coroutine already cancelled
+/// fails at once with `ECANCELED` (HK3), as on the ring; once queued, the
+/// work runs to its end (HK5).
 fn pool_transfer(fd: c_int, buf: usize, n: usize, off: Option<off64_t>, way: Way) -> ssize_t {
+    if wait::cancelled_now("hooked file transfer") {
+        return fail(libc::ECANCELED);
+    }
     let work = move || {
         let mut done = 0usize;
         while done < n {

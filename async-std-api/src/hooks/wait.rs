@@ -145,6 +145,19 @@ fn cancelled_before(
     true
 }
 
+/// HK3 for work that, once begun, runs to its end (a file transfer on the
+/// pool, HK5): whether the running coroutine is already cancelled, in
+/// which case it yields once and the caller fails with `ECANCELED` before
+/// anything starts. `false` outside a coroutine.
+#[track_caller]
+pub(super) fn cancelled_now(what: &str) -> bool {
+    if !active() {
+        return false;
+    }
+    let at = Location::caller();
+    guarded(|rt, me| cancelled_before(rt, me, what.as_bytes(), at)).unwrap_or(false)
+}
+
 /// Suspends once; `false` if the coroutine was resumed with an error
 /// (cancelled, shut down, deadlocked), which stays recorded for the next
 /// suspension point in the runtime's API (HK3).

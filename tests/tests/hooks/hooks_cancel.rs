@@ -142,3 +142,37 @@ fn d45_an_already_cancelled_coroutine_fails_its_hooked_calls_at_once() {
         })
         .expect("runtime");
 }
+
+/// HK3 for files: a coroutine already cancelled fails a large file read
+/// (the reactor's requests on io_uring, the blocking pool elsewhere) at
+/// once with `ECANCELED`, reading nothing into the buffer, and the
+/// cancellation is raised at its next suspension point; an open file it
+/// read before the cancellation gave everything.
+#[test]
+fn d45_an_already_cancelled_coroutines_big_file_read_fails_with_ecanceled() {
+    let path = std::env::temp_dir().join(format!("hooks-{}-cancelled-read", std::process::id()));
+    std::fs::write(&path, vec![1u8; 1 << 20]).expect("write");
+    let p = path.clone();
+    let got = hooked()
+        .run(move || {
+            let out: Rc<RefCell<Option<_>>> = Rc::default();
+            let o = out.clone();
+            let h = spawn(move || {
+                let mut f = std::fs::File::open(&p).expect("open");
+                let mut first = vec![0u8; 512 << 10];
+                let before = f.read(&mut first).map_err(|e| e.raw_os_error());
+                async_std_api::current().cancel();
+                let mut rest = vec![0u8; 512 << 10];
+                let after = f.read(&mut rest).map_err(|e| e.raw_os_error());
+                let untouched = rest.iter().all(|&b| b == 0);
+                let raised = suspend().is_err();
+                *o.borrow_mut() = Some((before, after, untouched, raised));
+            });
+            join_cancelled(h);
+            let got = out.borrow_mut().take();
+            got.expect("recorded")
+        })
+        .expect("runtime");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(got, (Ok(512 << 10), Err(Some(libc::ECANCELED)), true, true));
+}
