@@ -227,8 +227,11 @@ const NOTES: &[(&str, &str)] = &[
     (
         "1M coroutines suspended in delay(3000)",
         "Targets: peak RSS under 4.6 GiB (the stackful floor is one touched 4 KiB page per \
-         coroutine plus its records) and the whole run under 10 s, of which 3 s is the delay. \
-         Each run is a child process, so its peak RSS is its own.",
+         coroutine plus its records) and the whole run under 8 s, of which 3 s is the delay. \
+         Most of the rest is the kernel giving the process a million fresh pages: on the \
+         development VM touching one page in each of a million stack-sized strides takes \
+         4.1-4.7 s by itself (a C loop), and runs of one binary vary twofold with the host's \
+         paging. Each run is a child process, so its peak RSS is its own.",
     ),
     (
         "spawn+join and switch with N coroutines alive",
