@@ -223,6 +223,7 @@ impl reactor_sdk::Reactor for Reactor {
             peer,
             target: req.target,
             socket: false,
+            regular: false,
             nowait: false,
             flags: req.flags,
             path: req.path,
@@ -308,6 +309,7 @@ mod fallback_tests {
 
     use std::cell::RefCell;
     use std::ffi::c_void;
+    use std::os::fd::AsRawFd;
     use std::ptr;
 
     use async_abi::*;
@@ -460,6 +462,34 @@ mod fallback_tests {
         // SAFETY: a valid slice.
         let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), 0) };
         assert_eq!(n, data.len() as isize);
+    }
+
+    /// A regular file is always "ready" to poll(2): a read of one that the
+    /// page cache cannot serve (`RWF_NOWAIT` on an older kernel) answers
+    /// its `EAGAIN` to the host, whose pool makes it, rather than wait for
+    /// readiness, which would spin. Whether this file's page is cached is
+    /// the machine's: one callback comes, with the data or `EAGAIN`.
+    #[test]
+    fn a_regular_file_read_answers_data_or_eagain_never_a_readiness_wait() {
+        static READ: &str = "file read";
+        let Some(lp) = Old::new() else { return };
+        let path = std::env::temp_dir().join(format!("uring-old-{}", std::process::id()));
+        std::fs::write(&path, b"hello").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // Out of the page cache where the file system allows it.
+        // SAFETY: plain advice on a descriptor the test owns.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let mut buf = [0u8; 8];
+        let r = lp.read(file.as_raw_fd(), &mut buf, &READ);
+        lp.run_until(1);
+        let log = take();
+        assert!(
+            log == [("file read", 5)] || log == [("file read", -i64::from(libc::EAGAIN))],
+            "{log:?}"
+        );
+        lp.finish(&[r]);
+        drop(file);
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

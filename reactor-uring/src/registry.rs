@@ -167,7 +167,7 @@ pub(crate) struct FdEntry {
     /// armed for nothing, or between two watches): kept past its ops (G7).
     pub(crate) polled: bool,
     /// A regular file or a block device, forgotten with its last op (G7).
-    regular: bool,
+    pub(crate) regular: bool,
 }
 
 /// Entries by descriptor number: a vector indexed by the number (the

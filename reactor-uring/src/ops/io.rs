@@ -65,6 +65,10 @@ pub(crate) struct Request {
     /// Whether the descriptor is a socket (`RECV`/`SEND` rather than
     /// `READ`/`WRITE`), from the registry.
     pub(crate) socket: bool,
+    /// Whether it is a regular file or a block device, from the registry:
+    /// always "ready", so an `EAGAIN` (a `RWF_NOWAIT` read the page cache
+    /// cannot serve) is the host's to answer, never a readiness wait.
+    pub(crate) regular: bool,
     /// The request may not wait inside the kernel (`Config::old_kernel`).
     pub(crate) nowait: bool,
     /// `AaIoOp::op_flags` (`AA_IO_PEEK`, `AA_IO_DATASYNC`, ...), checked.
@@ -99,6 +103,11 @@ impl Request {
     /// a request that may answer `EAGAIN` (a descriptor that cannot wait
     /// inside the kernel); `None` for the file requests, which never do.
     fn readiness_mask(&self) -> Option<u32> {
+        if self.regular {
+            // poll(2) says a regular file is always ready: a wait would
+            // spin. The host takes `EAGAIN` to its blocking pool.
+            return None;
+        }
         match self.opcode {
             Opcode::Read | Opcode::Accept | Opcode::RecvFrom => Some(libc::POLLIN as u32),
             Opcode::Write | Opcode::Connect | Opcode::SendTo => Some(libc::POLLOUT as u32),
@@ -262,8 +271,8 @@ impl Reactor {
                 .borrow_mut()
                 .open(fd)
                 .map_err(|e| Error::os(format_args!("io_submit: fd {fd}"), &e))
-                .map(|e| (e.socket, e.stream))?;
-            (req.socket, stream) = entry;
+                .map(|e| (e.socket, e.stream, e.regular))?;
+            (req.socket, stream, req.regular) = entry;
         }
         if req.has(async_abi::AA_IO_PEEK) && !req.socket {
             return Err(Error::invalid(format!(
