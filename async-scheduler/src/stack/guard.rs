@@ -119,8 +119,9 @@ pub(crate) unsafe fn install(addr: usize, page: usize) -> io::Result<()> {
     }
 }
 
-/// Makes each page at `addrs` (at most [`MAX_BATCH`]) a guard page: with
-/// one system call where the kernel allows it (G-I2), else one per page.
+/// Makes each page at `addrs` a guard page: with one system call where the
+/// kernel allows it (G-I2), else one per page. The slab passes at most
+/// [`MAX_BATCH`]; more are installed page by page.
 ///
 /// # Errors
 ///
@@ -130,13 +131,16 @@ pub(crate) unsafe fn install(addr: usize, page: usize) -> io::Result<()> {
 ///
 /// As [`install`], for every page.
 pub(crate) unsafe fn install_many(addrs: &[usize], page: usize) -> io::Result<()> {
-    let n = addrs.len().min(MAX_BATCH);
-    if n > 1 && MODE.load(Ordering::Relaxed) == MADVISE && BATCH.load(Ordering::Relaxed) != NO {
+    let n = addrs.len();
+    if (2..=MAX_BATCH).contains(&n)
+        && MODE.load(Ordering::Relaxed) == MADVISE
+        && BATCH.load(Ordering::Relaxed) != NO
+    {
         let mut iov = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
         }; MAX_BATCH];
-        for (v, &a) in iov.iter_mut().zip(&addrs[..n]) {
+        for (v, &a) in iov.iter_mut().zip(addrs) {
             *v = libc::iovec {
                 iov_base: a as *mut libc::c_void,
                 iov_len: page,
@@ -157,7 +161,7 @@ pub(crate) unsafe fn install_many(addrs: &[usize], page: usize) -> io::Result<()
         };
         if r == (n * page) as libc::c_long {
             BATCH.store(YES, Ordering::Relaxed);
-            return install_many_rest(&addrs[n..], page);
+            return Ok(());
         }
         let refused = r < 0
             && matches!(
@@ -176,14 +180,4 @@ pub(crate) unsafe fn install_many(addrs: &[usize], page: usize) -> io::Result<()
         unsafe { install(a, page)? };
     }
     Ok(())
-}
-
-/// The pages past the first batch, if a caller passed more.
-fn install_many_rest(addrs: &[usize], page: usize) -> io::Result<()> {
-    if addrs.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: the pages are the caller's of `install_many`, whose contract
-    // covers them.
-    unsafe { install_many(addrs, page) }
 }
