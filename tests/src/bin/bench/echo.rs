@@ -408,3 +408,39 @@ pub(crate) fn monoio_announcing(announce: impl FnOnce(SocketAddr) + Send + 'stat
         }
     });
 }
+
+/// may with one worker (as [`crate::peers::may_setup`] configures it): a
+/// coroutine per connection on `may::net`, blocking-style code like ours,
+/// saying where it listens as [`ours_announcing`] does (for
+/// `--profile serve may`: the echo instructions scenario).
+pub(crate) fn may_announcing(announce: impl FnOnce(SocketAddr) + Send + 'static) {
+    crate::peers::may_setup();
+    // SAFETY: may's `spawn` is unsafe because a coroutine must not keep
+    // thread-local storage across a suspension or block its worker; these
+    // coroutines use only may's own socket calls and a stack buffer.
+    let acceptor = unsafe {
+        may::coroutine::spawn(move || -> () {
+            let listener = may::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            announce(listener.local_addr().expect("addr"));
+            loop {
+                let (mut conn, _) = listener.accept().expect("accept");
+                conn.set_nodelay(true).expect("nodelay");
+                // SAFETY: as above.
+                may::coroutine::spawn(move || -> () {
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        match conn.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                if conn.write_all(&buf[..n]).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        })
+    };
+    let _ = acceptor.join();
+}

@@ -169,10 +169,10 @@ const NOTES: &[(&str, &str)] = &[
          waits on the socket's readiness and reads in the host (D-43); so does the io_uring reactor \
          by default (`uring.inline_streams`: a stream read or write is tried at once, and waits \
          in the ring only on EAGAIN; with the option off it was 4,785, every read and write a ring \
-         operation with its request record and event). may, \
-         measured by hand earlier at 735 in another harness, has no row: its worker's idle time \
-         adds instructions by the second, not by the request (three pairs here gave 206, 385 and \
-         514), so this method cannot count it.",
+         operation with its request record and event). may's server is the same \
+         blocking-style echo on `may::net` with one worker (its default I/O timeout wakes the \
+         idle worker every 10 ms; the load keeps it busy, so that costs nothing per request: \
+         its three pairs agree within a few percent).",
     ),
     (
         "hooks: echo instructions",
@@ -555,6 +555,7 @@ fn instructions_all(report: &mut Report) {
         ("this runtime, io_uring reactor", "uring", false),
         ("tokio current_thread, enable_all", "tokio", false),
         ("monoio (io_uring)", "monoio", false),
+        ("may (1 worker), a coroutine per connection", "may", false),
     ];
     for (name, server, baseline) in servers {
         match callgrind::per_request(server) {
@@ -974,12 +975,12 @@ fn profile_load(args: &[String]) {
     );
 }
 
-/// `--profile serve <mio|embedded|uring|tokio|monoio>`: one echo server on
+/// `--profile serve <mio|embedded|uring|tokio|monoio|may>`: one echo server on
 /// this (the main) thread until the process is killed, its address printed
 /// as `listening <address>`: for `--profile load` or `callgrind.rs` from
 /// another process.
 fn profile_serve(args: &[String]) {
-    let usage = "usage: bench --profile serve <mio|embedded|uring|tokio|monoio>";
+    let usage = "usage: bench --profile serve <mio|embedded|uring|tokio|monoio|may>";
     let [server] = args else {
         panic!("{usage}");
     };
@@ -996,6 +997,7 @@ fn profile_serve(args: &[String]) {
         "uring" => echo::ours_announcing("uring", announce),
         "tokio" => echo::tokio_announcing(announce),
         "monoio" => echo::monoio_announcing(announce),
+        "may" => echo::may_announcing(announce),
         _ => panic!("{usage}"),
     }
 }
