@@ -370,6 +370,7 @@ impl Readiness {
     /// `op`'s error; the cancellation (or shutdown, or deadlock) that ended
     /// the wait.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn stream_in(
         &self,
         rt: &Runtime,

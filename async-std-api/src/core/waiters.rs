@@ -148,8 +148,14 @@ impl Notify {
 
     /// Enqueues every subscribed waiter (a hint, P-22). The scheduler's
     /// `enqueue` calls no host code, so the list stays borrowed meanwhile.
+    #[inline]
     pub(crate) fn wake_all(&self) {
-        self.waiters.borrow().wake_each();
+        let waiters = self.waiters.borrow();
+        // Checked here, inline: most lists are empty when woken (a lone
+        // reader waits in its own slot), and the walk is out of line.
+        if waiters.head != NIL {
+            waiters.wake_each();
+        }
     }
 
     /// Adds a tagged waiter (O(1)), as [`Completion::subscribe_tagged`]:
@@ -414,6 +420,7 @@ impl WaitList {
     /// Wakes every waiter in order: a plain one is enqueued, a tagged one
     /// sends its tag to its [`ReadySet`]. The scheduler's `enqueue` calls no
     /// host code, so the list may stay borrowed meanwhile.
+    #[inline(never)]
     fn wake_each(&self) {
         for node in self.nodes() {
             match &node.ready {

@@ -29,6 +29,9 @@ const READ_BY_READINESS: u64 = AA_CAP_IO_INLINE | AA_CAP_POLL;
 pub(crate) struct Evented<T: Into<OwnedFd> + AsFd> {
     ready: OnceCell<Readiness>,
     sock: Sock<T>,
+    /// `sock`'s number, read once: std's `as_fd` is a call into another
+    /// crate, and a request used to make four of them.
+    fd: RawFd,
     read_timeout: Cell<Option<Duration>>,
     write_timeout: Cell<Option<Duration>>,
     reads: Lane,
@@ -67,9 +70,11 @@ impl Lane {
 
 impl<T: Into<OwnedFd> + AsFd> Evented<T> {
     pub(crate) fn new(sock: T) -> Evented<T> {
+        let fd = sock.as_fd().as_raw_fd();
         Evented {
             ready: OnceCell::new(),
             sock: Sock::new(sock),
+            fd,
             read_timeout: Cell::new(None),
             write_timeout: Cell::new(None),
             // A new stream has room to write and, most often, nothing to
@@ -145,7 +150,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
                 .get_or_init(|| WaitText::new(FdWait("read", fd)));
             if rt.reactor.caps() & READ_BY_READINESS == READ_BY_READINESS {
                 // D-43: a persistent readiness watch and a `recv` here.
-                let sock = self.sock.get().as_fd();
+                let sock = self.as_fd();
                 let want = buf.len();
                 return self.watch_in(rt)?.stream_in(
                     rt,
@@ -194,8 +199,9 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
             return self.write_op("write", at, |mut s| s.write(buf));
         }
         let fd = self.as_raw_fd();
-        let write = |s: &T, req: &mut IoReq<'_>| match req {
-            IoReq::Write(buf) => rio::send(s.as_fd(), buf),
+        let sock = self.as_fd();
+        let write = |_: &T, req: &mut IoReq<'_>| match req {
+            IoReq::Write(buf) => rio::send(sock, buf),
             _ => unreachable!("a write lane request"),
         };
         with_me("blocking I/O", |rt, me| {
@@ -312,8 +318,7 @@ impl<T: Into<OwnedFd> + AsFd> Evented<T> {
         if let Some(r) = self.ready.get() {
             return Ok(r);
         }
-        let fd = self.sock.get().as_fd().as_raw_fd();
-        let r = Readiness::new(rt, fd)?;
+        let r = Readiness::new(rt, self.fd)?;
         Ok(self.ready.get_or_init(|| r))
     }
 
@@ -352,12 +357,19 @@ fn check_timeout(t: Option<Duration>) -> io::Result<()> {
 
 impl<T: Into<OwnedFd> + AsFd> AsRawFd for Evented<T> {
     fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_fd().as_raw_fd()
+        self.fd
     }
 }
 
 impl<T: Into<OwnedFd> + AsFd> AsFd for Evented<T> {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.sock.get().as_fd()
+        // The one `unsafe` of this file: a `BorrowedFd` of the number kept.
+        // SAFETY: `fd` is `sock`'s descriptor, which `self` owns and keeps
+        // open for as long as it lives (it is closed only in `Sock`'s drop
+        // or given away by `into_inner`, which consumes `self`).
+        #[allow(unsafe_code)]
+        unsafe {
+            BorrowedFd::borrow_raw(self.fd)
+        }
     }
 }
