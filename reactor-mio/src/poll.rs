@@ -168,7 +168,7 @@ impl Reactor {
 
     /// Calls one poll of `key` if it is armed for any of `bits` (plus error
     /// and hang-up, always reported). Returns whether it was called.
-    fn notify_poll(&self, ev: &Rc<Event>, key: Key, bits: u32) -> bool {
+    pub(crate) fn notify_poll(&self, ev: &Rc<Event>, key: Key, bits: u32) -> bool {
         let ready = match &*ev.state.borrow() {
             State::Poll(p) if p.armed && p.interest != 0 && p.key == Some(key) => {
                 bits & (p.interest | AA_POLL_ERROR | AA_POLL_HUP)

@@ -481,11 +481,17 @@ impl Reactor {
                     continue;
                 };
                 entry.note_ready(readable, writable, bits & AA_POLL_HUP != 0);
-                (
-                    readable && !entry.readers.is_empty(),
-                    writable && !entry.writers.is_empty(),
-                    !entry.polls.is_empty(),
-                )
+                let readers = readable && !entry.readers.is_empty();
+                let writers = writable && !entry.writers.is_empty();
+                // The common report, a lone poll and no request: taken
+                // now, so the entry is looked up once (requests drained
+                // first may change the list: then it is looked up again).
+                let polls = match &entry.polls[..] {
+                    [] => Polls::None,
+                    [only] if !readers && !writers => Polls::One(Rc::clone(only)),
+                    _ => Polls::Listed,
+                };
+                (readers, writers, polls)
             };
             if readers {
                 count += self.drain(key, true);
@@ -493,10 +499,11 @@ impl Reactor {
             if writers {
                 count += self.drain(key, false);
             }
-            if !polls {
-                continue;
+            match polls {
+                Polls::One(only) => count += i32::from(self.notify_poll(&only, key, bits)),
+                Polls::Listed => count += self.notify_polls(key, bits),
+                Polls::None => {}
             }
-            count += self.notify_polls(key, bits);
         }
         count
     }
@@ -562,3 +569,14 @@ impl Reactor {
 
 /// Validates `AA_EVF_*` flags against the bits a constructor accepts.
 pub(crate) use reactor_sdk::error::check_flags;
+
+/// The polls of an entry that a report finds, as `complete_ready` takes
+/// them.
+enum Polls {
+    /// None: nothing to notify.
+    None,
+    /// The lone poll, taken with the entry's one look-up.
+    One(Rc<Event>),
+    /// Several, or requests drained first: `notify_polls` looks again.
+    Listed,
+}
