@@ -21,8 +21,9 @@
 //!   on must not hide a deadlock. The watch itself is hidden, and the
 //!   runtime's one [`WaitHold`](super::runtime::WaitHold) trigger is
 //!   referenced while any coroutine waits on any watch (one toggle when the
-//!   first starts and the last stops, not two calls per read); on a reactor
-//!   without triggers the watch references itself while waited on.
+//!   first starts, and one when none waits any more and a coroutine leaves
+//!   the CPU, the only time the loop can look: not two calls per read); on
+//!   a reactor without triggers the watch references itself while waited on.
 //! - **RD4** Waiters of one direction are woken together and each re-checks
 //!   (P-22); a waiter leaves the list when it stops waiting (W4), also when
 //!   cancelled. An operation that completed is never undone by a

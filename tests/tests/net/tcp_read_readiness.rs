@@ -161,3 +161,29 @@ fn d43_a_stream_that_waited_once_hides_no_deadlock() {
     .unwrap_err();
     assert_eq!(err.kind(), async_std_api::ErrorKind::Deadlock, "{err}");
 }
+
+#[test]
+fn d43_a_reader_that_then_waits_on_something_else_hides_no_deadlock() {
+    // The same coroutine reads (and waits for the bytes), then waits on a
+    // channel nothing will send on. The reference the runtime's wait hold
+    // kept after its last waiter left is dropped as that coroutine
+    // suspends, so the loop sees nothing alive and reports the deadlock
+    // (a stale reference would block the loop for ever).
+    let err = run(|| {
+        let (mut client, conn) = pair();
+        let reader = spawn(move || {
+            let mut buf = [0u8; 8];
+            let n = (&conn).read(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"once");
+            let (_tx, rx) = async_std_api::sync::unbounded::<u8>();
+            let _ = rx.recv();
+            drop(conn);
+        });
+        yield_until_waiting(&[&reader.coroutine()]);
+        client.write_all(b"once").unwrap();
+        let _ = reader.join();
+        drop(client);
+    })
+    .unwrap_err();
+    assert_eq!(err.kind(), async_std_api::ErrorKind::Deadlock, "{err}");
+}

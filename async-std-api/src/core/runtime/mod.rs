@@ -251,11 +251,19 @@ pub(crate) struct Runtime {
 /// the watches themselves are hidden (left armed between waits, they must
 /// not keep the loop alive, or a deadlock would go unseen), and toggling a
 /// reference on each watch at each wait costs two calls into the reactor
-/// per read. This toggles one trigger, and only when the first coroutine
-/// starts or the last stops waiting.
+/// per read. This toggles one trigger: referenced when the first coroutine
+/// starts waiting, unreferenced once none waits and a coroutine leaves the
+/// CPU (so a reader that waits again at once toggles nothing).
 #[derive(Default)]
 pub(crate) struct WaitHold {
     waiting: Cell<u32>,
+    /// The trigger is still referenced though nobody waits: the last
+    /// waiter left, and the reference is dropped only when a coroutine
+    /// leaves the CPU ([`settle`](WaitHold::settle)), the one time the
+    /// loop can look at what keeps it alive. A reader that waits again
+    /// before that (a ping-pong connection, every request) makes neither
+    /// call, where it made two reactor calls per request.
+    stale: Cell<bool>,
     /// Made on first need; `None` after that if the reactor has no
     /// triggers (then the watches stay visible and reference themselves).
     trigger: RefCell<Option<ffi::TriggerEvent>>,
@@ -274,10 +282,11 @@ impl WaitHold {
         self.trigger.borrow().is_some()
     }
 
-    /// One more waiter; the first references the trigger.
+    /// One more waiter; the first references the trigger, unless the
+    /// reference the last one left is still there.
     pub(crate) fn acquire(&self) {
         let n = self.waiting.get();
-        if n == 0 {
+        if n == 0 && !self.stale.replace(false) {
             if let Some(t) = &*self.trigger.borrow() {
                 t.set_ref(true);
             }
@@ -285,14 +294,33 @@ impl WaitHold {
         self.waiting.set(n + 1);
     }
 
-    /// One waiter fewer; the last unreferences the trigger.
+    /// One waiter fewer; the last leaves the reference for
+    /// [`settle`](WaitHold::settle).
     pub(crate) fn release(&self) {
         let n = self.waiting.get().saturating_sub(1);
         self.waiting.set(n);
         if n == 0 {
-            if let Some(t) = &*self.trigger.borrow() {
-                t.set_ref(false);
-            }
+            self.stale.set(true);
+        }
+    }
+
+    /// Drops a reference nobody waits behind any more: called as a
+    /// coroutine leaves the CPU (it suspends or ends), before the
+    /// scheduler can find the queue empty and ask whether anything keeps
+    /// the loop alive (a stale reference would hide a deadlock, or keep a
+    /// finished program's loop blocked).
+    #[inline]
+    pub(crate) fn settle(&self) {
+        if self.stale.get() {
+            self.unreference();
+        }
+    }
+
+    #[cold]
+    fn unreference(&self) {
+        self.stale.set(false);
+        if let Some(t) = &*self.trigger.borrow() {
+            t.set_ref(false);
         }
     }
 

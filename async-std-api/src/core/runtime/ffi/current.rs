@@ -306,8 +306,18 @@ pub(crate) fn take_budget() -> bool {
 }
 
 /// No coroutine runs host code (K2): about to suspend, or the entry's body
-/// is done.
+/// is done. The only points where the scheduler can find nothing to run
+/// and ask the reactor what keeps the loop alive, so the runtime's wait
+/// hold drops a reference its last waiter left behind here (RD3).
 #[inline]
 pub(super) fn leave() {
-    CURRENT.with(|c| c.running.set(ptr::null()));
+    CURRENT.with(|c| {
+        c.running.set(ptr::null());
+        let rt = c.runtime.get();
+        if !rt.is_null() {
+            // SAFETY: K1, as in `with_runtime`: non-null only inside
+            // `installed`, whose caller keeps the runtime alive.
+            unsafe { &*rt }.wait_hold.settle();
+        }
+    });
 }
