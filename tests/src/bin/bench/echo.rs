@@ -112,7 +112,7 @@ pub(crate) fn measure_window(
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
     pin_to_cpu(1);
-    let d = drive(addr, tid, window, CONNS).expect("load generator");
+    let d = drive(addr, tid, window, CONNS, Duration::ZERO).expect("load generator");
     EchoResult {
         rps: d.rps,
         server_ns_per_req: d.cpu_ns as f64 / d.requests.max(1) as f64,
@@ -125,12 +125,22 @@ pub(crate) fn measure_window(
 /// `requests` requests were echoed after the warm-up, then waits for the
 /// ones still in flight, so `total` is every request the server echoed.
 pub(crate) fn drive_external(addr: SocketAddr, requests: u64) -> EchoResult {
-    drive_external_with(addr, requests, CONNS)
+    let d =
+        drive(addr, 0, Window::Requests(requests), CONNS, Duration::ZERO).expect("load generator");
+    EchoResult {
+        rps: d.rps,
+        server_ns_per_req: 0.0,
+        requests: d.requests,
+        total: d.total + d.in_flight,
+    }
 }
 
-/// [`drive_external`] with `conns` connections.
-pub(crate) fn drive_external_with(addr: SocketAddr, requests: u64, conns: usize) -> EchoResult {
-    let d = drive(addr, 0, Window::Requests(requests), conns).expect("load generator");
+/// [`drive_external`] from one connection that waits `pause` after each
+/// echo before it sends the next request, so the server has gone back to
+/// its wait every time (the callgrind scenarios: under valgrind a server is
+/// slow enough that a client replying at once races its next read).
+pub(crate) fn drive_paced(addr: SocketAddr, requests: u64, pause: Duration) -> EchoResult {
+    let d = drive(addr, 0, Window::Requests(requests), 1, pause).expect("load generator");
     EchoResult {
         rps: d.rps,
         server_ns_per_req: 0.0,
@@ -154,8 +164,15 @@ struct Driven {
     in_flight: u64,
 }
 
-/// The load generator: `n_conns` connections, one message in flight each.
-fn drive(addr: SocketAddr, server_tid: i32, window: Window, n_conns: usize) -> io::Result<Driven> {
+/// The load generator: `n_conns` connections, one message in flight each;
+/// each next message is sent `pause` after the echo came (none if zero).
+fn drive(
+    addr: SocketAddr,
+    server_tid: i32,
+    window: Window,
+    n_conns: usize,
+    pause: Duration,
+) -> io::Result<Driven> {
     let mut poll = Poll::new()?;
     let mut conns = Vec::with_capacity(n_conns);
     for i in 0..n_conns {
@@ -198,6 +215,9 @@ fn drive(addr: SocketAddr, server_tid: i32, window: Window, n_conns: usize) -> i
                             done += 1;
                             if window_start.is_some() {
                                 measured += 1;
+                            }
+                            if !pause.is_zero() {
+                                std::thread::sleep(pause);
                             }
                             write_all_nb(&mut c.s, &msg)?;
                         }

@@ -163,28 +163,27 @@ const NOTES: &[(&str, &str)] = &[
         "echo instructions",
         "Counted by callgrind in all the threads of the server's process, each server in a \
          process of its own (`bench --profile serve`) driven from the bench process, between a \
-         3,000- and a 12,000-request run (the median of three pairs), so setup and the kernel's \
-         work are left out. The first two rows are the same reactor statically linked and loaded \
-         as a plugin: their ratio is what dynamic loading costs. On the mio reactor a stream read \
-         waits on the socket's readiness and reads in the host (D-43); so does the io_uring reactor \
-         by default (`uring.inline_streams`: a stream read or write is tried at once, and waits \
-         in the ring only on EAGAIN; with the option off it was 4,785, every read and write a ring \
-         operation with its request record and event). may's server is the same \
-         blocking-style echo on `may::net` with one worker (its default I/O timeout wakes the \
-         idle worker every 10 ms; the load keeps it busy, so that costs nothing per request: \
-         its three pairs agree within a few percent).",
+         1,000- and a 4,000-request run (the median of three pairs), so setup and the kernel's \
+         work are left out. One connection, and the client sends each request 500 µs after the \
+         last echo came: every server is back in its wait by then, so each makes its whole path \
+         per request (wake-up, read, write, wait again), the same every run. With 100 \
+         connections and a client that replies at once, a server whose read tries the socket \
+         first (may, tokio) finds the next request already there more or less often as \
+         valgrind's pace goes: may's count moved from 887 to 400 between two runs. The first \
+         two rows are the same reactor statically linked and loaded as a plugin: their ratio is \
+         what dynamic loading costs. On the mio reactor a stream read waits on the socket's \
+         readiness and reads in the host (D-43); so does the io_uring reactor by default \
+         (`uring.inline_streams`). may's server is the same blocking-style echo on `may::net` \
+         with one worker.",
     ),
     (
         "hooks: echo instructions",
-        "Counted by callgrind as in the echo instructions scenario, but from one connection: \
-         every read of either server then waits for its request, so both do the same work per \
-         request and the count is the same run after run. (With 100 connections a hooked read, \
-         which tries first and waits only on EAGAIN, often finds its bytes already there under \
-         valgrind's slowness, and how often varies from run to run, while this crate's stream \
-         waits for the readiness edge first.) The std server is `async-std-api`'s `std_echo` \
-         example (std::net::TcpListener and TcpStream, read and write_all, a coroutine per \
-         connection) with hooks on; the baselines are the bench's own echo server on this \
-         crate's net::TcpStream. A hooked read that finds nothing waits on a watch kept per \
+        "Counted by callgrind as in the echo instructions scenario (one connection, each \
+         request sent when the server is back in its wait). The std server is `async-std-api`'s \
+         `std_echo` example (std::net::TcpListener and TcpStream, read and write_all, a \
+         coroutine per connection) with hooks on; the baselines are the bench's own echo server \
+         on this crate's net::TcpStream. A hooked read tries the socket first and waits only on \
+         EAGAIN, on a watch kept per \
          descriptor (core::fd_watches), where the difference goes.",
     ),
     (
@@ -626,7 +625,7 @@ fn hooks_all(report: &mut Report) {
         ),
         ("this crate's net::TcpStream, io_uring", "uring", false),
     ] {
-        match callgrind::per_request_of(name, &exe, &["--profile", "serve", reactor], &[], 1) {
+        match callgrind::per_request_of(name, &exe, &["--profile", "serve", reactor], &[]) {
             Ok(n) => report.add_values(s, name, vec![n], baseline),
             Err(e) => eprintln!("bench: {s}: {name}: skipped: {e}"),
         }
@@ -635,7 +634,7 @@ fn hooks_all(report: &mut Report) {
         ("std::net::TcpStream through the hooks, mio", "embedded"),
         ("std::net::TcpStream through the hooks, io_uring", "uring"),
     ] {
-        match callgrind::per_request_of(name, &std_echo, &[], &[("ASYNC_REACTOR", reactor)], 1) {
+        match callgrind::per_request_of(name, &std_echo, &[], &[("ASYNC_REACTOR", reactor)]) {
             Ok(n) => report.add_values(s, name, vec![n], false),
             Err(e) => eprintln!("bench: {s}: {name}: skipped: {e}"),
         }
