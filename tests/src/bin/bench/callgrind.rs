@@ -12,8 +12,9 @@
 //! replies at once, a server whose read tries the socket first finds the
 //! next request already there more or less often as valgrind's pace goes
 //! (may's count moved from 887 to 400 between two runs of 100 connections,
-//! a hooked std read's from 1,915 to 435 on one). When the load is done (and every echo in flight has
-//! come back), `callgrind_control -d` dumps the counts and the server is
+//! a hooked std read's from 1,915 to 435 on one). When the load is done
+//! (and every echo in flight has come back), `callgrind_control -d` dumps
+//! the counts and the server is
 //! killed. A separate process, not a client thread: valgrind runs one
 //! thread at a time and holds its lock while an io_uring server blocks in
 //! the kernel, so an in-process client would never run. The difference in

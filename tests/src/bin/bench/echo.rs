@@ -125,14 +125,7 @@ pub(crate) fn measure_window(
 /// `requests` requests were echoed after the warm-up, then waits for the
 /// ones still in flight, so `total` is every request the server echoed.
 pub(crate) fn drive_external(addr: SocketAddr, requests: u64) -> EchoResult {
-    let d =
-        drive(addr, 0, Window::Requests(requests), CONNS, Duration::ZERO).expect("load generator");
-    EchoResult {
-        rps: d.rps,
-        server_ns_per_req: 0.0,
-        requests: d.requests,
-        total: d.total + d.in_flight,
-    }
+    external(addr, requests, CONNS, Duration::ZERO)
 }
 
 /// [`drive_external`] from one connection that waits `pause` after each
@@ -140,7 +133,11 @@ pub(crate) fn drive_external(addr: SocketAddr, requests: u64) -> EchoResult {
 /// its wait every time (the callgrind scenarios: under valgrind a server is
 /// slow enough that a client replying at once races its next read).
 pub(crate) fn drive_paced(addr: SocketAddr, requests: u64, pause: Duration) -> EchoResult {
-    let d = drive(addr, 0, Window::Requests(requests), 1, pause).expect("load generator");
+    external(addr, requests, 1, pause)
+}
+
+fn external(addr: SocketAddr, requests: u64, conns: usize, pause: Duration) -> EchoResult {
+    let d = drive(addr, 0, Window::Requests(requests), conns, pause).expect("load generator");
     EchoResult {
         rps: d.rps,
         server_ns_per_req: 0.0,
@@ -332,21 +329,9 @@ pub(crate) fn ours_announcing(
                 let listener = async_std_api::net::TcpListener::bind("127.0.0.1:0").expect("bind");
                 announce(listener.local_addr().expect("addr"));
                 loop {
-                    let (mut conn, _) = listener.accept().expect("accept");
+                    let (conn, _) = listener.accept().expect("accept");
                     conn.set_nodelay(true).expect("nodelay");
-                    async_std_api::spawn(move || {
-                        let mut buf = [0u8; 4096];
-                        loop {
-                            match conn.read(&mut buf) {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => {
-                                    if conn.write_all(&buf[..n]).is_err() {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                    });
+                    async_std_api::spawn(move || echo_conn(conn));
                 }
             })
             .expect("runtime");
@@ -443,24 +428,29 @@ pub(crate) fn may_announcing(announce: impl FnOnce(SocketAddr) + Send + 'static)
             let listener = may::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             announce(listener.local_addr().expect("addr"));
             loop {
-                let (mut conn, _) = listener.accept().expect("accept");
+                let (conn, _) = listener.accept().expect("accept");
                 conn.set_nodelay(true).expect("nodelay");
                 // SAFETY: as above.
-                may::coroutine::spawn(move || -> () {
-                    let mut buf = [0u8; 4096];
-                    loop {
-                        match conn.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => {
-                                if conn.write_all(&buf[..n]).is_err() {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                });
+                may::coroutine::spawn(move || echo_conn(conn));
             }
         })
     };
     let _ = acceptor.join();
+}
+
+/// The echo every blocking-style server here runs per connection (this
+/// runtime's and may's streams both implement std's traits): read what
+/// came, write it back, until end of stream or an error.
+pub(crate) fn echo_conn(mut conn: impl Read + Write) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if conn.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::echo::{cpu_ns, thread_id, CONNS, MSG, WINDOW};
+use crate::echo::{cpu_ns, echo_conn, thread_id, CONNS, MSG, WINDOW};
 
 /// What a server thread reports before the load starts.
 pub(crate) enum Ready {
@@ -157,20 +157,6 @@ pub(crate) fn reserve() -> (socket2::Socket, SocketAddr) {
         .expect("bind");
     let addr = s.local_addr().unwrap().as_socket().unwrap();
     (s, addr)
-}
-
-fn echo_conn(mut conn: async_std_api::net::TcpStream) {
-    let mut buf = [0u8; 4096];
-    loop {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if conn.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-        }
-    }
 }
 
 /// This runtime on `loops` loops: a `SO_REUSEPORT` listener and a
