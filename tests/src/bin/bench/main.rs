@@ -385,6 +385,9 @@ fn profile(args: &[String]) {
     if args.first().is_some_and(|a| a == "million") {
         return million::profile(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == "serve-http") {
+        return profile_serve_http(&args[1..]);
+    }
     let usage =
         "usage: bench --profile <switch|switch-fp|spawn> <default|context|corosensei> <iters>";
     let [scenario, engine, iters] = args else {
@@ -998,6 +1001,30 @@ fn profile_serve(args: &[String]) {
         "monoio" => echo::monoio_announcing(announce),
         "may" => echo::may_announcing(announce),
         _ => panic!("{usage}"),
+    }
+}
+
+/// `--profile serve-http <mio|uring|may|hyper>`: one of the `http`
+/// scenario's servers (this runtime on one loop, may_minihttp, hyper on
+/// tokio's current-thread runtime) until the process is killed, its address
+/// printed as `listening <address>`, for callgrind or perf from outside.
+fn profile_serve_http(args: &[String]) {
+    let usage = "usage: bench --profile serve-http <mio|uring|may|hyper>";
+    let server = match args {
+        [s] if s == "mio" => http::ours("mio", 1),
+        [s] if s == "uring" => http::ours("uring", 1),
+        [s] if s == "may" => http::may_minihttp(),
+        [s] if s == "hyper" => http::hyper(0),
+        _ => panic!("{usage}"),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || server(tx));
+    let addr = rx.recv().expect("the server's address");
+    println!("listening {addr}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    loop {
+        std::thread::park();
     }
 }
 
