@@ -27,10 +27,17 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
 
 use super::readiness::Readiness;
+use super::runtime::io::{FdWait, WaitText};
 use super::runtime::Runtime;
 
-/// A number's watch and the generation it is valid under (FW2).
-type Slot = Option<(u32, Rc<Readiness>)>;
+/// A number's watch and the generation it is valid under (FW2), with the
+/// descriptions of its last read and write waits (the call's name and the
+/// text made of it), so a transfer that waits copies its text instead of
+/// writing the digits again.
+type Slot = Option<(u32, Rc<Readiness>, Texts)>;
+
+/// The last read wait's description, then the last write wait's.
+type Texts = [Option<(&'static str, WaitText)>; 2];
 
 /// The watches of one runtime (module doc).
 #[derive(Default)]
@@ -68,9 +75,9 @@ impl FdWatches {
         if self.swept_at.replace(remote_closes) != remote_closes {
             if let Ok(mut map) = self.map.try_borrow_mut() {
                 for (n, slot) in map.iter_mut().enumerate() {
-                    if let Some((g, _)) = slot {
+                    if let Some((g, _, _)) = slot {
                         if current(n as RawFd) != *g {
-                            gone.extend(slot.take().map(|(_, r)| r));
+                            gone.extend(slot.take().map(|(_, r, _)| r));
                         }
                     }
                 }
@@ -78,9 +85,9 @@ impl FdWatches {
         }
         let found = self.map.borrow().get(at).cloned().flatten();
         let result = match found {
-            Some((g, r)) if g == gen => Ok(r),
+            Some((g, r, _)) if g == gen => Ok(r),
             stale => {
-                if let Some((_, old)) = stale {
+                if let Some((_, old, _)) = stale {
                     gone.push(old);
                     if let Some(slot) = self.map.borrow_mut().get_mut(at) {
                         *slot = None;
@@ -92,13 +99,45 @@ impl FdWatches {
                     if map.len() <= at {
                         map.resize_with(at + 1, || None);
                     }
-                    map[at] = Some((gen, r.clone()));
+                    map[at] = Some((gen, r.clone(), [None, None]));
                 }
                 made
             }
         };
         drop(gone); // FW4: after the borrows
         result
+    }
+
+    /// The watch made for `fd` under generation `gen`, if there is one and
+    /// no close elsewhere waits for a sweep (FW3: `remote_closes` is the
+    /// count now), with the description of a wait by `call` in direction
+    /// `write`; makes no watch, sweeps nothing.
+    #[inline]
+    pub(crate) fn cached(
+        &self,
+        fd: RawFd,
+        gen: u32,
+        remote_closes: u64,
+        write: bool,
+        call: &'static str,
+    ) -> Option<(Rc<Readiness>, WaitText)> {
+        if self.swept_at.get() != remote_closes {
+            return None;
+        }
+        let mut map = self.map.try_borrow_mut().ok()?;
+        let (g, r, texts) = map.get_mut(usize::try_from(fd).ok()?)?.as_mut()?;
+        if *g != gen {
+            return None;
+        }
+        let text = match &mut texts[usize::from(write)] {
+            Some((c, t)) if *c == call => *t,
+            slot => {
+                let t = WaitText::new(FdWait(call, fd));
+                *slot = Some((call, t));
+                t
+            }
+        };
+        Some((r.clone(), text))
     }
 
     /// Drops the watch for `fd` (FW2): `Some(true)` if there was one,

@@ -98,10 +98,6 @@ pub(crate) struct CoroExtra {
     /// Its stack at its last suspension, when the runtime traces (the
     /// RFC's `getTrace`, `Builder::trace`).
     pub(crate) trace: Option<std::backtrace::Backtrace>,
-    /// While it waits in a C library hook (`hooks`), the stack pointer of
-    /// the hook's frame, so a report can name the code that made the call
-    /// (`runtime::called_from`); 0 otherwise.
-    pub(crate) hooked_sp: usize,
 }
 
 /// What a task group is told when one of its explicit tasks finishes
@@ -197,6 +193,12 @@ pub(crate) struct CoroState {
     pub(crate) member_key: Cell<usize>,
     /// [`CoroExtra`], taken out and put back by whoever uses it.
     pub(crate) extra: Cell<Option<Box<CoroExtra>>>,
+    /// While it waits in a C library hook, the stack pointer of the hook's
+    /// frame, so a report can name the code that made the call
+    /// (`runtime::called_from`); 0 otherwise. Here, not in [`CoroExtra`]:
+    /// every hooked transfer sets and clears it.
+    #[cfg(feature = "hooks")]
+    pub(crate) hooked_sp: Cell<usize>,
     /// Fires when the coroutine finishes.
     pub(crate) done: Completion,
 }
@@ -221,6 +223,8 @@ impl CoroState {
             scope: Cell::new(None),
             member_key: Cell::new(usize::MAX),
             extra: Cell::new(None),
+            #[cfg(feature = "hooks")]
+            hooked_sp: Cell::new(0),
             done: Completion::new(),
         }
     }
@@ -360,14 +364,6 @@ impl CoroState {
         r
     }
 
-    /// Runs `f` on the extra record if there is one (none is made).
-    pub(crate) fn with_extra_if<R>(&self, f: impl FnOnce(&mut CoroExtra) -> R) -> Option<R> {
-        let mut extra = self.extra.take()?;
-        let r = f(&mut extra);
-        self.extra.set(Some(extra));
-        Some(r)
-    }
-
     /// The coroutine's scope record (a new reference), while it has one
     /// (I5).
     #[inline]
@@ -495,7 +491,10 @@ impl CoroState {
     /// While it waits in a C library hook, the code that made the call
     /// (read from its stack, `runtime::called_from`).
     pub(crate) fn hooked_call_site(&self) -> Option<String> {
-        let sp = self.with_extra_if(|x| x.hooked_sp).unwrap_or(0);
+        #[cfg(feature = "hooks")]
+        let sp = self.hooked_sp.get();
+        #[cfg(not(feature = "hooks"))]
+        let sp = 0;
         (sp != 0).then(|| runtime::called_from(sp)).flatten()
     }
 

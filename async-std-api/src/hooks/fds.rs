@@ -84,6 +84,8 @@ const KIND: u32 = 3;
 const PLAIN: u32 = 4;
 /// FD5: a loop caches a readiness watch for the number.
 const CACHED: u32 = 8;
+/// IO6: a TCP socket (learned with *plain*, forgotten with it).
+const TCP: u32 = 16;
 /// FD5: the generation, above the flags.
 const GEN_SHIFT: u32 = 8;
 
@@ -172,18 +174,27 @@ pub(super) fn is_plain(fd: c_int) -> bool {
     slot(fd, false).is_some_and(|s| s.load(Ordering::Relaxed) & PLAIN != 0)
 }
 
-/// FD4: `fd` was found plain.
-pub(super) fn set_plain(fd: c_int) {
+/// FD4: `fd` was found plain; `tcp`: it is a TCP socket (IO6).
+pub(super) fn set_plain(fd: c_int, tcp: bool) {
     if let Some(s) = slot(fd, true) {
-        s.fetch_or(PLAIN, Ordering::Relaxed);
+        s.fetch_or(if tcp { PLAIN | TCP } else { PLAIN }, Ordering::Relaxed);
     }
 }
 
 /// FD4: `fd`'s mode or timeouts may have changed.
 pub(super) fn unplain(fd: c_int) {
     if let Some(s) = slot(fd, false) {
-        s.fetch_and(!PLAIN, Ordering::Relaxed);
+        s.fetch_and(!(PLAIN | TCP), Ordering::Relaxed);
     }
+}
+
+/// IO6: the number's generation if it is a plain TCP socket that a loop
+/// caches a watch for: one load for the whole question, on every transfer.
+#[inline]
+pub(super) fn plain_tcp_watched(fd: c_int) -> Option<u32> {
+    const ALL: u32 = PLAIN | TCP | CACHED;
+    let v = slot(fd, false)?.load(Ordering::Relaxed);
+    (v & ALL == ALL).then_some(v >> GEN_SHIFT)
 }
 
 /// FD5: the number's generation, and that a loop now caches a watch for

@@ -32,6 +32,13 @@
 //!   pool. Pool work writes into the caller's buffer and is waited for to
 //!   its end (HK5). On io_uring the reactor's requests take the pool's
 //!   place (HK7 in `wait`).
+//! - **IO6** A TCP socket found plain (FD4) whose watch this loop keeps
+//!   makes its `recv`/`send` (and `read`/`write`, which are the same on
+//!   TCP) as this crate's own streams do (D-43): a short transfer or an
+//!   `EAGAIN` marks the direction drained, and the next transfer in it
+//!   waits for the watch's next edge before its system call instead of
+//!   paying an `EAGAIN` first. The first wait on a number, and every other
+//!   descriptor, take IO1's route, which learns what IO6 needs.
 #![allow(unsafe_code)]
 // The `#[no_mangle]` entry points are public to the linker, not to Rust.
 #![allow(unreachable_pub)]
@@ -98,7 +105,7 @@ pub(super) fn drive(
             }
             let t = sock_timeout(fd, way);
             if t.is_none() && sock_timeout(fd, way.other()).is_none() {
-                fds::set_plain(fd);
+                fds::set_plain(fd, is_tcp(fd));
             }
             t.and_then(|t| Instant::now().checked_add(t))
         });
@@ -116,6 +123,23 @@ pub(super) fn drive(
             Woke::Unavailable => return plain(),
         }
     }
+}
+
+/// IO6: whether `fd` is a TCP socket (asked once, as it is found plain).
+fn is_tcp(fd: c_int) -> bool {
+    let mut proto: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+    // SAFETY: `proto` and `len` are valid out pointers of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PROTOCOL,
+            (&raw mut proto).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && proto == libc::IPPROTO_TCP
 }
 
 /// IO3: repeats `step(done)` (one transfer of the bytes after `done`)
@@ -263,6 +287,18 @@ fn read_one(
     off: Option<off64_t>,
     call: &'static str,
 ) -> ssize_t {
+    if off.is_none() {
+        if let Some(gen) = fds::plain_tcp_watched(fd) {
+            // IO6: a TCP socket's `read` is its `recv`.
+            let op = || {
+                // SAFETY: the caller's buffer, as the caller passed it.
+                unsafe { real::recv(fd, buf, n, libc::MSG_DONTWAIT) }
+            };
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, n, call, op) {
+                return r;
+            }
+        }
+    }
     if n > FILE_READ_INLINE && fds::is_file(fds::kind(fd)) {
         return file_read(fd, buf, n, off);
     }
@@ -342,10 +378,26 @@ fn write_one(
             }
         };
     }
+    let fast = if off.is_none() {
+        fds::plain_tcp_watched(fd)
+    } else {
+        None
+    };
     all(fd, n, |done| {
         // SAFETY: `done` is below `n`: within the caller's buffer.
         let p = unsafe { buf.cast::<u8>().add(done) }.cast::<c_void>();
         let left = n - done;
+        if let Some(gen) = fast {
+            // IO6: a TCP socket's `write` is its `send` (without
+            // MSG_NOSIGNAL: a write to a closed peer raises SIGPIPE).
+            let op = || {
+                // SAFETY: the caller's buffer from `done`, as passed.
+                unsafe { real::send(fd, p, left, libc::MSG_DONTWAIT) }
+            };
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, left, call, op) {
+                return r;
+            }
+        }
         let at = off.map(|o| o + done as off64_t);
         let iov = iovec {
             iov_base: p.cast_mut(),

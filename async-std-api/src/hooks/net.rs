@@ -89,6 +89,15 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
         // SAFETY: the caller's contract.
         return unsafe { real::recv(fd, buf, n, flags) };
     }
+    if flags == 0 {
+        if let Some(gen) = fds::plain_tcp_watched(fd) {
+            // SAFETY: the caller's buffer, as the caller passed it.
+            let op = || unsafe { real::recv(fd, buf, n, libc::MSG_DONTWAIT) };
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, n, "hooked recv", op) {
+                return r;
+            }
+        }
+    }
     recv_like(fd, n, flags, "hooked recv", |done, f| {
         // SAFETY: `done` is below `n`: within the caller's buffer.
         unsafe { real::recv(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
@@ -230,9 +239,22 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
         // SAFETY: the caller's contract.
         return unsafe { real::send(fd, buf, n, flags) };
     }
+    // IO6: std's stream writes pass MSG_NOSIGNAL and nothing else.
+    let fast = if flags & !libc::MSG_NOSIGNAL == 0 {
+        fds::plain_tcp_watched(fd)
+    } else {
+        None
+    };
     all(fd, n, |done| {
         // SAFETY: `done` is below `n`: within the caller's buffer.
         let p = unsafe { buf.cast::<u8>().add(done) }.cast::<c_void>();
+        if let Some(gen) = fast {
+            // SAFETY: as above.
+            let op = || unsafe { real::send(fd, p, n - done, flags | libc::MSG_DONTWAIT) };
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, n - done, "hooked send", op) {
+                return r;
+            }
+        }
         // SAFETY: as above.
         let mut nowait = || unsafe { real::send(fd, p, n - done, flags | libc::MSG_DONTWAIT) };
         // SAFETY: as above.

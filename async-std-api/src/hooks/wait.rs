@@ -49,7 +49,7 @@
 use std::cell::Cell;
 use std::os::fd::{BorrowedFd, RawFd};
 
-use super::fds;
+use super::{fds, Way};
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::rc::Rc;
 use std::time::Duration;
@@ -110,8 +110,8 @@ fn guarded<R>(f: impl FnOnce(&Runtime, &Rc<CoroState>) -> R) -> Option<R> {
 }
 
 /// While alive, reports can name the code that made the hooked call: the
-/// coroutine's extra record holds the stack pointer of the wait's frame
-/// (`CoroExtra::hooked_sp`), from which the frames of the callers are read
+/// coroutine's record holds the stack pointer of the wait's frame
+/// (`CoroState::hooked_sp`), from which the frames of the callers are read
 /// only when a report asks (`Coroutine::awaiting_info`, a deadlock).
 struct Site<'a>(&'a CoroState);
 
@@ -119,14 +119,14 @@ impl<'a> Site<'a> {
     fn mark(me: &'a CoroState) -> Site<'a> {
         let here = 0u8;
         let sp = std::hint::black_box(&here) as *const u8 as usize;
-        me.with_extra(|x| x.hooked_sp = sp);
+        me.hooked_sp.set(sp);
         Site(me)
     }
 }
 
 impl Drop for Site<'_> {
     fn drop(&mut self) {
-        let _ = self.0.with_extra_if(|x| x.hooked_sp = 0);
+        self.0.hooked_sp.set(0);
     }
 }
 
@@ -240,6 +240,63 @@ pub(super) fn fd_ready(
         }
     })
     .unwrap_or(Woke::Cancelled)
+}
+
+/// IO6: one transfer on a plain TCP socket whose watch this loop keeps,
+/// made as this crate's own streams make theirs (D-43, RD6): one unit of
+/// the cooperative budget, a wait first when the last transfer left the
+/// direction drained (a short one did), then `op`, the non-blocking call,
+/// again after every `EAGAIN` and readiness. `want` is what `op` asks
+/// for. `None` when the route does not apply (no watch under the number's
+/// generation in this loop, or a close elsewhere not yet swept): the caller
+/// takes the general one ([`fd_ready`]). A cancellation fails the call
+/// with `ECANCELED` and stays pending (HK3).
+#[track_caller]
+pub(super) fn plain_tcp(
+    fd: RawFd,
+    gen: u32,
+    way: Way,
+    want: usize,
+    call: &'static str,
+    mut op: impl FnMut() -> libc::ssize_t,
+) -> Option<libc::ssize_t> {
+    let at = Location::caller();
+    guarded(|rt, me| {
+        let write = way == Way::Out;
+        let (watch, what) = rt
+            .fd_watches
+            .cached(fd, gen, fds::remote_closes(), write, call)?;
+        if me.has_pending_cancel() && cancelled_before(rt, me, call.as_bytes(), at) {
+            return Some(super::fail(libc::ECANCELED));
+        }
+        let dir = if write {
+            Direction::Write
+        } else {
+            Direction::Read
+        };
+        let _site = Site::mark(me);
+        let r = watch.stream_in(rt, me, dir, want, true, &what, at, || {
+            let r = op();
+            if r >= 0 {
+                Ok(r as usize)
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+        Some(match r {
+            Ok(n) => n as libc::ssize_t,
+            Err(e) => match e.raw_os_error() {
+                Some(code) => super::fail(code),
+                None => {
+                    // The wait's own end (W1): pending again, for the
+                    // runtime's next suspension point (HK3).
+                    me.repend_cancel();
+                    super::fail(libc::ECANCELED)
+                }
+            },
+        })
+    })
+    .unwrap_or_else(|| Some(super::fail(libc::ECANCELED)))
 }
 
 /// FD5: disposes the calling thread's loop's watch for `fd` before the

@@ -54,6 +54,35 @@ fn d45_a_cancelled_std_read_fails_with_ecanceled() {
 }
 
 #[test]
+fn d45_a_cancelled_std_read_after_earlier_waits_fails_with_ecanceled() {
+    // The second read's wait takes the route of a socket already found
+    // plain, with its watch cached (IO6): cancelled the same way.
+    hooked()
+        .run(|| {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let mut c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+            let (s, _) = l.accept().expect("accept");
+            let first = spawn(move || {
+                let n = (&s).read(&mut [0u8; 8]).expect("first read");
+                (s, n)
+            });
+            tests::support::yield_until(|| first.coroutine().is_suspended());
+            std::io::Write::write_all(&mut c, b"ab").expect("write");
+            let (s, n) = first.join().expect("first reader");
+            assert_eq!(n, 2);
+            let (r, raised) =
+                cancelled_in(move || (&s).read(&mut [0u8; 8]).map_err(|e| e.raw_os_error()));
+            assert_eq!(r, Err(Some(libc::ECANCELED)));
+            assert!(
+                raised,
+                "the cancellation was not raised at the next suspend"
+            );
+            drop(c);
+        })
+        .expect("runtime");
+}
+
+#[test]
 fn d45_a_cancelled_std_sleep_ends_early() {
     hooked()
         .run(|| {

@@ -206,6 +206,37 @@ fn awaiting_info_names_the_hooked_call_and_the_code_that_made_it() {
         .expect("runtime");
 }
 
+#[inline(never)]
+fn reads_the_socket_twice(mut s: TcpStream, first: &std::cell::Cell<bool>) -> usize {
+    let n = s.read(&mut [0u8; 8]).expect("first read");
+    first.set(true);
+    let m = s.read(&mut [0u8; 8]).expect("second read");
+    std::hint::black_box(n + m)
+}
+
+#[test]
+fn awaiting_info_names_a_later_wait_on_the_same_socket_too() {
+    // The second wait takes the route of a socket already found plain
+    // (IO6): its report names the call and the caller all the same.
+    hooked()
+        .run(|| {
+            let (mut a, b) = pair();
+            let fd = b.as_raw_fd();
+            let first = std::rc::Rc::new(std::cell::Cell::new(false));
+            let f = first.clone();
+            let reader = spawn(move || reads_the_socket_twice(b, &f));
+            tests::support::yield_until(|| reader.coroutine().is_suspended());
+            a.write_all(b"x").expect("write");
+            // The first read returns, the second waits.
+            tests::support::yield_until(|| first.get() && reader.coroutine().is_suspended());
+            let info = reader.coroutine().awaiting_info().expect("suspended");
+            assert!(info.starts_with(&format!("hooked recv fd {fd}")), "{info}");
+            a.write_all(b"yz").expect("write");
+            assert_eq!(reader.join().expect("reader"), 3);
+        })
+        .expect("runtime");
+}
+
 #[test]
 fn a_traced_hooked_wait_keeps_the_whole_stack() {
     hooked()

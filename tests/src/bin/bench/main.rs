@@ -182,9 +182,11 @@ const NOTES: &[(&str, &str)] = &[
          request sent when the server is back in its wait). The std server is `async-std-api`'s \
          `std_echo` example (std::net::TcpListener and TcpStream, read and write_all, a \
          coroutine per connection) with hooks on; the baselines are the bench's own echo server \
-         on this crate's net::TcpStream. A hooked read tries the socket first and waits only on \
-         EAGAIN, on a watch kept per \
-         descriptor (core::fd_watches), where the difference goes.",
+         on this crate's net::TcpStream. The first wait on a socket learns that it is a blocking \
+         TCP socket and makes a readiness watch kept per descriptor (core::fd_watches); from \
+         then on its transfers take the same path as this crate's streams (IO6), and the \
+         difference is the hooks' own checks and the reactor's epoll_wait passing through \
+         the hooked one.",
     ),
     (
         "hooks: a call passed through",

@@ -118,6 +118,7 @@ impl<F: FnOnce() -> String> Describe for F {
 
 /// `"<verb> fd <n>"`, written on the stack: the description of every read,
 /// write and accept, so a request that waits formats and allocates nothing.
+#[derive(Clone, Copy)]
 pub(crate) struct FdWait(pub(crate) &'static str, pub(crate) RawFd);
 
 impl Describe for FdWait {
@@ -143,7 +144,7 @@ impl Describe for FdWait {
 /// An [`FdWait`] written once and kept: a stream lane's verb and
 /// descriptor never change, so a request that waits copies its text instead
 /// of writing the digits again.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct WaitText {
     bytes: [u8; DESC_CAP],
     len: u8,
