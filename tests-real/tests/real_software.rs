@@ -4,12 +4,10 @@
 //! ticker keeps ticking. One after another they would take 10 s, and the
 //! ticker would stall for each.
 //!
-//! The `postgres` crate is the exception the hooks cannot lift: each
-//! client embeds a tokio runtime and enters it on every call, and tokio
-//! refuses a second entry on a thread that is already inside one (the
-//! first coroutine, suspended inside its query). It runs in one coroutine
-//! per thread without blocking the others; PostgreSQL with 100 concurrent
-//! coroutines is shown through libpq, the C client most drivers wrap.
+//! PostgreSQL is reached two ways: through libpq, the C client most
+//! drivers wrap, and through the `postgres` crate, whose clients each embed
+//! a tokio runtime entered on every call (each coroutine keeps its own
+//! copy of tokio's thread-local context: hooks FT1-FT4).
 
 use std::ffi::CString;
 use std::io::Read;
@@ -253,6 +251,57 @@ fn libpq_a_hundred_queries_of_100_ms_wait_together() {
         .expect("runtime");
     for (i, a) in answers.iter().enumerate() {
         assert_eq!(a, &format!("{i}:"));
+    }
+    assert_together(took, ticks, worst);
+}
+
+#[test]
+fn postgres_crate_a_hundred_queries_of_100_ms_wait_together() {
+    // Each client embeds a tokio runtime and enters it for every call:
+    // a hundred coroutines of one thread are inside theirs at once, each
+    // with its own copy of tokio's thread-local context (hooks FT1-FT3).
+    let pg = Postgres::start();
+    let conninfo = pg.conninfo();
+    let (answers, took, ticks, worst) = Builder::new()
+        .hooks(true)
+        .run(move || {
+            let clients: Vec<_> = (0..N)
+                .map(|_| {
+                    let c = conninfo.clone();
+                    spawn(move || postgres::Client::connect(&c, postgres::NoTls).expect("connect"))
+                })
+                .collect();
+            let clients: Vec<postgres::Client> = clients
+                .into_iter()
+                .map(|h| h.join().expect("connect"))
+                .collect();
+            let ticker = Ticker::start();
+            let start = Instant::now();
+            let queries: Vec<_> = clients
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut c)| {
+                    spawn(move || {
+                        let row = c
+                            .query_one("select $1::int8 * 2, pg_sleep(0.1)::text", &[&(i as i64)])
+                            .expect("query");
+                        (row.get::<_, i64>(0), c)
+                    })
+                })
+                .collect();
+            let (answers, clients): (Vec<i64>, Vec<postgres::Client>) = queries
+                .into_iter()
+                .map(|q| q.join().expect("query"))
+                .unzip();
+            let took = start.elapsed();
+            let (ticks, worst) = ticker.stop();
+            // Closed after the ticker stops, as in the libpq test.
+            drop(clients);
+            (answers, took, ticks, worst)
+        })
+        .expect("runtime");
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(*a, 2 * i as i64);
     }
     assert_together(took, ticks, worst);
 }

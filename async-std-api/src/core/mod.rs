@@ -39,6 +39,8 @@ pub(crate) mod error;
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod fd_watches;
+#[cfg(feature = "hooks")]
+pub(crate) mod foreign_tls;
 pub(crate) mod id;
 pub(crate) mod join;
 pub(crate) mod offload;

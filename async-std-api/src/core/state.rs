@@ -199,6 +199,10 @@ pub(crate) struct CoroState {
     /// every hooked transfer sets and clears it.
     #[cfg(feature = "hooks")]
     pub(crate) hooked_sp: Cell<usize>,
+    /// While it is suspended, its values of other runtimes' thread-locals
+    /// if they are not the initial ones (`core::foreign_tls`, FT3).
+    #[cfg(feature = "hooks")]
+    pub(crate) foreign_tls: Cell<Option<Box<[u8]>>>,
     /// Fires when the coroutine finishes.
     pub(crate) done: Completion,
 }
@@ -225,6 +229,8 @@ impl CoroState {
             extra: Cell::new(None),
             #[cfg(feature = "hooks")]
             hooked_sp: Cell::new(0),
+            #[cfg(feature = "hooks")]
+            foreign_tls: Cell::new(None),
             done: Completion::new(),
         }
     }

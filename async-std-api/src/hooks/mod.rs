@@ -60,10 +60,13 @@
 //! })
 //! ```
 //!
-//! (The `postgres` crate enters a tokio runtime of its own on every call,
-//! and tokio refuses a second entry on a thread already inside one: one
-//! coroutine per loop may be inside a query at a time. libpq itself, which
-//! most drivers wrap, has no such limit.)
+//! The `postgres` crate enters a tokio runtime of its own on every call, and
+//! tokio keeps "this thread is inside a runtime" in a thread-local: a
+//! hundred coroutines of one loop may be inside their queries at once
+//! because each keeps its own copy of that thread-local while it is
+//! suspended (`core::foreign_tls`, rules FT1-FT4: found by name in the
+//! executable's symbol table; a stripped executable has one coroutine per
+//! loop inside a tokio runtime at a time, as tokio itself allows).
 //!
 //! # What is hooked, and how
 //!
@@ -146,8 +149,9 @@
 //!   wait on futexes, which are not C library calls the hooks see. A lock
 //!   held across a hooked call that suspends, and then taken by another
 //!   coroutine of the same thread, deadlocks the thread; so does any
-//!   thread-local state that assumes one call at a time per thread (a
-//!   tokio runtime entered by one coroutine while another enters it).
+//!   thread-local state that assumes one call at a time per thread, except
+//!   tokio's runtime context, which each coroutine keeps its own copy of
+//!   (FT1).
 //! - Busy loops, and long computations, hold the loop as before
 //!   ([`spawn_blocking`](crate::spawn_blocking)).
 //! - Calls the C library makes to itself (`fopen`/`fread` through `FILE`,

@@ -6,6 +6,7 @@
 //! the matrix cell's scheduler and reactor come from the environment.
 
 mod hooks_cancel;
+mod hooks_foreign_tls;
 mod hooks_fs;
 mod hooks_net;
 mod hooks_off;

@@ -215,6 +215,10 @@ pub(crate) struct Runtime {
     pub(crate) stack_size: usize,
     /// Blocking C library calls suspend only their coroutine (`hooks`).
     pub(crate) hooks: bool,
+    /// With the hooks on, other runtimes' thread-locals kept per coroutine
+    /// (`core::foreign_tls`), if the program has any.
+    #[cfg(feature = "hooks")]
+    pub(crate) foreign_tls: Option<crate::core::foreign_tls::ForeignTls>,
     /// The zombie timeout, for the layer above (`structured::zombie`).
     pub(crate) zombie_timeout: std::time::Duration,
     /// The shutdown phase and what ended the run (`lifecycle`).
@@ -702,6 +706,12 @@ impl Runtime {
             reactor,
             stack_size: cfg.stack_size,
             hooks: cfg.hooks,
+            #[cfg(feature = "hooks")]
+            foreign_tls: if cfg.hooks {
+                crate::core::foreign_tls::ForeignTls::for_this_thread()
+            } else {
+                None
+            },
             zombie_timeout: cfg.zombie_timeout,
             lifecycle: lifecycle::Lifecycle::new(),
             watchdog: cfg

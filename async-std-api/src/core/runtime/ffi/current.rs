@@ -77,6 +77,9 @@ struct Cells {
     hooks: Cell<bool>,
     /// K5: host code that must not be hooked runs (nested count).
     quiet: Cell<u32>,
+    /// The installed runtime's `ForeignTls` (FT3), or null.
+    #[cfg(feature = "hooks")]
+    foreign_tls: Cell<*const crate::core::foreign_tls::ForeignTls>,
 }
 
 thread_local! {
@@ -89,6 +92,8 @@ thread_local! {
             budget: Cell::new(crate::core::budget::BUDGET),
             hooks: Cell::new(false),
             quiet: Cell::new(0),
+            #[cfg(feature = "hooks")]
+            foreign_tls: Cell::new(ptr::null()),
         }
     };
 }
@@ -103,6 +108,8 @@ impl Drop for Uninstall {
             c.runtime.set(ptr::null());
             c.watch.set(ptr::null());
             c.hooks.set(false);
+            #[cfg(feature = "hooks")]
+            c.foreign_tls.set(ptr::null());
         });
     }
 }
@@ -118,6 +125,12 @@ pub(crate) fn installed<R>(rt: &Runtime, f: impl FnOnce() -> R) -> R {
         c.runtime.set(rt);
         c.watch.set(watch);
         c.hooks.set(rt.hooks);
+        #[cfg(feature = "hooks")]
+        c.foreign_tls.set(
+            rt.foreign_tls
+                .as_ref()
+                .map_or(ptr::null(), |f| f as *const _),
+        );
     });
     #[cfg(feature = "hooks")]
     if rt.hooks {
@@ -264,6 +277,15 @@ pub(super) fn enter(me: &Rc<CoroState>) {
     CURRENT.with(|c| {
         c.running.set(Rc::as_ptr(me));
         c.budget.set(crate::core::budget::BUDGET);
+        #[cfg(feature = "hooks")]
+        {
+            let f = c.foreign_tls.get();
+            if !f.is_null() {
+                // SAFETY: non-null only while `installed` runs, whose
+                // caller keeps the runtime (and its `ForeignTls`) alive.
+                unsafe { &*f }.enter(me);
+            }
+        }
         let watch = c.watch.get();
         if !watch.is_null() {
             heartbeat(c, watch, me);
@@ -312,6 +334,16 @@ pub(crate) fn take_budget() -> bool {
 #[inline]
 pub(super) fn leave() {
     CURRENT.with(|c| {
+        #[cfg(feature = "hooks")]
+        {
+            let (f, me) = (c.foreign_tls.get(), c.running.get());
+            if !f.is_null() && !me.is_null() {
+                // SAFETY: `f` as in `enter`; `me` is the running
+                // coroutine's record, which its entry keeps alive until
+                // after this call (K2/K3).
+                unsafe { &*f }.leave(unsafe { &*me });
+            }
+        }
         c.running.set(ptr::null());
         let rt = c.runtime.get();
         if !rt.is_null() {
