@@ -17,10 +17,11 @@
 //! - **FT1** Which thread-locals: tokio's runtime context
 //!   (`tokio::runtime::context::CONTEXT`, every tokio 1 in the program),
 //!   found by name among the thread-local symbols of the executable's
-//!   symbol table, once per process. A stripped executable, or one whose
-//!   standard library stores thread-locals differently, has none found:
-//!   then nothing is swapped and such a runtime works in one coroutine of
-//!   a thread at a time, as before.
+//!   symbol table, once per process, after a probe of this crate stored the
+//!   same way was found where FT2 expects it. A stripped executable, or one
+//!   whose standard library stores thread-locals differently, has none
+//!   found: then nothing is swapped and such a runtime works in one
+//!   coroutine of a thread at a time, as tokio alone allows.
 //! - **FT2** What moves is the value only, never std's record of whether
 //!   its destructor is registered (the word after the value): a value is
 //!   registered once per thread and dropped once, at the thread's end,
@@ -38,7 +39,12 @@
 //!   that ends without running destructors would.
 //! - **FT4** Only with the hooks on: without them a coroutine cannot
 //!   suspend inside another runtime's call, and nothing is looked up or
-//!   swapped.
+//!   swapped. What is kept apart is each coroutine's view of the thread,
+//!   not the runtimes: one tokio runtime shared by two coroutines of a
+//!   thread (a global runtime behind a synchronous wrapper) still has one
+//!   core, and the second `block_on` waits for it on a condition variable,
+//!   which no hook sees: the thread blocks while the first waits. Give
+//!   each coroutine its own runtime, as the `postgres` crate's clients do.
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
@@ -58,10 +64,41 @@ struct Found {
     init: Vec<u8>,
 }
 
-/// The thread-locals found in this process (FT1), looked up once.
-fn found() -> &'static [Found] {
-    static FOUND: OnceLock<Vec<Found>> = OnceLock::new();
-    FOUND.get_or_init(|| lookup().unwrap_or_default())
+/// What the lookup found in this process (FT1), once: the thread-locals,
+/// and where this crate's probe lies in the TLS block.
+struct Lookup {
+    found: Vec<Found>,
+    probe: usize,
+}
+
+fn lookup_once() -> Option<&'static Lookup> {
+    static FOUND: OnceLock<Option<Lookup>> = OnceLock::new();
+    FOUND.get_or_init(lookup).as_ref()
+}
+
+/// A thread-local of this crate stored as the ones looked for (a constant
+/// initialiser, a destructor): found the same way, it shows that std lays
+/// such storage out as FT2 assumes (the value first, a word after it, its
+/// initial bytes in the image) before anything is swapped; a standard
+/// library that lays it out otherwise has nothing found.
+struct Probe([u64; 2]);
+
+impl Drop for Probe {
+    // Only to have a destructor, as tokio's context has: std then keeps the
+    // registration word FT2 leaves alone.
+    fn drop(&mut self) {}
+}
+
+const PROBE_INIT: [u64; 2] = [0x5a5a_0f0f_1234_5678, 0x0123_4567_89ab_cdef];
+
+thread_local! {
+    static FT_PROBE: Probe = const { Probe(PROBE_INIT) };
+}
+
+/// Whether a mangled name is the probe's storage.
+fn is_probe(name: &[u8]) -> bool {
+    let has = |needle: &[u8]| name.windows(needle.len()).any(|w| w == needle);
+    has(b"11foreign_tls8FT_PROBE") && has(b"__RUST_STD_INTERNAL_VAL")
 }
 
 /// Whether a mangled symbol name is tokio's runtime context's storage:
@@ -72,7 +109,7 @@ fn is_tokio_context(name: &[u8]) -> bool {
 }
 
 /// FT1: reads the executable's symbol table and its TLS segment.
-fn lookup() -> Option<Vec<Found>> {
+fn lookup() -> Option<Lookup> {
     let file = std::fs::File::open("/proc/self/exe").ok()?;
     let cache = ReadCache::new(file);
     let elf = ElfFile64::<object::Endianness, _>::parse(&cache).ok()?;
@@ -83,8 +120,26 @@ fn lookup() -> Option<Vec<Found>> {
         .find(|p| p.p_type(endian) == object::elf::PT_TLS)?;
     let (image_at, image_len) = (tls.p_offset(endian), tls.p_filesz(endian));
     let mut out = Vec::new();
+    let mut probe = None;
     for sym in elf.symbols() {
-        if sym.kind() != SymbolKind::Tls || !is_tokio_context(sym.name_bytes().unwrap_or(b"")) {
+        if sym.kind() != SymbolKind::Tls {
+            continue;
+        }
+        let name = sym.name_bytes().unwrap_or(b"");
+        if is_probe(name) {
+            let want = std::mem::size_of::<Probe>() as u64;
+            let image = (&cache)
+                .read_bytes_at(image_at + sym.address(), want)
+                .ok()?;
+            let init: Vec<u8> = PROBE_INIT.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            // FT2's layout: the value's bytes first, one word after them.
+            if sym.size() != want + 8 || sym.address() + want > image_len || image != &init[..] {
+                return None;
+            }
+            probe = Some(usize::try_from(sym.address()).ok()?);
+            continue;
+        }
+        if !is_tokio_context(name) {
             continue;
         }
         // FT2: std's eager storage is the value, then its state word.
@@ -108,7 +163,10 @@ fn lookup() -> Option<Vec<Found>> {
             init,
         });
     }
-    Some(out)
+    Some(Lookup {
+        found: out,
+        probe: probe?,
+    })
 }
 
 /// glibc's `struct dl_phdr_info` up to the calling thread's TLS block of
@@ -164,11 +222,18 @@ impl ForeignTls {
     /// The swapping for the calling thread, if the program has any of the
     /// thread-locals (FT1).
     pub(crate) fn for_this_thread() -> Option<ForeignTls> {
-        let found = found();
+        let lookup = lookup_once()?;
+        let found = &lookup.found;
         if found.is_empty() {
             return None;
         }
         let block = thread_block()?;
+        // FT2: the probe's value is where the symbol table and the TLS
+        // block say it is, so the others' values are too.
+        let (probe, intact) = FT_PROBE.with(|p| (p as *const Probe as usize, p.0 == PROBE_INIT));
+        if probe != block + lookup.probe || !intact {
+            return None;
+        }
         let slots: Vec<_> = found
             .iter()
             .map(|f| ((block + f.offset) as *mut u8, f.init.as_slice()))
@@ -239,6 +304,17 @@ impl ForeignTls {
 
     /// `me` starts or resumes: it gets its values (FT3).
     pub(crate) fn enter(&self, me: &CoroState) {
+        // Enter and leave alternate on a thread: the loop's own value is
+        // home whenever no coroutine runs.
+        debug_assert!(
+            {
+                let r = self.root.take();
+                let home = r.is_none();
+                self.root.set(r);
+                home
+            },
+            "ForeignTls::enter with a coroutine's values in place"
+        );
         match me.foreign_tls.take() {
             Some(mut b) => {
                 self.swap(&mut b);

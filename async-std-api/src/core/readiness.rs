@@ -410,6 +410,25 @@ impl Readiness {
         }
     }
 
+    /// Waits until `dir` is ready, for the running coroutine `me` (the
+    /// caller cleared it after its `EAGAIN`, RD2): no budget, no
+    /// cancellation check before the wait (the C library hooks, HK6).
+    ///
+    /// # Errors
+    ///
+    /// The cancellation (or shutdown, or deadlock) that ended the wait.
+    #[cfg(feature = "hooks")]
+    pub(crate) fn wait_ready(
+        &self,
+        rt: &Runtime,
+        me: &Rc<CoroState>,
+        dir: Direction,
+        what: impl Describe,
+        at: &'static Location<'static>,
+    ) -> Result<(), Cancelled> {
+        self.wait_as(rt, me, dir, None, what, at).map(|_| ())
+    }
+
     /// Forgets a readiness of `dir` (the caller got `EAGAIN`, or a short
     /// stream transfer: RD2, RD6).
     pub(crate) fn clear(&self, dir: Direction) {

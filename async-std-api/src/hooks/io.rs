@@ -34,10 +34,10 @@
 //!   place (HK7 in `wait`).
 //! - **IO6** A TCP socket found plain (FD4) whose watch this loop keeps
 //!   makes its `recv`/`send` (and `read`/`write`, which are the same on
-//!   TCP) as this crate's own streams do (D-43): a short transfer or an
-//!   `EAGAIN` marks the direction drained, and the next transfer in it
-//!   waits for the watch's next edge before its system call instead of
-//!   paying an `EAGAIN` first. The first wait on a number, and every other
+//!   TCP) on a short route: the non-blocking call, and on `EAGAIN` a wait on
+//!   the cached watch, without asking the kernel or the hooks' table what
+//!   the number is again. Nothing else changes (HK6: no switch unless the
+//!   call would block). The first wait on a number, and every other
 //!   descriptor, take IO1's route, which learns what IO6 needs.
 #![allow(unsafe_code)]
 // The `#[no_mangle]` entry points are public to the linker, not to Rust.
@@ -294,7 +294,7 @@ fn read_one(
                 // SAFETY: the caller's buffer, as the caller passed it.
                 unsafe { real::recv(fd, buf, n, libc::MSG_DONTWAIT) }
             };
-            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, n, call, op) {
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, call, op) {
                 return r;
             }
         }
@@ -394,7 +394,7 @@ fn write_one(
                 // SAFETY: the caller's buffer from `done`, as passed.
                 unsafe { real::send(fd, p, left, libc::MSG_DONTWAIT) }
             };
-            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, left, call, op) {
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, call, op) {
                 return r;
             }
         }

@@ -66,7 +66,10 @@
 //! because each keeps its own copy of that thread-local while it is
 //! suspended (`core::foreign_tls`, rules FT1-FT4: found by name in the
 //! executable's symbol table; a stripped executable has one coroutine per
-//! loop inside a tokio runtime at a time, as tokio itself allows).
+//! loop inside a tokio runtime at a time, as tokio itself allows). Each
+//! coroutine needs a runtime of its own: one runtime shared by two
+//! coroutines of a thread blocks the thread (the second `block_on` waits
+//! for the runtime's core on a condition variable, which no hook sees).
 //!
 //! # What is hooked, and how
 //!

@@ -93,7 +93,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
         if let Some(gen) = fds::plain_tcp_watched(fd) {
             // SAFETY: the caller's buffer, as the caller passed it.
             let op = || unsafe { real::recv(fd, buf, n, libc::MSG_DONTWAIT) };
-            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, n, "hooked recv", op) {
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::In, "hooked recv", op) {
                 return r;
             }
         }
@@ -251,7 +251,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
         if let Some(gen) = fast {
             // SAFETY: as above.
             let op = || unsafe { real::send(fd, p, n - done, flags | libc::MSG_DONTWAIT) };
-            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, n - done, "hooked send", op) {
+            if let Some(r) = wait::plain_tcp(fd, gen, Way::Out, "hooked send", op) {
                 return r;
             }
         }

@@ -242,21 +242,19 @@ pub(super) fn fd_ready(
     .unwrap_or(Woke::Cancelled)
 }
 
-/// IO6: one transfer on a plain TCP socket whose watch this loop keeps,
-/// made as this crate's own streams make theirs (D-43, RD6): one unit of
-/// the cooperative budget, a wait first when the last transfer left the
-/// direction drained (a short one did), then `op`, the non-blocking call,
-/// again after every `EAGAIN` and readiness. `want` is what `op` asks
-/// for. `None` when the route does not apply (no watch under the number's
-/// generation in this loop, or a close elsewhere not yet swept): the caller
-/// takes the general one ([`fd_ready`]). A cancellation fails the call
-/// with `ECANCELED` and stays pending (HK3).
+/// IO6: one transfer on a plain TCP socket whose watch this loop keeps:
+/// `op`, the non-blocking call, and on `EAGAIN` a wait on the watch and
+/// `op` again. As IO1 but without asking what the number is, and nothing
+/// between the call and its result (HK6: no budget, no cancellation check
+/// unless the call would block). `None` when the route does not apply (no
+/// watch under the number's generation in this loop, or a close elsewhere
+/// not yet swept): the caller takes the general one ([`fd_ready`]). A
+/// cancellation fails the call with `ECANCELED` and stays pending (HK3).
 #[track_caller]
 pub(super) fn plain_tcp(
     fd: RawFd,
     gen: u32,
     way: Way,
-    want: usize,
     call: &'static str,
     mut op: impl FnMut() -> libc::ssize_t,
 ) -> Option<libc::ssize_t> {
@@ -266,35 +264,36 @@ pub(super) fn plain_tcp(
         let (watch, what) = rt
             .fd_watches
             .cached(fd, gen, fds::remote_closes(), write, call)?;
-        if me.has_pending_cancel() && cancelled_before(rt, me, call.as_bytes(), at) {
-            return Some(super::fail(libc::ECANCELED));
-        }
         let dir = if write {
             Direction::Write
         } else {
             Direction::Read
         };
-        let _site = Site::mark(me);
-        let r = watch.stream_in(rt, me, dir, want, true, &what, at, || {
+        loop {
             let r = op();
             if r >= 0 {
-                Ok(r as usize)
-            } else {
-                Err(std::io::Error::last_os_error())
+                return Some(r);
             }
-        });
-        Some(match r {
-            Ok(n) => n as libc::ssize_t,
-            Err(e) => match e.raw_os_error() {
-                Some(code) => super::fail(code),
-                None => {
-                    // The wait's own end (W1): pending again, for the
-                    // runtime's next suspension point (HK3).
-                    me.repend_cancel();
-                    super::fail(libc::ECANCELED)
-                }
-            },
-        })
+            match super::errno() {
+                libc::EINTR => continue,
+                libc::EAGAIN => {}
+                // `errno` is the call's.
+                _ => return Some(-1),
+            }
+            // The C library's call would block here (HK6).
+            if cancelled_before(rt, me, call.as_bytes(), at) {
+                return Some(super::fail(libc::ECANCELED));
+            }
+            // RD2: the attempt said not ready; the next edge wakes us.
+            watch.clear(dir);
+            let _site = Site::mark(me);
+            if watch.wait_ready(rt, me, dir, &what, at).is_err() {
+                // Delivered by the wait (W1): pending again, for the
+                // runtime's next suspension point (HK3).
+                me.repend_cancel();
+                return Some(super::fail(libc::ECANCELED));
+            }
+        }
     })
     .unwrap_or_else(|| Some(super::fail(libc::ECANCELED)))
 }

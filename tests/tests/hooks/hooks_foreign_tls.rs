@@ -58,15 +58,18 @@ fn ten_coroutines_each_inside_its_own_tokio_block_on_wait_together() {
 fn a_coroutine_outside_tokio_does_not_see_a_runtime_another_is_inside() {
     hooked()
         .run(|| {
-            let inside = spawn(|| {
-                tokio_rt().block_on(async {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    tokio::runtime::Handle::try_current().is_ok()
+            // `inside` stays parked in its runtime until told: the checks
+            // below all run while it is inside.
+            let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+            let inside = spawn(move || {
+                tokio_rt().block_on(async move {
+                    let v = rx.await.expect("sent");
+                    (v, tokio::runtime::Handle::try_current().is_ok())
                 })
             });
             tests::support::yield_until(|| inside.coroutine().is_suspended());
-            // `inside` is parked in its runtime: this coroutine and a new
-            // one are in none, and may enter one of their own.
+            // This coroutine and a new one are in no runtime, and may enter
+            // one of their own.
             assert!(tokio::runtime::Handle::try_current().is_err());
             let other = spawn(|| {
                 let before = tokio::runtime::Handle::try_current().is_err();
@@ -74,8 +77,41 @@ fn a_coroutine_outside_tokio_does_not_see_a_runtime_another_is_inside() {
                 (before, in_own)
             });
             assert_eq!(other.join().expect("other"), (true, 7));
-            assert!(inside.join().expect("inside"), "lost its own context");
+            assert!(inside.coroutine().is_suspended(), "left its runtime early");
+            tx.send(5).expect("inside waits");
+            assert_eq!(inside.join().expect("inside"), (5, true));
             assert!(tokio::runtime::Handle::try_current().is_err());
         })
         .expect("runtime");
+}
+
+#[test]
+fn every_loop_of_run_per_core_keeps_its_coroutines_tokio_contexts_apart() {
+    // Each loop thread has its own thread-locals: its own copies swap.
+    let per_loop = hooked()
+        .threads(2)
+        .run_per_core(|id| {
+            let start = Instant::now();
+            let all: Vec<_> = (0..5u64)
+                .map(|i| {
+                    spawn(move || {
+                        tokio_rt().block_on(async move {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            i
+                        })
+                    })
+                })
+                .collect();
+            let sum: u64 = all.into_iter().map(|h| h.join().expect("coroutine")).sum();
+            (id.index(), sum, start.elapsed())
+        })
+        .expect("runtime");
+    assert_eq!(per_loop.len(), 2);
+    for (index, sum, took) in per_loop {
+        assert_eq!(sum, 10, "loop {index}");
+        assert!(
+            took < Duration::from_millis(450),
+            "loop {index} took {took:?}"
+        );
+    }
 }
