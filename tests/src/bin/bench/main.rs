@@ -184,9 +184,11 @@ const NOTES: &[(&str, &str)] = &[
          coroutine per connection) with hooks on; the baselines are the bench's own echo server \
          on this crate's net::TcpStream. The first wait on a socket learns that it is a blocking \
          TCP socket and makes a readiness watch kept per descriptor (core::fd_watches); from \
-         then on its transfers take the same path as this crate's streams (IO6), and the \
-         difference is the hooks' own checks and the reactor's epoll_wait passing through \
-         the hooked one.",
+         then on a transfer is the non-blocking call and, on EAGAIN, a wait on that watch \
+         (IO6). The difference: every read tries the socket before it waits (the C library's \
+         call would not block if data came, HK6, while this crate's stream waits for the edge \
+         after a short read), the hooks' own checks, and the reactor's epoll_wait passing \
+         through the hooked one.",
     ),
     (
         "hooks: a call passed through",
