@@ -204,22 +204,22 @@ impl Drop for Pq {
     }
 }
 
-#[test]
-fn libpq_a_hundred_queries_of_100_ms_wait_together() {
-    let pg = Postgres::start();
-    let conninfo = pg.conninfo();
-    // Each coroutine connects (the server forks a backend per connection,
-    // which the timing leaves out), then all query at once.
-    let (answers, took, ticks, worst) = Builder::new()
+/// With hooks on: `N` coroutines each `connect` (a server forks a backend
+/// per connection, which the timing leaves out), then all `query` at once
+/// while a ticker runs; the answers, how long the queries took together, and
+/// the ticker's count and longest gap. The connections close after the
+/// ticker stops: `N` backends exiting at once keep the server busy on both
+/// cores of a small machine, which starves this process (the loop is not
+/// what holds the ticker).
+fn connected_then_together<C: 'static, T: 'static>(
+    connect: impl Fn() -> C + Clone + 'static,
+    query: impl Fn(usize, &mut C) -> T + Clone + 'static,
+) -> (Vec<T>, Duration, u32, Duration) {
+    Builder::new()
         .hooks(true)
         .run(move || {
-            let conns: Vec<_> = (0..N)
-                .map(|_| {
-                    let c = conninfo.clone();
-                    spawn(move || Pq::connect(&c))
-                })
-                .collect();
-            let conns: Vec<Pq> = conns
+            let conns: Vec<_> = (0..N).map(|_| spawn(connect.clone())).collect();
+            let conns: Vec<C> = conns
                 .into_iter()
                 .map(|h| h.join().expect("connect"))
                 .collect();
@@ -228,27 +228,31 @@ fn libpq_a_hundred_queries_of_100_ms_wait_together() {
             let queries: Vec<_> = conns
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    spawn(move || {
-                        let answer =
-                            c.one(&format!("select {i}::text || ':' || pg_sleep(0.1)::text"));
-                        (answer, c)
-                    })
+                .map(|(i, mut c)| {
+                    let query = query.clone();
+                    spawn(move || (query(i, &mut c), c))
                 })
                 .collect();
-            let (answers, conns): (Vec<String>, Vec<Pq>) = queries
+            let (answers, conns): (Vec<T>, Vec<C>) = queries
                 .into_iter()
                 .map(|q| q.join().expect("query"))
                 .unzip();
             let took = start.elapsed();
             let (ticks, worst) = ticker.stop();
-            // Closed after the ticker stops: 100 backends exiting at once
-            // keep the server busy on both cores of a small machine, which
-            // starves this process (the loop is not what holds the ticker).
             drop(conns);
             (answers, took, ticks, worst)
         })
-        .expect("runtime");
+        .expect("runtime")
+}
+
+#[test]
+fn libpq_a_hundred_queries_of_100_ms_wait_together() {
+    let pg = Postgres::start();
+    let conninfo = pg.conninfo();
+    let (answers, took, ticks, worst) = connected_then_together(
+        move || Pq::connect(&conninfo),
+        |i, c: &mut Pq| c.one(&format!("select {i}::text || ':' || pg_sleep(0.1)::text")),
+    );
     for (i, a) in answers.iter().enumerate() {
         assert_eq!(a, &format!("{i}:"));
     }
@@ -262,44 +266,15 @@ fn postgres_crate_a_hundred_queries_of_100_ms_wait_together() {
     // with its own copy of tokio's thread-local context (hooks FT1-FT3).
     let pg = Postgres::start();
     let conninfo = pg.conninfo();
-    let (answers, took, ticks, worst) = Builder::new()
-        .hooks(true)
-        .run(move || {
-            let clients: Vec<_> = (0..N)
-                .map(|_| {
-                    let c = conninfo.clone();
-                    spawn(move || postgres::Client::connect(&c, postgres::NoTls).expect("connect"))
-                })
-                .collect();
-            let clients: Vec<postgres::Client> = clients
-                .into_iter()
-                .map(|h| h.join().expect("connect"))
-                .collect();
-            let ticker = Ticker::start();
-            let start = Instant::now();
-            let queries: Vec<_> = clients
-                .into_iter()
-                .enumerate()
-                .map(|(i, mut c)| {
-                    spawn(move || {
-                        let row = c
-                            .query_one("select $1::int8 * 2, pg_sleep(0.1)::text", &[&(i as i64)])
-                            .expect("query");
-                        (row.get::<_, i64>(0), c)
-                    })
-                })
-                .collect();
-            let (answers, clients): (Vec<i64>, Vec<postgres::Client>) = queries
-                .into_iter()
-                .map(|q| q.join().expect("query"))
-                .unzip();
-            let took = start.elapsed();
-            let (ticks, worst) = ticker.stop();
-            // Closed after the ticker stops, as in the libpq test.
-            drop(clients);
-            (answers, took, ticks, worst)
-        })
-        .expect("runtime");
+    let (answers, took, ticks, worst) = connected_then_together(
+        move || postgres::Client::connect(&conninfo, postgres::NoTls).expect("connect"),
+        |i, c: &mut postgres::Client| {
+            let row = c
+                .query_one("select $1::int8 * 2, pg_sleep(0.1)::text", &[&(i as i64)])
+                .expect("query");
+            row.get::<_, i64>(0)
+        },
+    );
     for (i, a) in answers.iter().enumerate() {
         assert_eq!(*a, 2 * i as i64);
     }

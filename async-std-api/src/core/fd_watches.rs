@@ -110,34 +110,39 @@ impl FdWatches {
 
     /// The watch made for `fd` under generation `gen`, if there is one and
     /// no close elsewhere waits for a sweep (FW3: `remote_closes` is the
-    /// count now), with the description of a wait by `call` in direction
-    /// `write`; makes no watch, sweeps nothing.
+    /// count now); makes no watch, sweeps nothing.
     #[inline]
-    pub(crate) fn cached(
-        &self,
-        fd: RawFd,
-        gen: u32,
-        remote_closes: u64,
-        write: bool,
-        call: &'static str,
-    ) -> Option<(Rc<Readiness>, WaitText)> {
+    pub(crate) fn cached(&self, fd: RawFd, gen: u32, remote_closes: u64) -> Option<Rc<Readiness>> {
         if self.swept_at.get() != remote_closes {
             return None;
         }
-        let mut map = self.map.try_borrow_mut().ok()?;
-        let (g, r, texts) = map.get_mut(usize::try_from(fd).ok()?)?.as_mut()?;
-        if *g != gen {
-            return None;
+        let map = self.map.try_borrow().ok()?;
+        match map.get(usize::try_from(fd).ok()?)? {
+            Some((g, r, _)) if *g == gen => Some(r.clone()),
+            _ => None,
         }
-        let text = match &mut texts[usize::from(write)] {
+    }
+
+    /// The description of a wait by `call` on `fd`'s watch in direction
+    /// `write`: made once per call name and direction, copied after (asked
+    /// only by a transfer that waits).
+    pub(crate) fn wait_text(&self, fd: RawFd, write: bool, call: &'static str) -> WaitText {
+        let made = || WaitText::new(FdWait(call, fd));
+        let Ok(mut map) = self.map.try_borrow_mut() else {
+            return made();
+        };
+        let Some(Some((_, _, texts))) = usize::try_from(fd).ok().and_then(|at| map.get_mut(at))
+        else {
+            return made();
+        };
+        match &mut texts[usize::from(write)] {
             Some((c, t)) if *c == call => *t,
             slot => {
-                let t = WaitText::new(FdWait(call, fd));
+                let t = made();
                 *slot = Some((call, t));
                 t
             }
-        };
-        Some((r.clone(), text))
+        }
     }
 
     /// Drops the watch for `fd` (FW2): `Some(true)` if there was one,

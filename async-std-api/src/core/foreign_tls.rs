@@ -95,17 +95,22 @@ thread_local! {
     static FT_PROBE: Probe = const { Probe(PROBE_INIT) };
 }
 
+/// Whether `name` contains `needle`.
+fn contains(name: &[u8], needle: &[u8]) -> bool {
+    name.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Whether a mangled name is the probe's storage.
 fn is_probe(name: &[u8]) -> bool {
-    let has = |needle: &[u8]| name.windows(needle.len()).any(|w| w == needle);
-    has(b"11foreign_tls8FT_PROBE") && has(b"__RUST_STD_INTERNAL_VAL")
+    contains(name, b"11foreign_tls8FT_PROBE") && contains(name, b"__RUST_STD_INTERNAL_VAL")
 }
 
 /// Whether a mangled symbol name is tokio's runtime context's storage:
 /// legacy and v0 manglings both spell the path as length-prefixed names.
 fn is_tokio_context(name: &[u8]) -> bool {
-    let has = |needle: &[u8]| name.windows(needle.len()).any(|w| w == needle);
-    has(b"5tokio") && has(b"7runtime7context7CONTEXT") && has(b"__RUST_STD_INTERNAL_VAL")
+    contains(name, b"5tokio")
+        && contains(name, b"7runtime7context7CONTEXT")
+        && contains(name, b"__RUST_STD_INTERNAL_VAL")
 }
 
 /// FT1: reads the executable's symbol table and its TLS segment.

@@ -261,9 +261,7 @@ pub(super) fn plain_tcp(
     let at = Location::caller();
     guarded(|rt, me| {
         let write = way == Way::Out;
-        let (watch, what) = rt
-            .fd_watches
-            .cached(fd, gen, fds::remote_closes(), write, call)?;
+        let watch = rt.fd_watches.cached(fd, gen, fds::remote_closes())?;
         let dir = if write {
             Direction::Write
         } else {
@@ -286,6 +284,7 @@ pub(super) fn plain_tcp(
             }
             // RD2: the attempt said not ready; the next edge wakes us.
             watch.clear(dir);
+            let what = rt.fd_watches.wait_text(fd, write, call);
             let _site = Site::mark(me);
             if watch.wait_ready(rt, me, dir, &what, at).is_err() {
                 // Delivered by the wait (W1): pending again, for the
