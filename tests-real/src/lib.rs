@@ -1,14 +1,14 @@
 //! Servers for the real-software tests: a PostgreSQL cluster and a Redis
 //! server started in a scratch directory for one test process and stopped
-//! when dropped, a slow HTTP server on threads, and the ticker that shows
+//! when dropped, a slow HTTP server in a process of its own, and the ticker that shows
 //! the loop kept running.
 //!
 //! The servers come from the system's packages (`postgresql`,
 //! `redis-server`; `.ci/run` installs them). A missing one fails the test
 //! with one line saying which package to install.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -209,7 +209,7 @@ impl Redis {
                 panic!("cannot start redis-server ({e}): apt-get install redis-server")
             });
         let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "redis-server did not start"
@@ -227,42 +227,50 @@ impl Drop for Redis {
     }
 }
 
-/// An HTTP/1.1 server on threads (one per connection) that answers every
-/// request after `delay` with `hello <path>`; its address.
-pub fn slow_http(delay: Duration) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || serve(conn, delay));
-        }
-    });
-    addr
+/// The `slow-http` server (this package's binary), in a process of its
+/// own: it answers every HTTP/1.1 request after a delay with
+/// `hello <path>`; killed when dropped.
+///
+/// A process of its own, not a thread of the test's: its threads' stacks
+/// and heap would share the test process's memory map, and a hundred
+/// connections' worth of `mmap` and `mprotect` on both sides kept the loop
+/// under test waiting for the map's lock (the kernel's, not a hooked call)
+/// for tens of milliseconds.
+#[derive(Debug)]
+pub struct SlowHttp {
+    child: Child,
+    /// The address it listens on.
+    pub addr: SocketAddr,
 }
 
-fn serve(conn: TcpStream, delay: Duration) {
-    let mut r = BufReader::new(&conn);
-    loop {
-        let mut request = String::new();
-        if r.read_line(&mut request).map_or(true, |n| n == 0) {
-            return;
-        }
-        let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
-        let mut header = String::new();
-        while r.read_line(&mut header).is_ok_and(|n| n > 2) {
-            header.clear();
-        }
-        std::thread::sleep(delay);
-        let body = format!("hello {path}");
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\n\r\n{body}",
-            body.len()
-        );
-        if (&conn).write_all(reply.as_bytes()).is_err() {
-            return;
-        }
+impl SlowHttp {
+    /// Starts `exe` (`env!("CARGO_BIN_EXE_slow-http")` in a test) with
+    /// `delay` and reads the address it prints.
+    pub fn start(exe: &str, delay: Duration) -> SlowHttp {
+        let mut child = Command::new(exe)
+            .arg(delay.as_millis().to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
+        let mut line = String::new();
+        let out = child.stdout.take().expect("its stdout");
+        BufReader::new(out)
+            .read_line(&mut line)
+            .expect("its address");
+        let addr = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{exe} printed {line:?}, not an address: {e}"));
+        SlowHttp { child, addr }
+    }
+}
+
+impl Drop for SlowHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 /// The suite's 10 ms ticker (tests::support).
-pub use tests::support::Ticker;
+pub use tests::support::{Ticker, Ticks};

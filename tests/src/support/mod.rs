@@ -6,7 +6,7 @@
 
 mod ticker;
 
-pub use ticker::Ticker;
+pub use ticker::{Ticker, Ticks};
 
 use std::cell::RefCell;
 use std::io::Write;

@@ -13,6 +13,7 @@ mod tcp_races;
 mod udp;
 mod async_fd;
 mod dns;
+mod fd_table;
 mod http_hello;
 mod http_server;
 mod unix;

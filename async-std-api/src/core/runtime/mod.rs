@@ -27,6 +27,9 @@
 //!   right after `start`, and lives as long as the runtime; its timers are
 //!   dropped before the reactor is destroyed (the layer above clears them
 //!   before [`Runtime::teardown`]).
+//! - **R6** Before the first loop of a process runs, its descriptor table
+//!   has room for [`fd_table::SLOTS`] descriptors (or its limit), so
+//!   opening many never stalls a loop in the kernel ([`fd_table`]).
 //!
 //! Shutdown order: main finishes, the other coroutines run to completion
 //! (REF-3), `run` of the scheduler returns; or main panics, the scheduler is
@@ -37,6 +40,7 @@ mod blocked;
 mod builder;
 pub(crate) mod cancel_watch;
 mod config;
+mod fd_table;
 mod ffi;
 mod host_log;
 pub(crate) mod lifecycle;
@@ -655,6 +659,7 @@ impl Runtime {
         let cfg = config::resolve(explicit, &|k| std::env::var(k).ok())
             .map_err(|m| Error::new(ErrorKind::Config, m))?;
         super::panic_hook::install();
+        fd_table::grow_once();
 
         // Load both images first, so a bad scheduler is reported before any
         // reactor is created (R3).
