@@ -75,6 +75,15 @@ pub(crate) fn add_entry(fd: RawFd, mask: u32, multishot: bool) -> squeue::Entry 
         .build()
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The descriptors of the readiness waits pushed on this thread, for
+    /// tests that must tell an `EAGAIN` given to the host from one the
+    /// reactor waited out.
+    pub(crate) static READINESS_WAITS: std::cell::RefCell<Vec<RawFd>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Reactor {
     /// Starts the kernel watch of a poll event for `interest` (non-zero) and
     /// records it as the event's current op.
@@ -113,6 +122,8 @@ impl Reactor {
     /// Stages a one-shot readiness wait carrying `key` (the `EAGAIN`
     /// fallback, ops invariant O3); the caller made the op `Staged`.
     pub(crate) fn push_readiness_wait(&self, key: OpKey, fd: RawFd, mask: u32) {
+        #[cfg(test)]
+        READINESS_WAITS.with(|w| w.borrow_mut().push(fd));
         let entry = add_entry(fd, mask, false).user_data(key.user_data());
         self.push_entry(entry);
     }
