@@ -233,8 +233,12 @@ const NOTES: &[(&str, &str)] = &[
          coroutine plus its records) and the whole run under 8 s, of which 3 s is the delay. \
          Most of the rest is the kernel giving the process a million fresh pages: on the \
          development VM touching one page in each of a million stack-sized strides takes \
-         4.1-4.7 s by itself (a C loop), and runs of one binary vary twofold with the host's \
-         paging. Each run is a child process, so its peak RSS is its own.",
+         3.5-4.7 s by itself (a C loop), and runs of one binary vary twofold with the host's \
+         paging. \"first runs done\" is when the last sleeper began its delay: the whole run \
+         is that, the 3 s delay, and the teardown. Faulting the next slab's stack tops in on a \
+         helper thread (tried: two threads touch a million pages in 1.5-2.4 s against 3.5-4.2 \
+         s for one) moved the faults but not the first runs' end, so it was not kept. Each run \
+         is a child process, so its peak RSS is its own.",
     ),
     (
         "spawn+join and switch with N coroutines alive",
@@ -350,14 +354,26 @@ fn million_all(report: &mut Report) {
     report.scenario(
         s,
         Unit::Seconds,
-        &["whole run s", "peak RSS MiB", "spawning s"],
+        &[
+            "whole run s",
+            "peak RSS MiB",
+            "spawning s",
+            "first runs done s",
+            "teardown s",
+        ],
     );
     for reactor in ["mio", "uring"] {
         let r = million::suspended(1_000_000, 3000, reactor);
         report.add_values(
             s,
             &format!("this runtime, {reactor}"),
-            vec![r.total_s, r.peak_rss_mib, r.spawn_s],
+            vec![
+                r.total_s,
+                r.peak_rss_mib,
+                r.spawn_s,
+                r.started_s,
+                r.total_s - r.joined_s,
+            ],
             reactor == "mio",
         );
     }

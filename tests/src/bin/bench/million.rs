@@ -2,8 +2,10 @@
 //! again, `--profile million ...`), so its peak RSS is its own.
 //!
 //! - *suspended*: N coroutines spawned at once, each in `delay(3000)`, then
-//!   all joined: the time to spawn them, the whole run's time, and the
-//!   process's peak RSS (`ru_maxrss`), on default settings (mio).
+//!   all joined: the time to spawn them, when the last one began its delay
+//!   (its first run, which touches its stack's first page), the teardown
+//!   after the last join, the whole run's time, and the process's peak RSS
+//!   (`ru_maxrss`), on default settings (mio).
 //! - *flat*: with L coroutines parked (each waiting on a channel that never
 //!   sends), the cost of spawn+join and of a switch round trip, for L = 0,
 //!   1k, 100k and 1M: a stackful runtime's per-operation cost must not grow
@@ -48,6 +50,11 @@ fn get(r: &[(String, f64)], key: &str) -> f64 {
 /// What the suspended run measured.
 pub(crate) struct Suspended {
     pub(crate) spawn_s: f64,
+    /// When the last sleeper began its delay: spawning plus every first
+    /// run (each touches its stack's first page).
+    pub(crate) started_s: f64,
+    /// When the last join returned, before the runtime's teardown.
+    pub(crate) joined_s: f64,
     pub(crate) total_s: f64,
     pub(crate) peak_rss_mib: f64,
 }
@@ -57,6 +64,8 @@ pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str) -> Suspended {
     let r = child(&["suspended", &n.to_string(), &delay_ms.to_string(), reactor]);
     Suspended {
         spawn_s: get(&r, "spawn_s"),
+        started_s: get(&r, "started_s"),
+        joined_s: get(&r, "joined_s"),
         total_s: get(&r, "total_s"),
         peak_rss_mib: get(&r, "peak_rss_kib") / 1024.0,
     }
@@ -77,23 +86,34 @@ pub(crate) fn profile(args: &[String]) {
             let n: u64 = n.parse().expect(usage);
             let delay_ms: u64 = delay_ms.parse().expect(usage);
             let start = Instant::now();
-            let spawned = Builder::new()
+            let (spawned, started, joined) = Builder::new()
                 .reactor(reactor)
                 .run(move || {
+                    // When the last sleeper began its delay: the end of the
+                    // phase that touches each stack's first page.
+                    let last_start = std::rc::Rc::new(std::cell::Cell::new(start));
                     let handles: Vec<_> = (0..n)
-                        .map(|_| spawn(move || delay(delay_ms).expect("not cancelled")))
+                        .map(|_| {
+                            let last_start = last_start.clone();
+                            spawn(move || {
+                                last_start.set(Instant::now());
+                                delay(delay_ms).expect("not cancelled")
+                            })
+                        })
                         .collect();
                     let spawned = start.elapsed();
                     for h in handles {
                         h.join().expect("sleeper");
                     }
-                    spawned
+                    (spawned, last_start.get() - start, start.elapsed())
                 })
                 .expect("runtime");
             let total = start.elapsed();
             println!(
-                "spawn_s={:.3} total_s={:.3} peak_rss_kib={}",
+                "spawn_s={:.3} started_s={:.3} joined_s={:.3} total_s={:.3} peak_rss_kib={}",
                 spawned.as_secs_f64(),
+                started.as_secs_f64(),
+                joined.as_secs_f64(),
                 total.as_secs_f64(),
                 peak_rss_kib()
             );
