@@ -132,15 +132,26 @@ impl Drop for Site<'_> {
 
 /// HK3: a pending cancellation ends the wait before it starts; the
 /// coroutine yields once on the way out.
+#[inline]
 fn cancelled_before(
     rt: &Runtime,
     me: &Rc<CoroState>,
     what: &[u8],
     at: &'static Location<'static>,
 ) -> bool {
-    if !me.has_pending_cancel() {
-        return false;
-    }
+    me.has_pending_cancel() && yield_cancelled(rt, me, what, at)
+}
+
+/// The rare half of [`cancelled_before`], out of line: every hooked wait
+/// checks, almost none is cancelled.
+#[cold]
+#[inline(never)]
+fn yield_cancelled(
+    rt: &Runtime,
+    me: &Rc<CoroState>,
+    what: &[u8],
+    at: &'static Location<'static>,
+) -> bool {
     let _ = rt.sched.yield_now(me, what, at);
     true
 }

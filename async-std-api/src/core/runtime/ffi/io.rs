@@ -102,15 +102,21 @@ pub(crate) enum IoReq<'a> {
 /// watchdog reports), made only when the request has to wait.
 pub(crate) trait Describe {
     /// The text, written into `buf` or `owned`, either of which lives until
-    /// the request completed (the scheduler reads it meanwhile).
-    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8];
+    /// the request completed (the scheduler reads it meanwhile), or kept by
+    /// the describer itself for at least as long.
+    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8]
+    where
+        Self: 'b;
 }
 
 /// Room for the common descriptions (`"accept fd 123"`).
 pub(crate) const DESC_CAP: usize = 40;
 
 impl<F: FnOnce() -> String> Describe for F {
-    fn text<'b>(self, _: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8] {
+    fn text<'b>(self, _: &'b mut [u8; DESC_CAP], owned: &'b mut String) -> &'b [u8]
+    where
+        Self: 'b,
+    {
         *owned = self();
         owned.as_bytes()
     }
@@ -122,7 +128,10 @@ impl<F: FnOnce() -> String> Describe for F {
 pub(crate) struct FdWait(pub(crate) &'static str, pub(crate) RawFd);
 
 impl Describe for FdWait {
-    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8] {
+    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8]
+    where
+        Self: 'b,
+    {
         let FdWait(verb, fd) = self;
         let verb = &verb.as_bytes()[..verb.len().min(DESC_CAP - 16)];
         let mut at = 0;
@@ -159,10 +168,14 @@ impl WaitText {
     }
 }
 
-impl Describe for &WaitText {
-    fn text<'b>(self, buf: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8] {
-        *buf = self.bytes;
-        &buf[..usize::from(self.len)]
+impl<'a> Describe for &'a WaitText {
+    /// The kept text itself, not a copy: the caller's `WaitText` outlives
+    /// the wait.
+    fn text<'b>(self, _: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8]
+    where
+        Self: 'b,
+    {
+        &self.bytes[..usize::from(self.len)]
     }
 }
 
