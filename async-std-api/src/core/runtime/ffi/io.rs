@@ -168,7 +168,7 @@ impl WaitText {
     }
 }
 
-impl<'a> Describe for &'a WaitText {
+impl Describe for &WaitText {
     /// The kept text itself, not a copy: the caller's `WaitText` outlives
     /// the wait.
     fn text<'b>(self, _: &'b mut [u8; DESC_CAP], _: &'b mut String) -> &'b [u8]
