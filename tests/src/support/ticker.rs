@@ -95,8 +95,7 @@ struct SchedStat(OwnedFd);
 
 impl SchedStat {
     fn of_this_thread() -> Option<SchedStat> {
-        // SAFETY: `gettid` has no preconditions and cannot fail.
-        let tid = unsafe { libc::gettid() };
+        let tid = crate::conformance::fds::gettid();
         let path = CString::new(format!("/proc/self/task/{tid}/schedstat")).ok()?;
         // SAFETY: a valid C string; the returned number, if any, is a new
         // descriptor this process owns and hands to `OwnedFd` alone.
