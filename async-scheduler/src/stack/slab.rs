@@ -8,7 +8,8 @@
 //! [`STACKS_PER_SLAB`] stacks and is carved lazily: a stack's guard page is
 //! installed the first time the slot is handed out (with those of the next
 //! [`GUARD_AHEAD`] slots once the guard mode is known, A-I1), so a program
-//! with one coroutine maps one slab and makes two system calls.
+//! with one coroutine maps one slab and makes three system calls (the
+//! mapping, its no-huge-pages advice, the guard).
 //!
 //! # Invariants
 //!
@@ -27,8 +28,22 @@
 //!   (fiber.rs F-I4), not here: whatever reaches this allocator is cold.
 //!   The exception is [`Stacks::abandon`], used only on the way to `munmap`.
 //! - **A-I4** Slabs are never unmapped before the allocator is dropped (stack
-//!   S-I5): the count of mappings is bounded by the peak number of stacks in
-//!   use, divided by [`STACKS_PER_SLAB`].
+//!   S-I5). They are carved from *regions*, reservations of consecutive
+//!   slabs that double in size (1 slab, 2, 4, ... up to
+//!   [`MAX_REGION_BYTES`]), so a million stacks cost about 70 `mmap`s, not
+//!   15,600: each `mmap` takes the process's memory-map lock for writing
+//!   and makes the page faults of every other thread wait (measured with
+//!   two loops: the slab `mmap`s and the faults they stalled were the
+//!   largest cost after the page clearing itself). A region that cannot be
+//!   reserved (strict overcommit) falls back to one slab.
+//! - **A-I6** Regions never hold transparent huge pages (`MAP_STACK` and
+//!   `MADV_NOHUGEPAGE`): under THP `always` a stack's first touch would
+//!   otherwise fault in 2 MiB, and a million stacks would need terabytes.
+//!   The flag also keeps the kernel from merging a region with a
+//!   neighbouring `malloc` heap: a heap growing by `mprotect` next to a
+//!   merged region write-locks the region's VMA, stalling the page faults
+//!   of every stack in it (measured with two loops, where the other loop's
+//!   arena was the neighbour).
 //! - **A-I5** [`Stacks::release_batch`] gives a batch back with one
 //!   `madvise` per run of slots adjacent in one slab: the range of a run
 //!   spans the guard pages between its slots. That is sound because neither
@@ -75,6 +90,10 @@ pub(crate) const STACKS_PER_SLAB: usize = 64;
 /// The largest slab mapping; a class with bigger stacks puts fewer in a slab.
 const MAX_SLAB_BYTES: usize = 256 << 20;
 
+/// The largest region (A-I4): address space only, `MAP_NORESERVE`, nothing
+/// is resident until a stack touches it.
+const MAX_REGION_BYTES: usize = 4 << 30;
+
 /// The most idle fibers one eviction gives back together (fiber.rs F-I4):
 /// bounds the batch, which lives in an array on the parking fiber's stack.
 pub(crate) const MAX_EVICT_BATCH: usize = 32;
@@ -90,7 +109,6 @@ pub(crate) const GIVE_BACK: libc::c_int = libc::MADV_DONTNEED;
 
 struct Slab {
     addr: usize,
-    len: usize,
     /// Slots handed out at least once (A-I1).
     carved: usize,
     /// Slots whose guard page is installed, at least `carved` (A-I1).
@@ -102,6 +120,11 @@ struct SizeClass {
     stride: usize,
     per_slab: usize,
     slabs: Vec<Slab>,
+    /// Where the next slab is carved: `[next, end)` of the newest region.
+    next: usize,
+    end: usize,
+    /// Regions reserved so far (A-I4), for the size of the next one.
+    regions: u32,
     /// Released slots, as `(slab, index)` (A-I2); reused last-in first-out.
     free: Vec<(u32, u32)>,
     in_use: usize,
@@ -127,6 +150,8 @@ pub(crate) struct StackStats {
 pub(crate) struct Stacks {
     page: usize,
     classes: Vec<SizeClass>,
+    /// Every region mapped, as `(address, length)`: unmapped on drop.
+    regions: Vec<(usize, usize)>,
     given_back: u64,
     give_back_calls: u64,
 }
@@ -145,6 +170,7 @@ impl Stacks {
         Stacks {
             page: page_size(),
             classes: Vec::new(),
+            regions: Vec::new(),
             given_back: 0,
             give_back_calls: 0,
         }
@@ -167,6 +193,9 @@ impl Stacks {
                     stride,
                     per_slab: (MAX_SLAB_BYTES / stride).clamp(1, STACKS_PER_SLAB),
                     slabs: Vec::new(),
+                    next: 0,
+                    end: 0,
+                    regions: 0,
                     free: Vec::new(),
                     in_use: 0,
                 });
@@ -182,7 +211,19 @@ impl Stacks {
                 .last()
                 .is_none_or(|s| s.carved == class.per_slab);
             if need_slab {
-                class.slabs.push(map_slab(class.per_slab * class.stride)?);
+                let len = class.per_slab * class.stride;
+                if class.end - class.next < len {
+                    let (addr, region) = map_region(len, class.regions)?;
+                    self.regions.push((addr, region));
+                    class.regions += 1;
+                    (class.next, class.end) = (addr, addr + region);
+                }
+                class.slabs.push(Slab {
+                    addr: class.next,
+                    carved: 0,
+                    guarded: 0,
+                });
+                class.next += len;
             }
             let slab_idx = class.slabs.len() - 1;
             let slab = &mut class.slabs[slab_idx];
@@ -303,18 +344,33 @@ impl Stacks {
 
 impl Drop for Stacks {
     fn drop(&mut self) {
-        for class in &self.classes {
-            for slab in &class.slabs {
-                // SAFETY: a mapping this allocator made with exactly this
-                // address and length; no fiber is left to run on it (module
-                // drop order, S-I5).
-                unsafe { libc::munmap(slab.addr as *mut libc::c_void, slab.len) };
-            }
+        for &(addr, len) in &self.regions {
+            // SAFETY: a mapping this allocator made with exactly this
+            // address and length; no fiber is left to run on it (module
+            // drop order, S-I5).
+            unsafe { libc::munmap(addr as *mut libc::c_void, len) };
         }
     }
 }
 
-fn map_slab(len: usize) -> io::Result<Slab> {
+/// Reserves the class's next region (A-I4): `2^nth` slabs of `slab_len`
+/// bytes, at most [`MAX_REGION_BYTES`], and one slab if the kernel refuses
+/// the larger reservation. Returns its address and length.
+fn map_region(slab_len: usize, nth: u32) -> io::Result<(usize, usize)> {
+    let slabs = 1usize
+        .checked_shl(nth)
+        .unwrap_or(usize::MAX)
+        .min(MAX_REGION_BYTES / slab_len)
+        .max(1);
+    match map(slabs * slab_len) {
+        Err(e) if slabs > 1 && e.raw_os_error() == Some(libc::ENOMEM) => {
+            Ok((map(slab_len)?, slab_len))
+        }
+        r => Ok((r?, slabs * slab_len)),
+    }
+}
+
+fn map(len: usize) -> io::Result<usize> {
     // SAFETY: a fresh anonymous mapping at an address the kernel picks; it
     // aliases nothing.
     let addr = unsafe {
@@ -322,7 +378,7 @@ fn map_slab(len: usize) -> io::Result<Slab> {
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
             -1,
             0,
         )
@@ -330,13 +386,13 @@ fn map_slab(len: usize) -> io::Result<Slab> {
     if addr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    // No huge pages in stacks (A-I6): `MAP_STACK` says so from Linux 6.7,
+    // this call on older kernels; an error only means the kernel has no
+    // transparent huge pages to refuse.
+    // SAFETY: advice on the mapping made just above; it changes no content.
+    unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
     super::overflow::note_slab(addr as usize, len);
-    Ok(Slab {
-        addr: addr as usize,
-        len,
-        carved: 0,
-        guarded: 0,
-    })
+    Ok(addr as usize)
 }
 
 #[cfg(test)]
@@ -457,6 +513,120 @@ mod tests {
         }
         let st = stacks.stats();
         assert_eq!((st.in_use, st.given_back, st.give_back_calls), (0, 0, 0));
+    }
+
+    #[test]
+    fn regions_double_so_seventy_slabs_take_seven_mappings() {
+        let mut stacks = Stacks::new();
+        let n = 70 * STACKS_PER_SLAB;
+        let slots: Vec<_> = (0..n)
+            .map(|_| stacks.alloc(4 * page_size()).unwrap())
+            .collect();
+        assert_eq!(stacks.stats().slabs, 70);
+        // 1 + 2 + 4 + 8 + 16 + 32 slabs = 63, the seventh region holds 64.
+        let lens: Vec<_> = stacks.regions.iter().map(|r| r.1).collect();
+        let slab = STACKS_PER_SLAB * 5 * page_size();
+        assert_eq!(lens, [1, 2, 4, 8, 16, 32, 64].map(|k| k * slab));
+        // Slots stay adjacent within a slab and each keeps its own range.
+        for w in slots.windows(2) {
+            assert!(w[0].base <= w[1].limit || w[1].base <= w[0].limit);
+        }
+        for s in slots {
+            stacks.release(s);
+        }
+    }
+
+    /// The `VmFlags` line of the mapping holding `addr` (`/proc/self/smaps`).
+    fn vm_flags(addr: usize) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((lo, hi)) = range.split_once('-') {
+                    if let (Ok(lo), Ok(hi)) =
+                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                    {
+                        inside = (lo..hi).contains(&addr);
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.trim().to_owned();
+                }
+            }
+        }
+        panic!("no mapping holds {addr:#x}");
+    }
+
+    #[test]
+    fn a_region_refuses_huge_pages() {
+        let mut stacks = Stacks::new();
+        let slot = stacks.alloc(4 * page_size()).unwrap();
+        let flags = vm_flags(slot.base - 1);
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            assert!(
+                flags.split(' ').any(|f| f == "nh"),
+                "stack region without MADV_NOHUGEPAGE: {flags}"
+            );
+        }
+        stacks.release(slot);
+    }
+
+    #[test]
+    fn a_region_the_kernel_refuses_falls_back_to_one_slab() {
+        let mut stacks = Stacks::new();
+        let first = stacks.alloc(4 * page_size()).unwrap();
+        if std::env::var_os("ASYNC_SCHEDULER_TEST_REGION_LIMIT").is_some() {
+            // Room for one more slab but not the two the next region asks.
+            let slab = STACKS_PER_SLAB * 5 * page_size();
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let vm_kib: usize = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap();
+            let limit = (vm_kib * 1024 + slab + slab / 2) as libc::rlim_t;
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: setrlimit reads the struct; this child process exists
+            // to run under the limit.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+            // The rest of the first slab, then a whole second one.
+            let more: Vec<_> = (1..2 * STACKS_PER_SLAB)
+                .map(|_| stacks.alloc(4 * page_size()).unwrap())
+                .collect();
+            assert_eq!(stacks.stats().slabs, 2);
+            assert_eq!(stacks.regions.len(), 2);
+            assert_eq!(stacks.regions[1].1, slab, "fell back to one slab");
+            // The next slab finds no room at all: the error says so.
+            let e = stacks.alloc(4 * page_size()).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENOMEM));
+            println!("fallback-ok {}", more.len());
+            return;
+        }
+        stacks.release(first);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "stack::slab::tests::a_region_the_kernel_refuses_falls_back_to_one_slab",
+                "--exact",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env("ASYNC_SCHEDULER_TEST_REGION_LIMIT", "1")
+            .output()
+            .expect("run the child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success()
+                && stdout.contains(&format!("fallback-ok {}", 2 * STACKS_PER_SLAB - 1)),
+            "{:?}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]

@@ -362,11 +362,15 @@ fn million_all(report: &mut Report) {
             "teardown s",
         ],
     );
-    for reactor in ["mio", "uring"] {
-        let r = million::suspended(1_000_000, 3000, reactor);
+    for (reactor, loops) in [("mio", 1), ("uring", 1), ("mio", 2), ("uring", 2)] {
+        let r = million::suspended(1_000_000, 3000, reactor, loops);
+        let name = match loops {
+            1 => format!("this runtime, {reactor}"),
+            _ => format!("this runtime, {reactor}, {loops} loops (thread-per-core, 500k each)"),
+        };
         report.add_values(
             s,
-            &format!("this runtime, {reactor}"),
+            &name,
             vec![
                 r.total_s,
                 r.peak_rss_mib,
@@ -374,7 +378,7 @@ fn million_all(report: &mut Report) {
                 r.started_s,
                 r.total_s - r.joined_s,
             ],
-            reactor == "mio",
+            reactor == "mio" && loops == 1,
         );
     }
     let s = "spawn+join and switch with N coroutines alive";

@@ -59,9 +59,16 @@ pub(crate) struct Suspended {
     pub(crate) peak_rss_mib: f64,
 }
 
-/// N coroutines in `delay(delay_ms)` at once, on `reactor`.
-pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str) -> Suspended {
-    let r = child(&["suspended", &n.to_string(), &delay_ms.to_string(), reactor]);
+/// N coroutines in `delay(delay_ms)` at once, on `reactor`, shared out over
+/// `loops` thread-per-core loops.
+pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str, loops: usize) -> Suspended {
+    let r = child(&[
+        "suspended",
+        &n.to_string(),
+        &delay_ms.to_string(),
+        reactor,
+        &loops.to_string(),
+    ]);
     Suspended {
         spawn_s: get(&r, "spawn_s"),
         started_s: get(&r, "started_s"),
@@ -78,42 +85,62 @@ pub(crate) fn flat(live: u64) -> (f64, f64) {
     (get(&r, "spawn_ns"), get(&r, "switch_ns"))
 }
 
-/// The child's side: `suspended <n> <delay_ms> <reactor>` or `flat <live>`.
+/// One loop's part of *suspended*: `n` sleepers spawned at once, then
+/// joined; when spawning ended, when the last sleeper began its delay, and
+/// when the last join returned, each since `start`.
+fn sleepers(n: u64, delay_ms: u64, start: Instant) -> (Duration, Duration, Duration) {
+    // When the last sleeper began its delay: the end of the phase that
+    // touches each stack's first page.
+    let last_start = std::rc::Rc::new(std::cell::Cell::new(start));
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let last_start = last_start.clone();
+            spawn(move || {
+                last_start.set(Instant::now());
+                delay(delay_ms).expect("not cancelled")
+            })
+        })
+        .collect();
+    let spawned = start.elapsed();
+    for h in handles {
+        h.join().expect("sleeper");
+    }
+    (spawned, last_start.get() - start, start.elapsed())
+}
+
+/// The child's side: `suspended <n> <delay_ms> <reactor> [loops]` or
+/// `flat <live>`.
 pub(crate) fn profile(args: &[String]) {
-    let usage = "usage: bench --profile million <suspended <n> <delay_ms> <reactor> | flat <live>>";
+    let usage =
+        "usage: bench --profile million <suspended <n> <delay_ms> <reactor> [loops] | flat <live>>";
     match args {
-        [mode, n, delay_ms, reactor] if mode == "suspended" => {
+        [mode, n, delay_ms, reactor, rest @ ..] if mode == "suspended" && rest.len() <= 1 => {
             let n: u64 = n.parse().expect(usage);
             let delay_ms: u64 = delay_ms.parse().expect(usage);
+            let loops: usize = rest.first().map_or(1, |l| l.parse().expect(usage));
             let start = Instant::now();
-            let (spawned, started, joined) = Builder::new()
-                .reactor(reactor)
-                .run(move || {
-                    // When the last sleeper began its delay: the end of the
-                    // phase that touches each stack's first page.
-                    let last_start = std::rc::Rc::new(std::cell::Cell::new(start));
-                    let handles: Vec<_> = (0..n)
-                        .map(|_| {
-                            let last_start = last_start.clone();
-                            spawn(move || {
-                                last_start.set(Instant::now());
-                                delay(delay_ms).expect("not cancelled")
-                            })
-                        })
-                        .collect();
-                    let spawned = start.elapsed();
-                    for h in handles {
-                        h.join().expect("sleeper");
-                    }
-                    (spawned, last_start.get() - start, start.elapsed())
-                })
-                .expect("runtime");
+            let builder = Builder::new().reactor(reactor);
+            let runs = if loops == 1 {
+                vec![builder
+                    .run(move || sleepers(n, delay_ms, start))
+                    .expect("runtime")]
+            } else {
+                // Thread-per-core: each loop spawns and joins its share.
+                let share = n / loops as u64;
+                builder
+                    .threads(loops)
+                    .run_per_core(move |_| sleepers(share, delay_ms, start))
+                    .expect("runtime")
+            };
             let total = start.elapsed();
+            let latest = |f: fn(&(Duration, Duration, Duration)) -> Duration| {
+                runs.iter().map(f).max().expect("one loop at least")
+            };
             println!(
                 "spawn_s={:.3} started_s={:.3} joined_s={:.3} total_s={:.3} peak_rss_kib={}",
-                spawned.as_secs_f64(),
-                started.as_secs_f64(),
-                joined.as_secs_f64(),
+                latest(|r| r.0).as_secs_f64(),
+                latest(|r| r.1).as_secs_f64(),
+                latest(|r| r.2).as_secs_f64(),
                 total.as_secs_f64(),
                 peak_rss_kib()
             );
