@@ -231,14 +231,18 @@ const NOTES: &[(&str, &str)] = &[
         "1M coroutines suspended in delay(3000)",
         "Targets: peak RSS under 4.6 GiB (the stackful floor is one touched 4 KiB page per \
          coroutine plus its records) and the whole run under 8 s, of which 3 s is the delay. \
-         Most of the rest is the kernel giving the process a million fresh pages: on the \
-         development VM touching one page in each of a million stack-sized strides takes \
-         3.5-4.7 s by itself (a C loop), and runs of one binary vary twofold with the host's \
-         paging. \"first runs done\" is when the last sleeper began its delay: the whole run \
-         is that, the 3 s delay, and the teardown. Faulting the next slab's stack tops in on a \
-         helper thread (tried: two threads touch a million pages in 1.5-2.4 s against 3.5-4.2 \
-         s for one) moved the faults but not the first runs' end, so it was not kept. Each run \
-         is a child process, so its peak RSS is its own.",
+         \"first runs done\" is when the last sleeper began its delay: the whole run is that, \
+         the 3 s delay, and the teardown. On one loop most of the rest is the kernel giving \
+         the process a million fresh pages and guard entries: on the development VM a C loop \
+         that maps 64-stack slabs, installs the guards and touches each stack's top page takes \
+         4.3-4.9 s by itself, so one loop's floor is about 8.2 s and the row misses 8 s by the \
+         VM's page-fault cost. Two loops (thread-per-core, each spawning and joining 500k) \
+         fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
+         an mmap (the memory-map lock, written), now regions that double (about 70 mmaps per \
+         million), and a malloc heap merged with the stacks' region, so its mprotect growth \
+         stalled every fault (now MAP_STACK, no merge). What is left between the loops is \
+         glibc's per-thread arenas growing a page per mprotect: with jemalloc preloaded two \
+         loops took 6.2 s. Each run is a child process, so its peak RSS is its own.",
     ),
     (
         "spawn+join and switch with N coroutines alive",
