@@ -169,12 +169,12 @@ unsafe impl Engine for ContextEngine {
     }
 
     fn prepare(fiber: FiberPtr) {
-        let slot = fiber.get().stack;
-        // SAFETY: `[limit + page, base)` is the usable range of a slot this
-        // fiber owns (stack S-I3), at least 16 KiB; `make` writes its frame
-        // at the top of it, which nothing else uses, and the slot stays
-        // mapped until the fiber is destroyed (S-I4), after its context.
-        let ctx = unsafe { arch::make(slot.base, fiber.addr(), fiber_entry) };
+        // SAFETY: `[limit + page, top)` is the usable range of a slot this
+        // fiber owns (stack S-I3, at least 16 KiB) below its record (fiber
+        // F-I8); `make` writes its frame at the top of it, which nothing
+        // else uses, and the slot stays mapped until the fiber is destroyed
+        // (S-I4), after its context.
+        let ctx = unsafe { arch::make(fiber.get().top(), fiber.addr(), fiber_entry) };
         state(&fiber).saved.set(ctx);
     }
 
@@ -292,7 +292,7 @@ mod asan {
             Ctx::Root => s.root.context.bounds.get(),
             Ctx::Fiber(f) => {
                 let slot = f.get().stack;
-                (slot.base - slot.usable, slot.usable)
+                (slot.base - slot.usable, f.get().stack_bytes())
             }
         }
     }
@@ -413,8 +413,9 @@ mod arch {
         // SAFETY: `fiber` is a live fiber record whose stack ends at `top`.
         let f = unsafe { crate::fiber::FiberPtr::from_addr(fiber) };
         let slot = f.get().stack;
-        // SAFETY: `[limit + page, base)` is the usable range of a slot this
-        // fiber owns (stack S-I3); `Stack::new` only records the bounds.
+        // SAFETY: `[limit + page, top)` is the usable range of a slot this
+        // fiber owns (stack S-I3) below its record (fiber F-I8);
+        // `Stack::new` only records the bounds.
         let stack = unsafe {
             ::context::stack::Stack::new(
                 top as *mut std::ffi::c_void,

@@ -68,9 +68,11 @@ pub(crate) struct PooledStack {
 }
 
 // SAFETY: the slot has a guard page at `limit` (stack S-I2) and at least
-// MIN_STACK_SIZE (16 KiB) usable bytes above it (options), both page-aligned
-// and so aligned to corosensei's STACK_ALIGNMENT (S-I1); the fiber record
-// keeps the slot until the coroutine is dropped (S-I4).
+// MIN_STACK_SIZE (16 KiB) usable bytes above it (options); `limit` is
+// page-aligned and `base` is the slot's top less the fiber record's
+// RECORD_BYTES, a multiple of 64 (fiber F-I8), so both are aligned to
+// corosensei's STACK_ALIGNMENT (S-I1); the fiber record keeps the slot until
+// the coroutine is dropped (S-I4).
 unsafe impl Stack for PooledStack {
     #[inline]
     fn base(&self) -> StackPointer {
@@ -127,9 +129,10 @@ unsafe impl Engine for CorosenseiEngine {
 
     fn prepare(fiber: FiberPtr) {
         let slot = fiber.get().stack;
-        let (Some(base), Some(limit)) =
-            (NonZeroUsize::new(slot.base), NonZeroUsize::new(slot.limit))
-        else {
+        let (Some(base), Some(limit)) = (
+            NonZeroUsize::new(fiber.get().top()),
+            NonZeroUsize::new(slot.limit),
+        ) else {
             die("corosensei engine: null stack slot")
         };
         let co = Co::with_stack(PooledStack { base, limit }, move |yielder, ()| {
