@@ -235,14 +235,18 @@ const NOTES: &[(&str, &str)] = &[
          the 3 s delay, and the teardown. On one loop most of the rest is the kernel giving \
          the process a million fresh pages and guard entries: on the development VM a C loop \
          that maps 64-stack slabs, installs the guards and touches each stack's top page takes \
-         4.3-4.9 s by itself, so one loop's floor is about 8.2 s and the row misses 8 s by the \
-         VM's page-fault cost. Two loops (thread-per-core, each spawning and joining 500k) \
+         3.6-4.9 s by itself, so one loop's floor is 7.6-8.5 s with spawning and teardown, \
+         and one loop meets 8 s only in the VM's faster runs. A fiber's record lives in its \
+         stack's top page, which the first run touches anyway (no heap record per stack). \
+         Two loops (thread-per-core, each spawning and joining 500k) \
          fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
          an mmap (the memory-map lock, written), now regions that double (about 70 mmaps per \
          million), and a malloc heap merged with the stacks' region, so its mprotect growth \
          stalled every fault (now MAP_STACK, no merge). What is left between the loops is \
          glibc's per-thread arenas growing a page per mprotect: with jemalloc preloaded two \
-         loops took 6.2 s. Each run is a child process, so its peak RSS is its own.",
+         loops took 6.2 s. Each row is the median of three runs (by whole run), each a child \
+         process, so its peak RSS is its own; the fastest and slowest whole runs are beside \
+         it.",
     ),
     (
         "spawn+join and switch with N coroutines alive",
@@ -364,10 +368,19 @@ fn million_all(report: &mut Report) {
             "spawning s",
             "first runs done s",
             "teardown s",
+            "fastest whole run s",
+            "slowest whole run s",
         ],
     );
     for (reactor, loops) in [("mio", 1), ("uring", 1), ("mio", 2), ("uring", 2)] {
-        let r = million::suspended(1_000_000, 3000, reactor, loops);
+        // Runs vary with the host's paging: the median of three, and the
+        // spread beside it.
+        let mut runs: Vec<_> = (0..3)
+            .map(|_| million::suspended(1_000_000, 3000, reactor, loops))
+            .collect();
+        runs.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
+        let (fastest, slowest) = (runs[0].total_s, runs[2].total_s);
+        let r = runs.swap_remove(1);
         let name = match loops {
             1 => format!("this runtime, {reactor}"),
             _ => format!("this runtime, {reactor}, {loops} loops (thread-per-core, 500k each)"),
@@ -381,6 +394,8 @@ fn million_all(report: &mut Report) {
                 r.spawn_s,
                 r.started_s,
                 r.total_s - r.joined_s,
+                fastest,
+                slowest,
             ],
             reactor == "mio" && loops == 1,
         );
