@@ -236,9 +236,10 @@ const NOTES: &[(&str, &str)] = &[
          \"first runs done\" is when the last sleeper began its delay: the whole run is that, \
          the 3 s delay, and the teardown. On one loop most of the rest is the kernel giving \
          the process a million fresh pages and guard entries: on the development VM a C loop \
-         that maps 64-stack slabs, installs the guards and touches each stack's top page takes \
-         3.6-4.9 s by itself, so one loop's floor is 7.6-8.5 s with spawning and teardown, \
-         and one loop meets 8 s only in the VM's faster runs. A fiber's record lives in its \
+         that maps 64-stack slabs, installs the guards and touches each stack's top page \
+         took 4.2-4.9 s by itself when measured (the touch alone 3.6-4.4 s), and that cost \
+         moves with the host's paging: over one session one loop's whole runs ranged 6.7-9.4 \
+         s, so one loop meets 8 s in the VM's faster hours only. A fiber's record lives in its \
          stack's top page, which the first run touches anyway (no heap record per stack). \
          Two loops (thread-per-core, each spawning and joining 500k) \
          fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
