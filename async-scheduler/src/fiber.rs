@@ -66,7 +66,7 @@
 //!   below it ([`Fiber::top`]). The first run of a coroutine touches that
 //!   page anyway, so a fresh fiber costs no heap allocation and its record
 //!   shares the page its first frames use (measured with a million
-//!   suspended coroutines: about 170 MB less resident and no `malloc` per
+//!   suspended coroutines: about 150 MiB less resident and no `malloc` per
 //!   fresh fiber). The record is dropped in place before its slot goes back
 //!   to the allocator (`forget`), which is the only way a slot is released
 //!   (stack S-I4), so no record is ever read from a given-back page.

@@ -527,9 +527,13 @@ mod tests {
         let lens: Vec<_> = stacks.regions.iter().map(|r| r.1).collect();
         let slab = STACKS_PER_SLAB * 5 * page_size();
         assert_eq!(lens, [1, 2, 4, 8, 16, 32, 64].map(|k| k * slab));
-        // Slots stay adjacent within a slab and each keeps its own range.
+        // Within a slab, each slot begins where the one carved before it
+        // ends; no two slots overlap anywhere.
         for w in slots.windows(2) {
             assert!(w[0].base <= w[1].limit || w[1].base <= w[0].limit);
+            if w[0].slab == w[1].slab {
+                assert_eq!(w[1].limit, w[0].base, "slab {}", w[0].slab);
+            }
         }
         for s in slots {
             stacks.release(s);

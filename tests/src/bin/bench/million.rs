@@ -125,11 +125,15 @@ pub(crate) fn profile(args: &[String]) {
                     .run(move || sleepers(n, delay_ms, start))
                     .expect("runtime")]
             } else {
-                // Thread-per-core: each loop spawns and joins its share.
-                let share = n / loops as u64;
+                // Thread-per-core: each loop spawns and joins its share,
+                // the first `n % loops` loops one more.
+                let loops_n = loops as u64;
                 builder
                     .threads(loops)
-                    .run_per_core(move |_| sleepers(share, delay_ms, start))
+                    .run_per_core(move |id| {
+                        let share = n / loops_n + u64::from((id.index() as u64) < n % loops_n);
+                        sleepers(share, delay_ms, start)
+                    })
                     .expect("runtime")
             };
             let total = start.elapsed();
