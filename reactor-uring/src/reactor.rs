@@ -427,10 +427,21 @@ impl Reactor {
     fn iterate(&self, timeout_ns: i64) -> Result<i32> {
         // R2: this iteration's share of deferred work, taken up front.
         let deferred = mem::take(&mut *self.deferred.borrow_mut());
-        let horizon = self.timers.borrow().horizon();
+        let (horizon, timers) = {
+            let heap = self.timers.borrow();
+            (heap.horizon(), !heap.is_empty())
+        };
 
         // 1-2: clock, due timers; parked accepts with connections waiting.
-        let mut count = self.run_timers(self.refresh_clock(), horizon);
+        // Without timers the clock is not needed (a new timer reads it
+        // itself), and reading it is most of an empty iteration's cost.
+        let mut count = if timers {
+            self.run_timers(self.refresh_clock(), horizon)
+        } else {
+            // R-LOOP-4: `now_ns` still moves on; it reads the clock if asked.
+            self.core.mark_clock_stale();
+            0
+        };
         if self.has_accept_matches() {
             count += self.run_accept_matches();
         }
@@ -450,11 +461,17 @@ impl Reactor {
             // 4: complete what the kernel reported.
             let (reaped, callbacks) = self.reap();
             count += callbacks;
-            let fired = self.run_timers(self.refresh_clock(), horizon);
+            // A wait that did not block took about as long as a clock read:
+            // what it could make due, the next iteration fires.
+            let spent = matches!(wait, Wait::Poll | Wait::For(Duration::ZERO));
+            let fired = if timers && !spent {
+                self.run_timers(self.refresh_clock(), horizon)
+            } else {
+                0
+            };
             count += fired;
             // A timer-bound wait that woke with nothing to do waits again:
             // `run_once(-1)` returns once the nearest timer was due.
-            let spent = matches!(wait, Wait::Poll | Wait::For(Duration::ZERO));
             if reaped > 0 || fired > 0 || !timer_bound || spent {
                 break;
             }
