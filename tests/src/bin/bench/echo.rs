@@ -11,8 +11,9 @@
 //! per request (from `/proc/self/task/<tid>/schedstat`): the server's own
 //! efficiency, whoever saturates first.
 //!
-//! Of three windows, each on new connections, the one with the median
-//! server CPU per request is kept.
+//! The servers take turns, a window each on new connections, five rounds;
+//! of a server's five windows the one with the median server CPU per
+//! request is kept (see [`measure_in_turns`]).
 //!
 //! Excluded: server start-up, connection set-up (all connections are made
 //! and warmed before the window opens) and teardown.
@@ -79,28 +80,35 @@ pub(crate) fn cpu_ns(tid: i32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Starts `serve` on a thread pinned to CPU 0 (it must send its bound
-/// address through the channel, then serve until the process ends), drives
-/// it from this thread pinned to CPU 1, and returns the request rate and the
-/// server thread's CPU time per request.
-pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static) -> EchoResult {
-    measure_window(serve, Window::Time(WINDOW))
+/// Starts every server on a thread pinned to CPU 0 (each must send its
+/// bound address through the channel, then serve until the process ends),
+/// drives them from this thread pinned to CPU 1, and returns, in the
+/// servers' order, each one's request rate and server-thread CPU time per
+/// request.
+///
+/// The servers take turns: round after round, each is driven for one
+/// window on new connections while the others wait idle, and of its
+/// `WINDOWS` windows the one with the median server CPU per request is
+/// kept. On this project's VM one window's figure moves by 15% from run to
+/// run, more than the servers differ by, and it drifts over minutes: in
+/// turns, a slow spell of the machine falls on every server alike instead
+/// of on whichever was measured during it.
+pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
+    let started: Vec<(i32, SocketAddr)> = servers.into_iter().map(start).collect();
+    pin_to_cpu(1);
+    let mut windows: Vec<Vec<EchoResult>> = started.iter().map(|_| Vec::new()).collect();
+    for _ in 0..WINDOWS {
+        for (&(tid, addr), results) in started.iter().zip(&mut windows) {
+            let w = window(addr, tid, Window::Time(WINDOW));
+            results.push(w);
+        }
+    }
+    windows.into_iter().map(median).collect()
 }
 
-/// When the measured window closes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Window {
-    /// After this long.
-    Time(Duration),
-    /// After this many requests (for instruction counts: see the module doc).
-    Requests(u64),
-}
-
-/// [`measure`] with a chosen window.
-pub(crate) fn measure_window(
-    serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static,
-    window: Window,
-) -> EchoResult {
+/// Starts `serve` on a thread pinned to CPU 0 and returns that thread's id
+/// and the address it serves.
+fn start(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static) -> (i32, SocketAddr) {
     let (tx, rx) = mpsc::channel();
     let (tid_tx, tid_rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -114,32 +122,57 @@ pub(crate) fn measure_window(
     let addr = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
+    (tid, addr)
+}
+
+/// One window on new connections.
+fn window(addr: SocketAddr, tid: i32, window: Window) -> EchoResult {
+    let d = drive(addr, tid, window, CONNS, Duration::ZERO).expect("load generator");
+    EchoResult {
+        rps: d.rps,
+        server_ns_per_req: d.cpu_ns as f64 / d.requests.max(1) as f64,
+        requests: d.requests,
+        total: d.total,
+    }
+}
+
+/// The result with the median server CPU per request.
+fn median(mut results: Vec<EchoResult>) -> EchoResult {
+    results.sort_by(|a, b| a.server_ns_per_req.total_cmp(&b.server_ns_per_req));
+    let mid = results.len() / 2;
+    results.swap_remove(mid)
+}
+
+/// When the measured window closes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Window {
+    /// After this long.
+    Time(Duration),
+    /// After this many requests (for instruction counts: see the module doc).
+    Requests(u64),
+}
+
+/// One server alone: [`WINDOWS`] timed windows (the median kept), or one
+/// window of a number of requests.
+pub(crate) fn measure_window(
+    serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'static,
+    window: Window,
+) -> EchoResult {
+    let (tid, addr) = start(serve);
     pin_to_cpu(1);
-    // A timed window is measured WINDOWS times, each on new connections, and
-    // the one with the median server CPU per request is kept: on this
-    // project's VM one window's figure moves by 15% from run to run, more
-    // than the servers differ by.
     let windows = match window {
         Window::Time(_) => WINDOWS,
         Window::Requests(_) => 1,
     };
-    let mut results: Vec<EchoResult> = (0..windows)
-        .map(|_| {
-            let d = drive(addr, tid, window, CONNS, Duration::ZERO).expect("load generator");
-            EchoResult {
-                rps: d.rps,
-                server_ns_per_req: d.cpu_ns as f64 / d.requests.max(1) as f64,
-                requests: d.requests,
-                total: d.total,
-            }
-        })
-        .collect();
-    results.sort_by(|a, b| a.server_ns_per_req.total_cmp(&b.server_ns_per_req));
-    results.swap_remove(windows / 2)
+    median(
+        (0..windows)
+            .map(|_| self::window(addr, tid, window))
+            .collect(),
+    )
 }
 
 /// Timed windows measured per server; the median is kept.
-const WINDOWS: usize = 3;
+const WINDOWS: usize = 5;
 
 /// Drives a server in another process (no CPU time is read) until
 /// `requests` requests were echoed after the warm-up, then waits for the

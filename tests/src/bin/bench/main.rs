@@ -157,9 +157,11 @@ const NOTES: &[(&str, &str)] = &[
         "echo",
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
          which share the two cores with the server: the server thread's CPU time per request \
-         (schedstat) is the fairer comparison. Each row is the window with the median server \
-         CPU per request of three 3 s windows on new connections: one window moves by 15% \
-         from run to run on the development VM.",
+         (schedstat) is the fairer comparison. The servers take turns, one 3 s window each on \
+         new connections, for five rounds, and each row is its server's window with the \
+         median server CPU per request: one window moves by 15% from run to run on the \
+         development VM and the machine drifts over minutes, so in turns a slow spell falls \
+         on every row alike.",
     ),
     (
         "echo instructions",
@@ -580,8 +582,11 @@ fn echo_all(report: &mut Report) {
             false,
         ),
     ];
-    for (name, serve, baseline) in servers {
-        let r = echo::measure(serve);
+    let (rows, serves): (Vec<_>, Vec<_>) = servers
+        .into_iter()
+        .map(|(name, serve, baseline)| ((name, baseline), serve))
+        .unzip();
+    for ((name, baseline), r) in rows.into_iter().zip(echo::measure_in_turns(serves)) {
         report.add_values(s, name, vec![r.server_ns_per_req, r.rps], baseline);
     }
 }
