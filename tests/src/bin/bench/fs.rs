@@ -13,16 +13,18 @@
 //! `tokio::fs` lacks, `spawn_blocking` of std's `read_at`, the usual way).
 //!
 //! Excluded: making the file and reading it once to warm the cache;
-//! runtime start-up and teardown; opening the file. The median of
-//! several runs.
+//! runtime start-up and teardown; opening the file. The rows take turns,
+//! one run each for five rounds, and each keeps its median run
+//! ([`crate::report::in_turns`]): a run is a tenth of a second, and this
+//! VM's slow spells would otherwise fall on whichever row ran during them.
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::report::{median, NsPerOp};
+use crate::report::NsPerOp;
 
 /// The file's size.
 pub(crate) const FILE_SIZE: u64 = 1 << 30;
@@ -33,7 +35,8 @@ pub(crate) const RANDOM_CHUNK: usize = 4 << 10;
 /// Random reads per run.
 pub(crate) const RANDOM_READS: u64 = 100_000;
 
-const REPS: usize = 3;
+/// Runs of each row, the rows taking turns (see [`in_turns`]).
+pub(crate) const REPS: usize = 5;
 
 /// The benchmark's file, made once (and read once, to warm the cache);
 /// removed when dropped.
@@ -81,7 +84,7 @@ fn offsets() -> Vec<u64> {
         .collect()
 }
 
-fn seq_reads() -> u64 {
+pub(crate) fn seq_reads() -> u64 {
     FILE_SIZE / SEQ_CHUNK as u64
 }
 
@@ -99,10 +102,13 @@ fn ours<T: 'static>(reactor: &str, f: impl FnOnce() -> T + 'static) -> T {
         .expect("runtime")
 }
 
+/// One run of a row: the time its reads took.
+pub(crate) type Run<'a> = Box<dyn FnMut() -> Duration + 'a>;
+
 /// This runtime: `Read::read` of 64 KiB to the end.
-pub(crate) fn ours_seq(reactor: &'static str, path: &Path) -> NsPerOp {
+pub(crate) fn ours_seq(reactor: &'static str, path: &Path) -> Run<'static> {
     let path = path.to_owned();
-    median(REPS, seq_reads(), || {
+    Box::new(move || {
         let path = path.clone();
         ours(reactor, move || {
             let mut f = async_std_api::fs::File::open(&path).expect("open");
@@ -124,10 +130,10 @@ pub(crate) fn ours_seq(reactor: &'static str, path: &Path) -> NsPerOp {
 }
 
 /// This runtime: 4 KiB `read_at`s.
-pub(crate) fn ours_random(reactor: &'static str, path: &Path) -> NsPerOp {
+pub(crate) fn ours_random(reactor: &'static str, path: &Path) -> Run<'static> {
     let path = path.to_owned();
     let offsets = offsets();
-    median(REPS, RANDOM_READS, || {
+    Box::new(move || {
         let (path, offsets) = (path.clone(), offsets.clone());
         ours(reactor, move || {
             let f = async_std_api::fs::File::open(&path).expect("open");
@@ -142,9 +148,9 @@ pub(crate) fn ours_random(reactor: &'static str, path: &Path) -> NsPerOp {
 }
 
 /// std on a thread of its own.
-pub(crate) fn std_seq(path: &Path) -> NsPerOp {
+pub(crate) fn std_seq(path: &Path) -> Run<'static> {
     let path = path.to_owned();
-    median(REPS, seq_reads(), || {
+    Box::new(move || {
         let path = path.clone();
         std::thread::spawn(move || {
             let mut f = std::fs::File::open(&path).expect("open");
@@ -159,10 +165,10 @@ pub(crate) fn std_seq(path: &Path) -> NsPerOp {
 }
 
 /// std's `pread` on a thread of its own.
-pub(crate) fn std_random(path: &Path) -> NsPerOp {
+pub(crate) fn std_random(path: &Path) -> Run<'static> {
     let path = path.to_owned();
     let offsets = offsets();
-    median(REPS, RANDOM_READS, || {
+    Box::new(move || {
         let (path, offsets) = (path.clone(), offsets.clone());
         std::thread::spawn(move || {
             let f = std::fs::File::open(&path).expect("open");
@@ -184,10 +190,10 @@ fn tokio_rt() -> tokio::runtime::Runtime {
 }
 
 /// `tokio::fs::File` with `AsyncReadExt::read`.
-pub(crate) fn tokio_seq(path: &Path) -> NsPerOp {
+pub(crate) fn tokio_seq(path: &Path) -> Run<'_> {
     use tokio::io::AsyncReadExt;
     let rt = tokio_rt();
-    median(REPS, seq_reads(), || {
+    Box::new(move || {
         rt.block_on(async {
             let mut f = tokio::fs::File::open(path).await.expect("open");
             let mut buf = vec![0u8; SEQ_CHUNK];
@@ -209,10 +215,10 @@ pub(crate) fn tokio_seq(path: &Path) -> NsPerOp {
 
 /// tokio: `spawn_blocking` of std's `read_at` (what `tokio::fs` would do;
 /// it has no `read_at`).
-pub(crate) fn tokio_random(path: &Path) -> NsPerOp {
+pub(crate) fn tokio_random(path: &Path) -> Run<'_> {
     let rt = tokio_rt();
     let offsets = offsets();
-    median(REPS, RANDOM_READS, || {
+    Box::new(move || {
         rt.block_on(async {
             let f = Arc::new(std::fs::File::open(path).expect("open"));
             let start = Instant::now();
@@ -233,11 +239,11 @@ pub(crate) fn tokio_random(path: &Path) -> NsPerOp {
 }
 
 /// tokio: `tokio::fs::File` seek + `read_exact` (two trips to its pool).
-pub(crate) fn tokio_seek_read(path: &Path) -> NsPerOp {
+pub(crate) fn tokio_seek_read(path: &Path) -> Run<'_> {
     use tokio::io::{AsyncReadExt, AsyncSeekExt};
     let rt = tokio_rt();
     let offsets = offsets();
-    median(REPS, RANDOM_READS, || {
+    Box::new(move || {
         rt.block_on(async {
             let mut f = tokio::fs::File::open(path).await.expect("open");
             let mut buf = vec![0u8; RANDOM_CHUNK];

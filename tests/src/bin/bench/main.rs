@@ -213,7 +213,10 @@ const NOTES: &[(&str, &str)] = &[
         "On mio, a read first takes what the page cache holds on the loop thread (preadv2 with \
          RWF_NOWAIT, up to 256 KiB) and goes to the blocking pool, with its two cross-thread \
          wake-ups, only when it would wait for the disk (tokio::fs always pays them); io_uring \
-         reads the file in the ring. The file is warm here: every mio read is a page-cache hit.",
+         reads the file in the ring. The file is warm here: every mio read is a page-cache hit. \
+         The rows take turns, one run each (the whole file, or 100,000 random reads) for five \
+         rounds, and each row is its median run, so a slow spell of the VM falls on every row \
+         alike.",
     ),
     (
         "spawn_blocking",
@@ -905,57 +908,49 @@ fn fairness_all(report: &mut Report) {
 fn fs_all(report: &mut Report) {
     let file = fs::timed("made and read a 1 GiB file", fs::BenchFile::make);
     let path = file.path();
+    let ours_mio = "this runtime, mio reactor (page cache at once, else the pool)";
+    let ours_uring = "this runtime, io_uring reactor (page cache at once, else ring reads)";
+
     let s = "fs sequential read";
     report.scenario(s, Unit::NsPerOp, &["ns/read", "MiB/s"]);
-    for (name, reactor, baseline) in [
+    let rows: [(&str, fs::Run<'_>); 4] = [
+        (ours_mio, fs::ours_seq("mio", path)),
+        (ours_uring, fs::ours_seq("uring", path)),
+        ("std::fs on a thread", fs::std_seq(path)),
         (
-            "this runtime, mio reactor (page cache at once, else the pool)",
-            "mio",
-            true,
+            "tokio current_thread (enable_all), tokio::fs::File",
+            fs::tokio_seq(path),
         ),
-        (
-            "this runtime, io_uring reactor (page cache at once, else ring reads)",
-            "uring",
-            false,
-        ),
-    ] {
-        let ns = fs::ours_seq(reactor, path);
-        report.add_values(s, name, fs::seq_values(ns), baseline);
+    ];
+    let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let measured = report::in_turns(fs::REPS, fs::seq_reads(), &mut runs);
+    for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
+        report.add_values(s, name, fs::seq_values(ns), i == 0);
     }
+
     let r = "fs random read_at";
-    report.baseline(
-        r,
-        "this runtime, mio reactor (page cache at once, else the pool)",
-        fs::ours_random("mio", path),
-    );
-    report.add(
-        r,
-        "this runtime, io_uring reactor (page cache at once, else ring reads)",
-        fs::ours_random("uring", path),
-    );
-    report.add_values(
-        s,
-        "std::fs on a thread",
-        fs::seq_values(fs::std_seq(path)),
-        false,
-    );
-    report.add(r, "std pread on a thread", fs::std_random(path));
-    report.add_values(
-        s,
-        "tokio current_thread (enable_all), tokio::fs::File",
-        fs::seq_values(fs::tokio_seq(path)),
-        false,
-    );
-    report.add(
-        r,
-        "tokio current_thread (enable_all), spawn_blocking(read_at)",
-        fs::tokio_random(path),
-    );
-    report.add(
-        r,
-        "tokio current_thread (enable_all), tokio::fs::File seek + read_exact",
-        fs::tokio_seek_read(path),
-    );
+    let rows: [(&str, fs::Run<'_>); 5] = [
+        (ours_mio, fs::ours_random("mio", path)),
+        (ours_uring, fs::ours_random("uring", path)),
+        ("std pread on a thread", fs::std_random(path)),
+        (
+            "tokio current_thread (enable_all), spawn_blocking(read_at)",
+            fs::tokio_random(path),
+        ),
+        (
+            "tokio current_thread (enable_all), tokio::fs::File seek + read_exact",
+            fs::tokio_seek_read(path),
+        ),
+    ];
+    let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let measured = report::in_turns(fs::REPS, fs::RANDOM_READS, &mut runs);
+    for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
+        if i == 0 {
+            report.baseline(r, name, ns);
+        } else {
+            report.add(r, name, ns);
+        }
+    }
 }
 
 fn timers_all(report: &mut Report) {
