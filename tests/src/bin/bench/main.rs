@@ -240,14 +240,14 @@ const NOTES: &[(&str, &str)] = &[
          coroutine plus its records) and the whole run under 8 s, of which 3 s is the delay. \
          \"first runs done\" is when the last sleeper began its delay: the whole run is that, \
          the 3 s delay, and the teardown. On one loop most of the rest is the kernel giving \
-         the process a million fresh pages and guard entries: on the development VM a C loop \
-         that maps 64-stack slabs, installs the guards and touches each stack's top page \
-         took 4.2-4.9 s by itself when measured (the touch alone 3.6-4.4 s), and that cost \
-         moves with the host's paging: over one session one loop's whole runs ranged 6.7-9.4 \
-         s, so one loop meets 8 s in the VM's faster hours only. A fiber's record lives in its \
-         stack's top page, which the first run touches anyway (no heap record per stack). \
-         Two loops (thread-per-core, each spawning and joining 500k) \
-         fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
+         the process a million fresh pages and guard entries (perf: about 85% of the first \
+         runs' time is in the kernel's fault path), and that cost moves with the host: on \
+         the development VM a C loop that only touches a million stacks' top pages took \
+         3.6-4.4 s in one session and 2.1-2.3 s in the next, and one loop's whole runs ranged \
+         6.7-9.4 s over the first session and 6.7-10.5 s over the second. A fiber's record \
+         lives in its stack's top page, which the first run touches anyway (no heap record \
+         per stack). Two loops (thread-per-core, each spawning and joining 500k) fault on \
+         both cores. What made them not scale, and was fixed: every 64 stacks took \
          an mmap (the memory-map lock, written), now regions that double (about 70 mmaps per \
          million), and a malloc heap merged with the stacks' region, so its mprotect growth \
          stalled every fault (now MAP_STACK, no merge). What is left between the loops is \
