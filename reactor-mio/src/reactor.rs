@@ -344,7 +344,10 @@ impl Reactor {
             self.wait(timeout, &mut ready)?;
             // A wait that did not block took about as long as a clock read:
             // what it could make due, the next iteration fires.
-            let fired = if timers && timeout != Some(Duration::ZERO) {
+            // `timer_bound` too: a timer armed since the snapshot still
+            // ends a wait it cut short (R-LOOP-5), never a re-wait on a
+            // stale clock.
+            let fired = if (timers || timer_bound) && timeout != Some(Duration::ZERO) {
                 self.run_timers(self.refresh_clock(), horizon)
             } else {
                 0

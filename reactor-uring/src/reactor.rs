@@ -464,7 +464,10 @@ impl Reactor {
             // A wait that did not block took about as long as a clock read:
             // what it could make due, the next iteration fires.
             let spent = matches!(wait, Wait::Poll | Wait::For(Duration::ZERO));
-            let fired = if timers && !spent {
+            // `timer_bound` too: a timer armed since the snapshot still
+            // ends a wait it cut short (R-LOOP-5), never a re-wait on a
+            // stale clock.
+            let fired = if (timers || timer_bound) && !spent {
                 self.run_timers(self.refresh_clock(), horizon)
             } else {
                 0

@@ -403,7 +403,7 @@ pub const RULES: &[RuleDoc] = &[
         page: "loop.md",
         since: 0,
         tightened: None,
-        text: "Timers that fall due during the wait (step 3) fire in the same `run_once`: a `run_once(-1)` whose wait the nearest timer cut short returns only after running that timer, never empty-handed, and without waiting for farther timers.",
+        text: "Timers that fall due during a wait that blocked (step 3) fire in the same `run_once` (those that fall due during a wait that only polled may fire in the next one, step 2): a `run_once(-1)` whose wait the nearest timer cut short returns only after running that timer, never empty-handed, and without waiting for farther timers.",
         earlier: "",
     },
     RuleDoc {

@@ -87,7 +87,8 @@ pub(crate) fn cpu_ns(tid: i32) -> u64 {
 /// request.
 ///
 /// The servers take turns: round after round, each is driven for one
-/// window on new connections while the others wait idle, and of its
+/// window on new connections while the others wait idle (each round
+/// starting with the next server), and of its
 /// `WINDOWS` windows the one with the median server CPU per request is
 /// kept. On this project's VM one window's figure moves by 15% from run to
 /// run, more than the servers differ by, and it drifts over minutes: in
@@ -97,10 +98,13 @@ pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
     let started: Vec<(i32, SocketAddr)> = servers.into_iter().map(start).collect();
     pin_to_cpu(1);
     let mut windows: Vec<Vec<EchoResult>> = started.iter().map(|_| Vec::new()).collect();
-    for _ in 0..WINDOWS {
-        for (&(tid, addr), results) in started.iter().zip(&mut windows) {
-            let w = window(addr, tid, Window::Time(WINDOW));
-            results.push(w);
+    let n = started.len();
+    for round in 0..WINDOWS {
+        // Each round starts one server later: none always follows the same
+        // one (whose connections are still closing on CPU 0).
+        for i in (0..n).map(|k| (k + round) % n) {
+            let (tid, addr) = started[i];
+            windows[i].push(window(addr, tid, Window::Time(WINDOW)));
         }
     }
     windows.into_iter().map(median).collect()

@@ -15,8 +15,9 @@
 //! Excluded: making the file and reading it once to warm the cache;
 //! runtime start-up and teardown; opening the file. The rows take turns,
 //! one run each for five rounds, and each keeps its median run
-//! ([`crate::report::in_turns`]): a run is a tenth of a second, and this
-//! VM's slow spells would otherwise fall on whichever row ran during them.
+//! ([`crate::report::in_turns`]): a run takes 0.1 s (tokio's, up to 3 s),
+//! and this VM's slow spells would otherwise fall on whichever row ran
+//! during them.
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;

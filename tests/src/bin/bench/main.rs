@@ -158,7 +158,8 @@ const NOTES: &[(&str, &str)] = &[
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
          which share the two cores with the server: the server thread's CPU time per request \
          (schedstat) is the fairer comparison. The servers take turns, one 3 s window each on \
-         new connections, for five rounds, and each row is its server's window with the \
+         new connections, for five rounds (each starting with the next server), and each row \
+         is its server's window with the \
          median server CPU per request: one window moves by 15% from run to run on the \
          development VM and the machine drifts over minutes, so in turns a slow spell falls \
          on every row alike.",
@@ -214,9 +215,18 @@ const NOTES: &[(&str, &str)] = &[
          RWF_NOWAIT, up to 256 KiB) and goes to the blocking pool, with its two cross-thread \
          wake-ups, only when it would wait for the disk (tokio::fs always pays them); io_uring \
          reads the file in the ring. The file is warm here: every mio read is a page-cache hit. \
-         The rows take turns, one run each (the whole file, or 100,000 random reads) for five \
-         rounds, and each row is its median run, so a slow spell of the VM falls on every row \
-         alike.",
+         The rows take turns, one run each (the whole file) for five rounds, each starting with \
+         the next row, and each row is its median run, so a slow spell of the VM falls on \
+         every row alike.",
+    ),
+    (
+        "fs random read_at",
+        "4 KiB read_at at pseudo-random 4 KiB-aligned offsets of the same warm file. On mio a \
+         page-cache hit is a preadv2 with RWF_NOWAIT on the loop thread; io_uring reads in the \
+         ring; tokio::fs has no read_at, so its rows are spawn_blocking of std's and a seek \
+         plus read_exact on tokio::fs::File. The rows take turns, one run of 100,000 reads \
+         each for five rounds, each starting with the next row, and each row is its median \
+         run.",
     ),
     (
         "spawn_blocking",
@@ -922,8 +932,14 @@ fn fs_all(report: &mut Report) {
             fs::tokio_seq(path),
         ),
     ];
-    let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-    let measured = report::in_turns(fs::REPS, fs::seq_reads(), &mut runs);
+    // Each scenario's runs (tokio's runtimes with them) end with it.
+    let (names, measured) = {
+        let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+        (
+            names,
+            report::in_turns(fs::REPS, fs::seq_reads(), &mut runs),
+        )
+    };
     for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
         report.add_values(s, name, fs::seq_values(ns), i == 0);
     }
@@ -942,8 +958,13 @@ fn fs_all(report: &mut Report) {
             fs::tokio_seek_read(path),
         ),
     ];
-    let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-    let measured = report::in_turns(fs::REPS, fs::RANDOM_READS, &mut runs);
+    let (names, measured) = {
+        let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+        (
+            names,
+            report::in_turns(fs::REPS, fs::RANDOM_READS, &mut runs),
+        )
+    };
     for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
         if i == 0 {
             report.baseline(r, name, ns);
@@ -975,9 +996,10 @@ fn timers_all(report: &mut Report) {
 /// `--profile echo <mio|embedded|uring|tokio|monoio> [requests]`: one echo server
 /// alone under the load generator, for `strace -c -f`, `perf` or callgrind
 /// (the client's own system calls are the same whatever the server, so
-/// differences are the server's). With `requests` the window closes after
-/// that many requests instead of after `echo::WINDOW`: run it twice under
-/// callgrind and divide (see `echo.rs`, "Instructions per request").
+/// differences are the server's). Without `requests` it prints the median
+/// of five `echo::WINDOW` windows, as the report's rows; with `requests`
+/// one window closes after that many requests: run it twice under callgrind
+/// and divide (see `echo.rs`, "Instructions per request").
 fn profile_echo(args: &[String]) {
     let usage = "usage: bench --profile echo <mio|embedded|uring|tokio|monoio> [requests]";
     let (server, window) = match args {

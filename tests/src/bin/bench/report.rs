@@ -17,18 +17,20 @@ pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -
 }
 
 /// Runs every row's `run` (each performs `iters` operations and returns
-/// the time they took) `reps` times, the rows taking turns, and keeps each
-/// row's median. In turns, a slow spell of the machine falls on every row
-/// alike instead of on whichever row ran during it.
+/// the time they took) `reps` times, the rows taking turns (each round
+/// starting one row later, so no row always follows the same one), and
+/// keeps each row's median. In turns, a slow spell of the machine falls on
+/// every row alike instead of on whichever row ran during it.
 pub(crate) fn in_turns(
     reps: usize,
     iters: u64,
     runs: &mut [Box<dyn FnMut() -> Duration + '_>],
 ) -> Vec<NsPerOp> {
     let mut samples: Vec<Vec<f64>> = runs.iter().map(|_| Vec::with_capacity(reps)).collect();
-    for _ in 0..reps {
-        for (run, row) in runs.iter_mut().zip(&mut samples) {
-            row.push(run().as_nanos() as f64 / iters as f64);
+    let n = runs.len();
+    for round in 0..reps {
+        for i in (0..n).map(|k| (k + round) % n) {
+            samples[i].push(runs[i]().as_nanos() as f64 / iters as f64);
         }
     }
     samples
