@@ -254,10 +254,10 @@ const NOTES: &[(&str, &str)] = &[
          runs' time is in the kernel's fault path), and that cost moves with the host: on \
          the development VM a C loop that only touches a million stacks' top pages took \
          3.6-4.4 s in one session and 2.1-2.3 s in the next, and one loop's whole runs ranged \
-         6.7-9.4 s over the first session and 6.7-10.5 s over the second. A fiber's record \
-         lives in its stack's top page, which the first run touches anyway (no heap record \
-         per stack). Two loops (thread-per-core, each spawning and joining 500k) fault on \
-         both cores. What made them not scale, and was fixed: every 64 stacks took \
+         6.7-9.4 s over the first session and 6.7-11.8 s over the second, a slow run's \
+         extra seconds all in its first runs. A fiber's record lives in its stack's top page, \
+         which the first run touches anyway (no heap record per stack). Two loops \
+         (thread-per-core, each spawning and joining 500k) fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
          an mmap (the memory-map lock, written), now regions that double (about 70 mmaps per \
          million), and a malloc heap merged with the stacks' region, so its mprotect growth \
          stalled every fault (now MAP_STACK, no merge). What is left between the loops is \

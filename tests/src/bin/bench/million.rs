@@ -27,6 +27,9 @@ fn child(args: &[&str]) -> Vec<(String, f64)> {
         .output()
         .expect("run the child");
     let text = String::from_utf8_lossy(&out.stdout);
+    // Every run's phases in the log, so a slow one shows where it was slow
+    // (the report keeps only the median, fastest and slowest).
+    eprintln!("bench: million {}: {}", args.join(" "), text.trim());
     assert!(
         out.status.success(),
         "million {args:?} failed: {}{}",
