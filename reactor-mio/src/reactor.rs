@@ -324,16 +324,12 @@ impl Reactor {
             (heap.horizon(), !heap.is_empty())
         };
 
-        // 1-2: clock, due timers. Without timers the clock is not needed
-        // (a new timer reads it itself), and reading it is most of an
-        // empty iteration's cost.
-        let mut count = if timers {
-            self.run_timers(self.refresh_clock(), horizon)
-        } else {
-            // R-LOOP-4: `now_ns` still moves on; it reads the clock if asked.
-            self.core.mark_clock_stale();
-            0
-        };
+        // 1-2: clock (only with timers pending: reading it is most of an
+        // empty iteration's cost), due timers.
+        let mut count = self
+            .core
+            .clock_for_timers(timers)
+            .map_or(0, |now| self.run_timers(now, horizon));
 
         // 3: wait, cut short by the nearest timer; never block with work (R5).
         let has_work = count > 0 || !deferred.is_empty() || !dirty.is_empty();

@@ -162,6 +162,20 @@ impl Core {
         self.stale.set(true);
     }
 
+    /// The clock an iteration's due timers are run against: read afresh if
+    /// `timers` are pending, else `None` and the cached clock marked stale
+    /// ([`Core::mark_clock_stale`]): a new timer reads the clock itself, and
+    /// `now_ns` still moves on (R-LOOP-4).
+    #[inline]
+    pub fn clock_for_timers(&self, timers: bool) -> Option<u64> {
+        if timers {
+            Some(self.refresh_clock())
+        } else {
+            self.mark_clock_stale();
+            None
+        }
+    }
+
     /// The clock as the ABI's `now_ns` gives it: the cached value, read
     /// first if an iteration left it stale (C3 holds either way).
     #[inline]
@@ -294,6 +308,19 @@ mod tests {
         let b = core.refresh_clock();
         assert!(b >= a);
         assert_eq!(core.now(), b);
+    }
+
+    #[test]
+    fn without_timers_the_clock_is_left_stale_and_read_when_asked() {
+        let core = Core::new();
+        let first = core.clock_for_timers(true).expect("timers pending: a read");
+        assert!(!core.stale.get());
+        assert_eq!(core.clock_for_timers(false), None);
+        assert!(core.stale.get(), "no timers: marked stale, not read");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let asked = core.clock();
+        assert!(asked >= first + 1_000_000, "now_ns reads the stale clock");
+        assert!(!core.stale.get());
     }
 
     #[test]

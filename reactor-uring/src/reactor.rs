@@ -432,16 +432,13 @@ impl Reactor {
             (heap.horizon(), !heap.is_empty())
         };
 
-        // 1-2: clock, due timers; parked accepts with connections waiting.
-        // Without timers the clock is not needed (a new timer reads it
-        // itself), and reading it is most of an empty iteration's cost.
-        let mut count = if timers {
-            self.run_timers(self.refresh_clock(), horizon)
-        } else {
-            // R-LOOP-4: `now_ns` still moves on; it reads the clock if asked.
-            self.core.mark_clock_stale();
-            0
-        };
+        // 1-2: clock (only with timers pending: reading it is most of an
+        // empty iteration's cost), due timers; parked accepts with
+        // connections waiting.
+        let mut count = self
+            .core
+            .clock_for_timers(timers)
+            .map_or(0, |now| self.run_timers(now, horizon));
         if self.has_accept_matches() {
             count += self.run_accept_matches();
         }

@@ -23,9 +23,10 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::report::NsPerOp;
+pub(crate) use crate::report::Run;
 
 /// The file's size.
 pub(crate) const FILE_SIZE: u64 = 1 << 30;
@@ -102,9 +103,6 @@ fn ours<T: 'static>(reactor: &str, f: impl FnOnce() -> T + 'static) -> T {
         .run(f)
         .expect("runtime")
 }
-
-/// One run of a row: the time its reads took.
-pub(crate) type Run<'a> = Box<dyn FnMut() -> Duration + 'a>;
 
 /// This runtime: `Read::read` of 64 KiB to the end.
 pub(crate) fn ours_seq(reactor: &'static str, path: &Path) -> Run<'static> {

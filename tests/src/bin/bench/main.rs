@@ -932,15 +932,8 @@ fn fs_all(report: &mut Report) {
             fs::tokio_seq(path),
         ),
     ];
-    // Each scenario's runs (tokio's runtimes with them) end with it.
-    let (names, measured) = {
-        let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-        (
-            names,
-            report::in_turns(fs::REPS, fs::seq_reads(), &mut runs),
-        )
-    };
-    for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
+    let measured = report::in_turns(fs::REPS, fs::seq_reads(), rows.into());
+    for (i, (name, ns)) in measured.into_iter().enumerate() {
         report.add_values(s, name, fs::seq_values(ns), i == 0);
     }
 
@@ -958,14 +951,8 @@ fn fs_all(report: &mut Report) {
             fs::tokio_seek_read(path),
         ),
     ];
-    let (names, measured) = {
-        let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-        (
-            names,
-            report::in_turns(fs::REPS, fs::RANDOM_READS, &mut runs),
-        )
-    };
-    for (i, (name, ns)) in names.into_iter().zip(measured).enumerate() {
+    let measured = report::in_turns(fs::REPS, fs::RANDOM_READS, rows.into());
+    for (i, (name, ns)) in measured.into_iter().enumerate() {
         if i == 0 {
             report.baseline(r, name, ns);
         } else {

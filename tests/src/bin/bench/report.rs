@@ -16,16 +16,22 @@ pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -
     NsPerOp(samples[samples.len() / 2])
 }
 
+/// One run of a row: the time its operations took.
+pub(crate) type Run<'a> = Box<dyn FnMut() -> Duration + 'a>;
+
 /// Runs every row's `run` (each performs `iters` operations and returns
 /// the time they took) `reps` times, the rows taking turns (each round
 /// starting one row later, so no row always follows the same one), and
 /// keeps each row's median. In turns, a slow spell of the machine falls on
-/// every row alike instead of on whichever row ran during it.
-pub(crate) fn in_turns(
+/// every row alike instead of on whichever row ran during it. The runs
+/// (and whatever they hold, a runtime say) are dropped before it returns
+/// each row's name with its median.
+pub(crate) fn in_turns<'n>(
     reps: usize,
     iters: u64,
-    runs: &mut [Box<dyn FnMut() -> Duration + '_>],
-) -> Vec<NsPerOp> {
+    rows: Vec<(&'n str, Run<'_>)>,
+) -> Vec<(&'n str, NsPerOp)> {
+    let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     let mut samples: Vec<Vec<f64>> = runs.iter().map(|_| Vec::with_capacity(reps)).collect();
     let n = runs.len();
     for round in 0..reps {
@@ -33,11 +39,13 @@ pub(crate) fn in_turns(
             samples[i].push(runs[i]().as_nanos() as f64 / iters as f64);
         }
     }
-    samples
+    drop(runs);
+    names
         .into_iter()
-        .map(|mut row| {
+        .zip(samples)
+        .map(|(name, mut row)| {
             row.sort_by(f64::total_cmp);
-            NsPerOp(row[row.len() / 2])
+            (name, NsPerOp(row[row.len() / 2]))
         })
         .collect()
 }
