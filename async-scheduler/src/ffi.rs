@@ -775,6 +775,9 @@ pub struct SchedulerStats {
     /// `madvise` calls that gave them back: stacks evicted together and
     /// adjacent in memory share one.
     pub stack_give_back_calls: u64,
+    /// Slabs whose guard pages and first stack pages the prefault helper
+    /// prepared before the loop carved them (`stack_prefault`).
+    pub stack_slabs_prepared: u64,
     /// The id of the fiber the current coroutine runs on (0 outside one).
     pub current_fiber: u64,
     /// `"madvise"` or `"mprotect"` once a guard page was installed in this
@@ -815,6 +818,7 @@ pub unsafe fn stats(s: *const AaScheduler) -> Option<SchedulerStats> {
         stacks_in_use: stacks.in_use,
         stacks_given_back: stacks.given_back,
         stack_give_back_calls: stacks.give_back_calls,
+        stack_slabs_prepared: stacks.prepared,
         current_fiber: sch
             .current
             .get()

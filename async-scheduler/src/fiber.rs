@@ -105,6 +105,7 @@ use ::corosensei::stack::valgrind::ValgrindStackRegistration;
 
 use crate::coroutine::CoroPtr;
 use crate::scheduler::Scheduler;
+use crate::stack::prefault::Mode;
 use crate::stack::slab::{StackStats, MAX_EVICT_BATCH};
 use crate::stack::{StackSlot, Stacks};
 use crate::switch::{self, die, Ctx, EngineKind, FiberState};
@@ -273,15 +274,21 @@ pub(crate) struct FiberPool {
 
 impl FiberPool {
     /// An empty pool of at most `stack_pool` idle fibers; `default_usable`
-    /// is the scheduler's default stack size.
-    pub(crate) fn new(kind: EngineKind, stack_pool: usize, default_usable: usize) -> FiberPool {
+    /// is the scheduler's default stack size, `prefault` says whether its
+    /// allocator prepares stacks on a helper thread (stack/prefault.rs).
+    pub(crate) fn new(
+        kind: EngineKind,
+        stack_pool: usize,
+        default_usable: usize,
+        prefault: Mode,
+    ) -> FiberPool {
         FiberPool {
             kind,
             stack_pool,
             default_class: SizeClass::new(default_usable),
             other_classes: RefCell::new(Vec::new()),
             idle_count: Cell::new(0),
-            stacks: RefCell::new(Stacks::new()),
+            stacks: RefCell::new(Stacks::new(prefault)),
             next_id: Cell::new(1),
             live: Cell::new(0),
             created: Cell::new(0),

@@ -5,6 +5,7 @@
 //! | `engine` | `context`, `corosensei` | `context` (see the README benchmark) |
 //! | `stack_size` | bytes, 16384 to 1073741824 (16k to 1024m), rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
 //! | `stack_pool` | warm stacks kept for reuse: idle fibers, parked and taken with no system call (fiber.rs F-I4); `pool_max` is its older name | 256 |
+//! | `stack_prefault` | `auto`, `on`, `off`: whether a burst's next slabs get their guard pages and first stack pages from a helper thread (stack/prefault.rs); `auto` only while the process has fewer schedulers than CPUs the loop may use | `auto` |
 //! | `policy` | `fifo`, `chaos` (a seeded random pick among equals, `chaos.rs`) | `fifo` |
 //! | `seed` | the chaos seed: an unsigned 64-bit integer, or `random` (from the clock, logged at debug level); ignored under `fifo` | 0 |
 //! | `poll_gap_us` | microseconds, 0 to 1000000: after a fairness poll that ran no callback, the next is skipped until this long has passed (`tick.rs`, "Fairness"); 0 polls every 61st busy tick regardless; always 0 under `chaos`, whose replays depend on no clock | 50 |
@@ -17,6 +18,7 @@
 
 use crate::chaos::{Seed, DEFAULT_SEED};
 use crate::run_queue::Policy;
+use crate::stack::prefault;
 use crate::switch::EngineKind;
 
 /// The smallest usable stack a coroutine may ask for.
@@ -49,6 +51,8 @@ pub(crate) struct Options {
     pub(crate) stack_size: usize,
     /// Maximum number of idle fibers (warm stacks) kept for reuse.
     pub(crate) stack_pool: usize,
+    /// Whether stacks are prepared on a helper thread during bursts.
+    pub(crate) stack_prefault: prefault::Mode,
     /// How the run queue picks the next coroutine.
     pub(crate) policy: Policy,
     /// The chaos policy's seed (unused under FIFO).
@@ -69,6 +73,7 @@ impl Default for Options {
             engine: DEFAULT_ENGINE,
             stack_size: DEFAULT_STACK_SIZE,
             stack_pool: DEFAULT_STACK_POOL,
+            stack_prefault: prefault::Mode::Auto,
             policy: Policy::Fifo,
             seed: Seed::Fixed(DEFAULT_SEED),
             poll_gap_us: DEFAULT_POLL_GAP_US,
@@ -129,6 +134,14 @@ impl Options {
                     out.stack_pool = value.trim().parse::<usize>().map_err(|_| {
                         invalid(key, value, "a number of warm stacks to keep (0 or more)")
                     })?
+                }
+                "stack_prefault" => {
+                    out.stack_prefault = match value {
+                        "auto" => prefault::Mode::Auto,
+                        "on" => prefault::Mode::On,
+                        "off" => prefault::Mode::Off,
+                        _ => return Err(invalid(key, value, "auto, on or off")),
+                    }
                 }
                 "policy" => {
                     out.policy = match value {

@@ -151,7 +151,12 @@ impl Scheduler {
             records: RecordPool::default(),
             queue: RunQueue::new(opts.policy, seed),
             microtasks: Microtasks::default(),
-            fibers: FiberPool::new(opts.engine, opts.stack_pool, opts.stack_size),
+            fibers: FiberPool::new(
+                opts.engine,
+                opts.stack_pool,
+                opts.stack_size,
+                opts.stack_prefault,
+            ),
             root: RootState::default(),
             ticks: Cell::new(0),
             last_poll: Cell::new(Instant::now()),

@@ -43,7 +43,7 @@ pub(crate) const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// `PIDFD_SELF_THREAD` from `<linux/pidfd.h>` (Linux 6.14+): the calling
 /// thread's process for `process_madvise`, without opening a pidfd (and so
 /// without one that a forked child would still hold for its parent).
-const PIDFD_SELF: libc::c_int = -10000;
+pub(crate) const PIDFD_SELF: libc::c_int = -10000;
 
 /// The most pages [`install_many`] gives one `process_madvise`.
 pub(crate) const MAX_BATCH: usize = 64;

@@ -66,6 +66,7 @@
 
 pub(crate) mod guard;
 pub(crate) mod overflow;
+pub(crate) mod prefault;
 pub(crate) mod slab;
 
 pub(crate) use slab::Stacks;

@@ -72,8 +72,10 @@
 // On the unsafe inventory (lib.rs): see the `# Safety` section above.
 #![allow(unsafe_code)]
 
+use std::collections::VecDeque;
 use std::io;
 
+use super::prefault::{self, Prefault};
 use super::{guard, page_size, StackSlot};
 
 /// Guards installed together when a slab's next slot is first carved
@@ -128,6 +130,12 @@ struct SizeClass {
     /// Released slots, as `(slab, index)` (A-I2); reused last-in first-out.
     free: Vec<(u32, u32)>,
     in_use: usize,
+    /// Slabs with the prefault helper, or back from it and not adopted
+    /// yet (prefault P-I2).
+    ahead: usize,
+    /// Slabs back from the helper, oldest first: address and whether their
+    /// guards are in.
+    ready: VecDeque<(usize, bool)>,
 }
 
 /// Counters for tests and the benchmark.
@@ -144,6 +152,8 @@ pub(crate) struct StackStats {
     /// `madvise` calls that gave them back (A-I5: one per run of adjacent
     /// slots in a batch).
     pub(crate) give_back_calls: u64,
+    /// Slabs the prefault helper prepared and the loop adopted.
+    pub(crate) prepared: u64,
 }
 
 /// The stack allocator of one scheduler. See the module doc.
@@ -154,6 +164,13 @@ pub(crate) struct Stacks {
     regions: Vec<(usize, usize)>,
     given_back: u64,
     give_back_calls: u64,
+    prepared: u64,
+    /// Whether slabs may be prepared on a helper thread (prefault.rs).
+    prefault_mode: prefault::Mode,
+    /// This allocator's scheduler, counted alive (prefault P-I5).
+    _alive: prefault::Alive,
+    /// The helper, once a class has carved `prefault::START_AFTER` slabs.
+    prefault: Option<Prefault>,
 }
 
 impl std::fmt::Debug for Stacks {
@@ -165,14 +182,19 @@ impl std::fmt::Debug for Stacks {
 }
 
 impl Stacks {
-    /// An allocator with nothing mapped yet.
-    pub(crate) fn new() -> Stacks {
+    /// An allocator with nothing mapped yet, which prepares slabs on a
+    /// helper thread during bursts as `prefault` says (prefault.rs).
+    pub(crate) fn new(prefault: prefault::Mode) -> Stacks {
         Stacks {
             page: page_size(),
             classes: Vec::new(),
             regions: Vec::new(),
             given_back: 0,
             give_back_calls: 0,
+            prepared: 0,
+            prefault_mode: prefault,
+            _alive: prefault::Alive::new(),
+            prefault: None,
         }
     }
 
@@ -198,33 +220,25 @@ impl Stacks {
                     regions: 0,
                     free: Vec::new(),
                     in_use: 0,
+                    ahead: 0,
+                    ready: VecDeque::new(),
                 });
                 self.classes.len() - 1
             }
         };
-        let class = &mut self.classes[class_idx];
-        let (slab_idx, index) = if let Some(slot) = class.free.pop() {
+        let free = self.classes[class_idx].free.pop();
+        let (slab_idx, index) = if let Some(slot) = free {
             slot
         } else {
+            let class = &self.classes[class_idx];
             let need_slab = class
                 .slabs
                 .last()
                 .is_none_or(|s| s.carved == class.per_slab);
             if need_slab {
-                let len = class.per_slab * class.stride;
-                if class.end - class.next < len {
-                    let (addr, region) = map_region(len, class.regions)?;
-                    self.regions.push((addr, region));
-                    class.regions += 1;
-                    (class.next, class.end) = (addr, addr + region);
-                }
-                class.slabs.push(Slab {
-                    addr: class.next,
-                    carved: 0,
-                    guarded: 0,
-                });
-                class.next += len;
+                self.new_slab(class_idx)?;
             }
+            let class = &mut self.classes[class_idx];
             let slab_idx = class.slabs.len() - 1;
             let slab = &mut class.slabs[slab_idx];
             let index = slab.carved;
@@ -251,6 +265,7 @@ impl Stacks {
             slab.carved += 1;
             (slab_idx as u32, index as u32)
         };
+        let class = &mut self.classes[class_idx];
         class.in_use += 1;
         let slab = &class.slabs[slab_idx as usize];
         let limit = slab.addr + index as usize * class.stride;
@@ -262,6 +277,98 @@ impl Stacks {
             slab: slab_idx,
             index,
         })
+    }
+
+    /// Waits until the prefault helper has finished every slab it holds
+    /// (tests only).
+    #[cfg(test)]
+    fn settle(&mut self) {
+        let Some(pf) = &self.prefault else { return };
+        let mut out: usize = self.classes.iter().map(|c| c.ahead - c.ready.len()).sum();
+        while out > 0 {
+            let job = pf.wait().expect("the helper is alive");
+            self.classes[job.class as usize]
+                .ready
+                .push_back((job.addr, job.guarded));
+            out -= 1;
+        }
+    }
+
+    /// Starts carving a new slab of class `class_idx`: one the prefault
+    /// helper has prepared if one is ready, else the next of the class's
+    /// region; then keeps the helper `prefault::AHEAD` slabs ahead once the
+    /// class has carved `prefault::START_AFTER`.
+    fn new_slab(&mut self, class_idx: usize) -> io::Result<()> {
+        if let Some(pf) = &self.prefault {
+            while let Some(job) = pf.ready() {
+                self.classes[job.class as usize]
+                    .ready
+                    .push_back((job.addr, job.guarded));
+            }
+        }
+        let class = &mut self.classes[class_idx];
+        let slab = match class.ready.pop_front() {
+            Some((addr, guarded)) => {
+                class.ahead -= 1;
+                self.prepared += 1;
+                Slab {
+                    addr,
+                    carved: 0,
+                    guarded: if guarded { class.per_slab } else { 0 },
+                }
+            }
+            None => Slab {
+                addr: reserve_slab(class, &mut self.regions)?,
+                carved: 0,
+                guarded: 0,
+            },
+        };
+        class.slabs.push(slab);
+        if self.prefault_mode == prefault::Mode::Off || class.slabs.len() < prefault::START_AFTER {
+            return Ok(());
+        }
+        if self.prefault.is_none() {
+            let started = if self.prefault_mode.allows_start() {
+                Prefault::start()
+            } else {
+                Err(io::Error::other("fewer cores than loops"))
+            };
+            match started {
+                Ok(pf) => self.prefault = Some(pf),
+                Err(e) => {
+                    self.prefault_mode = prefault::Mode::Off;
+                    async_abi::plugin_debug!("stack prefault helper not started: {e}");
+                    return Ok(());
+                }
+            }
+        }
+        let Some(pf) = &self.prefault else {
+            return Ok(());
+        };
+        let class = &mut self.classes[class_idx];
+        while class.ahead < prefault::AHEAD {
+            // A region the kernel refuses now is not an error of this
+            // allocation: the next carve asks again.
+            let Ok(addr) = reserve_slab(class, &mut self.regions) else {
+                break;
+            };
+            let job = prefault::Job {
+                class: class_idx as u32,
+                addr,
+                slots: class.per_slab,
+                stride: class.stride,
+                page: self.page,
+                guarded: false,
+            };
+            class.ahead += 1;
+            if let Err(job) = pf.submit(job) {
+                // The helper is gone: the slab is the class's own again.
+                class.ready.push_back((job.addr, false));
+                self.prefault_mode = prefault::Mode::Off;
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Takes slots back (S-I4: nothing runs on any of them any more) and
@@ -331,6 +438,7 @@ impl Stacks {
         let mut s = StackStats {
             given_back: self.given_back,
             give_back_calls: self.give_back_calls,
+            prepared: self.prepared,
             ..StackStats::default()
         };
         for c in &self.classes {
@@ -344,6 +452,9 @@ impl Stacks {
 
 impl Drop for Stacks {
     fn drop(&mut self) {
+        // Prefault P-I3: the helper is done with every slab before any
+        // mapping goes.
+        self.prefault = None;
         for &(addr, len) in &self.regions {
             // SAFETY: a mapping this allocator made with exactly this
             // address and length; no fiber is left to run on it (module
@@ -351,6 +462,21 @@ impl Drop for Stacks {
             unsafe { libc::munmap(addr as *mut libc::c_void, len) };
         }
     }
+}
+
+/// The address of the class's next slab, from its newest region or a new
+/// one (A-I4).
+fn reserve_slab(class: &mut SizeClass, regions: &mut Vec<(usize, usize)>) -> io::Result<usize> {
+    let len = class.per_slab * class.stride;
+    if class.end - class.next < len {
+        let (addr, region) = map_region(len, class.regions)?;
+        regions.push((addr, region));
+        class.regions += 1;
+        (class.next, class.end) = (addr, addr + region);
+    }
+    let addr = class.next;
+    class.next += len;
+    Ok(addr)
 }
 
 /// Reserves the class's next region (A-I4): `2^nth` slabs of `slab_len`
@@ -401,7 +527,7 @@ mod tests {
 
     #[test]
     fn slots_are_carved_in_order_and_reused_after_release() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let page = page_size();
         let a = stacks.alloc(16 * page).unwrap();
         let b = stacks.alloc(16 * page).unwrap();
@@ -419,6 +545,7 @@ mod tests {
                 in_use: 2,
                 given_back: 1,
                 give_back_calls: 1,
+                prepared: 0,
             }
         );
         // Writing the whole usable range works (S-I3).
@@ -451,7 +578,7 @@ mod tests {
     #[test]
     fn a_batch_is_given_back_in_one_call_and_keeps_its_guards() {
         let page = page_size();
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let s = six_touched_slots(&mut stacks);
         // Out of order on purpose: slots 1, 2, 3 form one run, 5 another.
         let mut batch = [s[3], s[5], s[1], s[2]];
@@ -507,7 +634,7 @@ mod tests {
 
     #[test]
     fn teardown_abandons_slots_without_a_system_call() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         for s in six_touched_slots(&mut stacks) {
             stacks.abandon(s);
         }
@@ -517,7 +644,7 @@ mod tests {
 
     #[test]
     fn regions_double_so_seventy_slabs_take_seven_mappings() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let n = 70 * STACKS_PER_SLAB;
         let slots: Vec<_> = (0..n)
             .map(|_| stacks.alloc(4 * page_size()).unwrap())
@@ -566,7 +693,7 @@ mod tests {
 
     #[test]
     fn a_region_refuses_huge_pages() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let slot = stacks.alloc(4 * page_size()).unwrap();
         let flags = vm_flags(slot.base - 1);
         if std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
@@ -580,7 +707,7 @@ mod tests {
 
     #[test]
     fn a_region_the_kernel_refuses_falls_back_to_one_slab() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let first = stacks.alloc(4 * page_size()).unwrap();
         if std::env::var_os("ASYNC_SCHEDULER_TEST_REGION_LIMIT").is_some() {
             // Room for one more slab but not the two the next region asks.
@@ -635,7 +762,7 @@ mod tests {
 
     #[test]
     fn a_slab_holds_64_stacks_then_a_new_one_is_mapped() {
-        let mut stacks = Stacks::new();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
         let slots: Vec<_> = (0..STACKS_PER_SLAB + 1)
             .map(|_| stacks.alloc(4 * page_size()).unwrap())
             .collect();
@@ -644,5 +771,129 @@ mod tests {
             stacks.release(s);
         }
         assert_eq!(stacks.stats().in_use, 0);
+    }
+
+    #[test]
+    fn a_burst_adopts_the_slabs_the_helper_prepared() {
+        let page = page_size();
+        let usable = 16 * page;
+        let mut stacks = Stacks::new(prefault::Mode::On);
+        let mut held = Vec::new();
+        for _ in 0..prefault::START_AFTER * STACKS_PER_SLAB {
+            held.push(stacks.alloc(usable).unwrap());
+        }
+        // The eighth slab sent the next two to the helper (P-I2).
+        stacks.settle();
+        let class = &stacks.classes[0];
+        assert_eq!(
+            (class.ahead, class.ready.len()),
+            (prefault::AHEAD, prefault::AHEAD)
+        );
+        let (next, guarded) = class.ready[0];
+        assert!(guarded, "the helper installed the guards");
+        let stride = usable + page;
+        for i in 0..STACKS_PER_SLAB {
+            // Only the top page of each slot is in: the page a first run
+            // touches (fiber F-I8); the rest of the stack is left alone.
+            let pages = resident(next + i * stride + page, usable);
+            assert!(
+                pages[..pages.len() - 1].iter().all(|r| !r),
+                "slot {i}: {pages:?}"
+            );
+            assert!(
+                pages[pages.len() - 1],
+                "slot {i}'s top page is not populated"
+            );
+        }
+        let first = stacks.alloc(usable).unwrap();
+        assert_eq!(first.limit, next, "the oldest prepared slab is carved next");
+        let st = stacks.stats();
+        assert_eq!((st.prepared, st.slabs), (1, prefault::START_AFTER + 1));
+        // The helper is kept one slab ahead again.
+        assert_eq!(stacks.classes[0].ahead, prefault::AHEAD);
+        if std::env::var_os("ASYNC_SCHEDULER_TEST_PREPARED_GUARD").is_some() {
+            // SAFETY: reading a guard page faults and kills this child,
+            // which is what the parent checks.
+            let v = unsafe { std::ptr::read_volatile(first.limit as *const u8) };
+            unreachable!("read {v} from the guard of a prepared slot");
+        }
+        // The prepared slot is usable whole and reads as zero (S-I3).
+        // SAFETY: the usable range of a slot we hold.
+        unsafe {
+            assert_eq!(*((first.base - 8) as *const u8), 0);
+            std::ptr::write_bytes((first.limit + page) as *mut u8, 0xa5, first.usable);
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "stack::slab::tests::a_burst_adopts_the_slabs_the_helper_prepared",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env("ASYNC_SCHEDULER_TEST_PREPARED_GUARD", "1")
+            .output()
+            .expect("run the child");
+        use std::os::unix::process::ExitStatusExt;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let faulted = if cfg!(asan) {
+            stderr.contains("ERROR: AddressSanitizer: SEGV")
+        } else {
+            out.status.signal() == Some(libc::SIGSEGV)
+        };
+        assert!(
+            faulted,
+            "a prepared slot's guard did not fault: {:?}\n{stderr}",
+            out.status
+        );
+    }
+
+    #[test]
+    fn dropping_the_allocator_joins_the_helper_first() {
+        let mut stacks = Stacks::new(prefault::Mode::On);
+        for _ in 0..prefault::START_AFTER * STACKS_PER_SLAB {
+            stacks.alloc(4 * page_size()).unwrap();
+        }
+        stacks.settle();
+        let tid = stacks.prefault.as_ref().expect("the helper started").tid();
+        let task = format!("/proc/self/task/{tid}");
+        assert!(std::path::Path::new(&task).exists(), "{task}");
+        drop(stacks);
+        // P-I3: gone before the mappings were, not merely told to stop.
+        assert!(
+            !std::path::Path::new(&task).exists(),
+            "{task} outlived its allocator"
+        );
+    }
+
+    #[test]
+    fn a_small_program_or_mode_off_starts_no_helper() {
+        let mut small = Stacks::new(prefault::Mode::On);
+        let mut off = Stacks::new(prefault::Mode::Off);
+        for _ in 0..(prefault::START_AFTER - 1) * STACKS_PER_SLAB {
+            small.alloc(4 * page_size()).unwrap();
+        }
+        for _ in 0..4 * prefault::START_AFTER * STACKS_PER_SLAB {
+            off.alloc(4 * page_size()).unwrap();
+        }
+        assert!(small.prefault.is_none() && off.prefault.is_none());
+        assert_eq!((small.classes[0].ahead, off.classes[0].ahead), (0, 0));
+    }
+
+    #[test]
+    fn auto_starts_no_helper_when_schedulers_fill_the_cpus() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // With as many schedulers alive as this thread may use CPUs (P-I5),
+        // whatever other tests hold besides.
+        let _others: Vec<_> = (0..cpus).map(|_| prefault::Alive::new()).collect();
+        assert!(!prefault::Mode::Auto.allows_start());
+        let mut stacks = Stacks::new(prefault::Mode::Auto);
+        for _ in 0..prefault::START_AFTER * STACKS_PER_SLAB + 1 {
+            stacks.alloc(4 * page_size()).unwrap();
+        }
+        assert!(stacks.prefault.is_none());
+        assert_eq!(
+            stacks.prefault_mode,
+            prefault::Mode::Off,
+            "asked once, not per slab"
+        );
     }
 }

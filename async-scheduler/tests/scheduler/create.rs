@@ -44,6 +44,10 @@ fn create_rejects_bad_options_with_one_line_naming_them() {
          (0 or more)",
     );
     rejected(
+        &[("stack_prefault", "maybe")],
+        "invalid scheduler option stack_prefault=\"maybe\": expected auto, on or off",
+    );
+    rejected(
         &[("policy", "lifo")],
         "invalid scheduler option policy=\"lifo\": expected fifo or chaos",
     );
@@ -59,6 +63,7 @@ fn create_accepts_every_valid_option_and_ignores_other_plugins_options() {
         ("engine", "context"),
         ("stack_size", "65536"),
         ("stack_pool", "8"),
+        ("stack_prefault", "off"),
         ("policy", "chaos"),
         ("seed", "12345"),
         ("uring.sq_entries", "256"),

@@ -179,6 +179,54 @@ fn churn(h: H, n: usize) {
 }
 
 #[test]
+fn a_burst_under_stack_prefault_on_runs_on_slabs_the_helper_prepared() {
+    for engine in ["context", "corosensei"] {
+        with_scheduler(engine, &[("stack_prefault", "on")], |h| {
+            // Slab after slab of parked coroutines until one the helper
+            // prepared is carved: the helper starts at the eighth slab and
+            // finishes a slab while the loop fills another, so this takes a
+            // few; the bound only stops a helper that never delivers.
+            h.spawn(move |_| {
+                let mut waiters = Vec::new();
+                while h.stats().stack_slabs_prepared == 0 {
+                    assert!(waiters.len() < 100_000, "no prepared slab: {:?}", h.stats());
+                    for _ in 0..64 {
+                        // Each uses 64 KiB of its stack, past the page the
+                        // helper populated.
+                        waiters.push(h.spawn(move |_| {
+                            let mut buf = [0u8; 64 * 1024];
+                            std::hint::black_box(&mut buf).fill(7);
+                            ok(h.suspend());
+                            let sum: u64 =
+                                std::hint::black_box(&buf).iter().map(|&b| b as u64).sum();
+                            ev(sum.to_string());
+                        }));
+                    }
+                    // The new ones run to their suspend first (FIFO).
+                    ok(h.yield_now());
+                }
+                ev(format!("waiters {}", waiters.len()));
+                for c in waiters {
+                    ok(h.enqueue(c, 0));
+                }
+            });
+            ok(h.run());
+            let events = crate::host::take_events();
+            let n: usize = events[0].strip_prefix("waiters ").unwrap().parse().unwrap();
+            assert_eq!(events.len(), n + 1, "{engine}");
+            let full = (7 * 64 * 1024).to_string();
+            assert!(events[1..].iter().all(|e| e == &full), "{engine}");
+            let stats = h.stats();
+            assert_eq!(stats.finished as usize, n + 1, "{engine}");
+            assert!(
+                stats.slabs > 8 && stats.stack_slabs_prepared >= 1,
+                "{engine}: {stats:?}"
+            );
+        });
+    }
+}
+
+#[test]
 fn stack_pool_zero_retires_every_fiber_context() {
     with_scheduler("context", &[("stack_pool", "0")], |h| {
         for _ in 0..5 {
