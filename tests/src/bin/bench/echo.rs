@@ -51,6 +51,36 @@ pub(crate) fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// The calling thread's CPU mask as it was before [`pin_scoped`], put back
+/// when this is dropped.
+pub(crate) struct Pinned(libc::cpu_set_t);
+
+/// Pins the calling thread to one CPU until the returned guard is dropped.
+/// For the bench's main thread: every later scenario's threads and child
+/// processes inherit its mask, and a million-coroutine child or a
+/// thread-per-core server left on one CPU would measure both loops on it.
+pub(crate) fn pin_scoped(cpu: usize) -> Pinned {
+    // SAFETY: `old` is a zeroed `cpu_set_t` of the size passed; the kernel
+    // writes the calling thread's mask into it.
+    let old = unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old);
+        old
+    };
+    pin_to_cpu(cpu);
+    Pinned(old)
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: a mask read by sched_getaffinity; the kernel only reads
+        // it, and pid 0 is the calling thread.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0);
+        }
+    }
+}
+
 /// A server to measure: it sends its bound address, then serves forever.
 pub(crate) type Server = Box<dyn FnOnce(mpsc::Sender<SocketAddr>) + Send>;
 
@@ -96,7 +126,7 @@ pub(crate) fn cpu_ns(tid: i32) -> u64 {
 /// of on whichever was measured during it.
 pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
     let started: Vec<(i32, SocketAddr)> = servers.into_iter().map(start).collect();
-    pin_to_cpu(1);
+    let _pinned = pin_scoped(1);
     let mut windows: Vec<Vec<EchoResult>> = started.iter().map(|_| Vec::new()).collect();
     let n = started.len();
     for round in 0..WINDOWS {
@@ -163,7 +193,7 @@ pub(crate) fn measure_window(
     window: Window,
 ) -> EchoResult {
     let (tid, addr) = start(serve);
-    pin_to_cpu(1);
+    let _pinned = pin_scoped(1);
     let windows = match window {
         Window::Time(_) => WINDOWS,
         Window::Requests(_) => 1,

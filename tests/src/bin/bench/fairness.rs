@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::echo::pin_to_cpu;
+use crate::echo::{pin_scoped, pin_to_cpu};
 
 /// How long probes are taken.
 const WINDOW: Duration = Duration::from_secs(5);
@@ -42,7 +42,7 @@ pub(crate) fn measure(serve: impl FnOnce(mpsc::Sender<SocketAddr>) + Send + 'sta
     let addr = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("server address");
-    pin_to_cpu(1);
+    let _pinned = pin_scoped(1);
     let stop = Arc::new(AtomicBool::new(false));
 
     // The streaming connection: full duplex, no pause.

@@ -137,7 +137,9 @@ const NOTES: &[(&str, &str)] = &[
         "Nothing is pinned and the load generator shares the two cores with every server thread, \
          so requests per second are bounded by the machine, not by the loop count; server CPU \
          per request sums every server thread's schedstat, and 1e9 / that figure is what the \
-         servers would sustain per core with the client's time set aside.",
+         servers would sustain per core with the client's time set aside. Reports before \
+         2026-11-29 09:00 ran these rows on one CPU: the bench's main thread stayed pinned \
+         after the echo rows and every server and client thread inherited its mask.",
     ),
     (
         "http plaintext",
@@ -145,7 +147,9 @@ const NOTES: &[(&str, &str)] = &[
          (schedstat), so a server's timer, I/O and worker threads all count; nothing is pinned, \
          and the two cores bound requests per second. Each connection has one request in \
          flight. This runtime's rows run the `http_hello` example's own code \
-         (async-std-api/examples/http_hello.rs).",
+         (async-std-api/examples/http_hello.rs). Reports before 2026-11-29 09:00 ran these \
+         rows on one CPU (the bench's main thread stayed pinned after the echo rows, and \
+         every thread inherited its mask).",
     ),
     (
         "http plaintext, 16 pipelined",
@@ -249,22 +253,23 @@ const NOTES: &[(&str, &str)] = &[
         "Targets: peak RSS under 4.6 GiB (the stackful floor is one touched 4 KiB page per \
          coroutine plus its records) and the whole run under 8 s, of which 3 s is the delay. \
          \"first runs done\" is when the last sleeper began its delay: the whole run is that, \
-         the 3 s delay, and the teardown. On one loop most of the rest is the kernel giving \
-         the process a million fresh pages and guard entries (perf: about 85% of the first \
-         runs' time is in the kernel's fault path), and that cost moves with the host: on \
-         the development VM a C loop that only touches a million stacks' top pages took \
-         3.6-4.4 s in one session and 2.1-2.3 s in the next, and one loop's whole runs ranged \
-         6.7-9.4 s over the first session and 6.7-11.8 s over the second, a slow run's \
-         extra seconds all in its first runs. A fiber's record lives in its stack's top page, \
-         which the first run touches anyway (no heap record per stack). Two loops \
-         (thread-per-core, each spawning and joining 500k) fault on both cores. What made them not scale, and was fixed: every 64 stacks took \
-         an mmap (the memory-map lock, written), now regions that double (about 70 mmaps per \
-         million), and a malloc heap merged with the stacks' region, so its mprotect growth \
-         stalled every fault (now MAP_STACK, no merge). What is left between the loops is \
-         glibc's per-thread arenas growing a page per mprotect: with jemalloc preloaded two \
-         loops took 6.2 s. Each row is the median of three runs (by whole run), each a child \
-         process, so its peak RSS is its own; the fastest and slowest whole runs are beside \
-         it.",
+         the 3 s delay, and the teardown. Most of the first runs' time is the kernel's: each \
+         stack's guard page and the fault of its top page, where the fiber record and the \
+         first frames go (perf, one loop without help: the fault path 63%, guard installs \
+         19%), and that cost moves with the host (a C loop that only touches a million \
+         stacks' top pages took 2.1 to 4.4 s in different sessions on the development VM). \
+         On one loop a helper thread installs the next slabs' guards and populates their top \
+         pages on the other core while the loop runs coroutines (async-scheduler's \
+         stack_prefault=auto, the default, which starts it only while the process has fewer \
+         loops than CPUs; alternated in one session: 6.1-8.2 s with it, 8.2-8.7 s without). \
+         Two loops (thread-per-core, each spawning and joining 500k, pinned) fault on both \
+         cores and start no helper. Earlier fixes: regions that double instead of an mmap \
+         per 64 stacks (each mmap write-locks the memory map and stalls the other loop's \
+         faults), no merge with a malloc heap (MAP_STACK), no heap record per fiber. Before \
+         this run the bench's main thread stayed pinned to one CPU after the echo rows, and \
+         this child inherited it: earlier reports' two-loop rows ran both loops on one core. \
+         Each row is the median of three runs (by whole run), each a child process, so its \
+         peak RSS is its own; the fastest and slowest whole runs are beside it.",
     ),
     (
         "spawn+join and switch with N coroutines alive",
