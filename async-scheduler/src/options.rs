@@ -5,7 +5,7 @@
 //! | `engine` | `context`, `corosensei` | `context` (see the README benchmark) |
 //! | `stack_size` | bytes, 16384 to 1073741824 (16k to 1024m), rounded up to the page size; `k`/`m` suffixes | 262144 (or `cfg.stack_size`) |
 //! | `stack_pool` | warm stacks kept for reuse: idle fibers, parked and taken with no system call (fiber.rs F-I4); `pool_max` is its older name | 256 |
-//! | `stack_prefault` | `auto`, `on`, `off`: whether a burst's next slabs get their guard pages and first stack pages from a helper thread (stack/prefault.rs); `auto` only while the process has fewer schedulers than CPUs the loop may use | `auto` |
+//! | `stack_prefault` | `auto`, `on`, `off`: whether a burst's next slabs get their guard pages and first stack pages from a helper thread (stack/prefault.rs); `auto` starts it only if, when a size class starts its 8th slab, the process has fewer schedulers than CPUs the loop may use | `auto` |
 //! | `policy` | `fifo`, `chaos` (a seeded random pick among equals, `chaos.rs`) | `fifo` |
 //! | `seed` | the chaos seed: an unsigned 64-bit integer, or `random` (from the clock, logged at debug level); ignored under `fifo` | 0 |
 //! | `poll_gap_us` | microseconds, 0 to 1000000: after a fairness poll that ran no callback, the next is skipped until this long has passed (`tick.rs`, "Fairness"); 0 polls every 61st busy tick regardless; always 0 under `chaos`, whose replays depend on no clock | 50 |

@@ -27,8 +27,11 @@
 //! # Safety
 //!
 //! `install` is called only on the first page of a slot inside a mapping the
-//! caller owns (stack S-I1/S-I5); changing that page's protection cannot
-//! affect memory anybody else uses.
+//! caller owns (stack S-I1/S-I5): by the loop thread for a slot it carves,
+//! or by the prefault helper for a slot of a slab it holds (prefault P-I1,
+//! whose mapping outlives it, P-I3); changing that page's protection cannot
+//! affect memory anybody else uses. The mode and batch probes are atomics,
+//! so either thread may make them.
 
 // On the unsafe inventory (lib.rs): see the `# Safety` section above.
 #![allow(unsafe_code)]

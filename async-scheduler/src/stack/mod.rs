@@ -47,8 +47,10 @@
 //!
 //! # Who touches what
 //!
-//! Only the loop thread, through the scheduler's `RefCell<Stacks>`, borrowed
-//! for the duration of one `alloc` or `release` and never across a switch.
+//! The loop thread, through the scheduler's `RefCell<Stacks>`, borrowed
+//! for the duration of one `alloc` or `release` and never across a switch;
+//! and, for slabs handed to it and not adopted yet, the prefault helper
+//! thread ([`prefault`]), which only installs guards and populates pages.
 //!
 //! # Drop order
 //!

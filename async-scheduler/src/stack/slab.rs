@@ -56,7 +56,12 @@
 //!
 //! # Who touches what
 //!
-//! The loop thread only, through `&mut self` for one call at a time.
+//! The loop thread, through `&mut self` for one call at a time; and the
+//! prefault helper (prefault.rs), which installs the guards and populates
+//! the top pages of slabs it was given and the loop has not adopted yet
+//! (prefault P-I1): such a slab joins its class with every guard in
+//! (`guarded == per_slab`, A-I1) or, if the helper did not install them,
+//! none.
 //!
 //! # Drop order
 //!
@@ -117,6 +122,26 @@ struct Slab {
     guarded: usize,
 }
 
+/// A slab of a class reserved for the prefault helper and back from it.
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    addr: usize,
+    /// Every slot's guard is in (prefault P-I4).
+    guarded: bool,
+    /// The helper prepared it, rather than handing it back unprepared.
+    prepared: bool,
+}
+
+impl Ahead {
+    fn from(job: prefault::Job, prepared: bool) -> Ahead {
+        Ahead {
+            addr: job.addr,
+            guarded: prepared && job.guarded,
+            prepared,
+        }
+    }
+}
+
 struct SizeClass {
     usable: usize,
     stride: usize,
@@ -133,9 +158,8 @@ struct SizeClass {
     /// Slabs with the prefault helper, or back from it and not adopted
     /// yet (prefault P-I2).
     ahead: usize,
-    /// Slabs back from the helper, oldest first: address and whether their
-    /// guards are in.
-    ready: VecDeque<(usize, bool)>,
+    /// Slabs back from the helper, oldest first.
+    ready: VecDeque<Ahead>,
 }
 
 /// Counters for tests and the benchmark.
@@ -283,57 +307,81 @@ impl Stacks {
     /// (tests only).
     #[cfg(test)]
     fn settle(&mut self) {
-        let Some(pf) = &self.prefault else { return };
         let mut out: usize = self.classes.iter().map(|c| c.ahead - c.ready.len()).sum();
-        while out > 0 {
-            let job = pf.wait().expect("the helper is alive");
-            self.classes[job.class as usize]
-                .ready
-                .push_back((job.addr, job.guarded));
+        while out > 0 && self.wait_for_helper() {
             out -= 1;
         }
     }
 
-    /// Starts carving a new slab of class `class_idx`: one the prefault
-    /// helper has prepared if one is ready, else the next of the class's
-    /// region; then keeps the helper `prefault::AHEAD` slabs ahead once the
-    /// class has carved `prefault::START_AFTER`.
-    fn new_slab(&mut self, class_idx: usize) -> io::Result<()> {
+    /// Takes every slab the helper has finished into its class's `ready`.
+    fn collect_ready(&mut self) {
         if let Some(pf) = &self.prefault {
             while let Some(job) = pf.ready() {
                 self.classes[job.class as usize]
                     .ready
-                    .push_back((job.addr, job.guarded));
+                    .push_back(Ahead::from(job, true));
             }
         }
-        let class = &mut self.classes[class_idx];
-        let slab = match class.ready.pop_front() {
-            Some((addr, guarded)) => {
+    }
+
+    /// Waits for the next slab the helper finishes and takes it into its
+    /// class's `ready`; false if there is no helper to wait for.
+    fn wait_for_helper(&mut self) -> bool {
+        let Some(job) = self.prefault.as_ref().and_then(Prefault::wait) else {
+            return false;
+        };
+        self.classes[job.class as usize]
+            .ready
+            .push_back(Ahead::from(job, true));
+        true
+    }
+
+    /// Starts carving a new slab of class `class_idx`: one the prefault
+    /// helper has prepared if one is ready, else the next of the class's
+    /// region; then keeps the helper `prefault::AHEAD` slabs ahead from the
+    /// class's `prefault::START_AFTER`th slab on.
+    fn new_slab(&mut self, class_idx: usize) -> io::Result<()> {
+        self.collect_ready();
+        let slab = loop {
+            let class = &mut self.classes[class_idx];
+            if let Some(ahead) = class.ready.pop_front() {
                 class.ahead -= 1;
-                self.prepared += 1;
-                Slab {
-                    addr,
+                self.prepared += u64::from(ahead.prepared);
+                break Slab {
+                    addr: ahead.addr,
                     carved: 0,
-                    guarded: if guarded { class.per_slab } else { 0 },
+                    guarded: if ahead.guarded { class.per_slab } else { 0 },
+                };
+            }
+            match reserve_slab(class, &mut self.regions) {
+                Ok(addr) => {
+                    break Slab {
+                        addr,
+                        carved: 0,
+                        guarded: 0,
+                    }
+                }
+                // The kernel refused a region while the helper holds slabs
+                // of this class: one of those is better than a failed spawn.
+                Err(e) => {
+                    if class.ahead == 0 || !self.wait_for_helper() {
+                        return Err(e);
+                    }
                 }
             }
-            None => Slab {
-                addr: reserve_slab(class, &mut self.regions)?,
-                carved: 0,
-                guarded: 0,
-            },
         };
+        let class = &mut self.classes[class_idx];
         class.slabs.push(slab);
         if self.prefault_mode == prefault::Mode::Off || class.slabs.len() < prefault::START_AFTER {
             return Ok(());
         }
         if self.prefault.is_none() {
-            let started = if self.prefault_mode.allows_start() {
-                Prefault::start()
-            } else {
-                Err(io::Error::other("fewer cores than loops"))
-            };
-            match started {
+            if !self.prefault_mode.allows_start() {
+                // P-I5: asked once, the answer kept.
+                self.prefault_mode = prefault::Mode::Off;
+                return Ok(());
+            }
+            match Prefault::start() {
                 Ok(pf) => self.prefault = Some(pf),
                 Err(e) => {
                     self.prefault_mode = prefault::Mode::Off;
@@ -362,8 +410,9 @@ impl Stacks {
             };
             class.ahead += 1;
             if let Err(job) = pf.submit(job) {
-                // The helper is gone: the slab is the class's own again.
-                class.ready.push_back((job.addr, false));
+                // The helper is gone: the slab is the class's own again,
+                // unprepared.
+                class.ready.push_back(Ahead::from(job, false));
                 self.prefault_mode = prefault::Mode::Off;
                 break;
             }
@@ -789,10 +838,16 @@ mod tests {
             (class.ahead, class.ready.len()),
             (prefault::AHEAD, prefault::AHEAD)
         );
-        let (next, guarded) = class.ready[0];
-        assert!(guarded, "the helper installed the guards");
+        let Ahead {
+            addr: next,
+            guarded,
+            prepared,
+        } = class.ready[0];
+        assert!(guarded && prepared, "the helper installed the guards");
         let stride = usable + page;
-        for i in 0..STACKS_PER_SLAB {
+        // Without MADV_POPULATE_WRITE (Linux before 5.14) the helper only
+        // installs guards.
+        for i in (0..STACKS_PER_SLAB).filter(|_| prefault::populates()) {
             // Only the top page of each slot is in: the page a first run
             // touches (fiber F-I8); the rest of the stack is left alone.
             let pages = resident(next + i * stride + page, usable);
@@ -809,7 +864,7 @@ mod tests {
         assert_eq!(first.limit, next, "the oldest prepared slab is carved next");
         let st = stacks.stats();
         assert_eq!((st.prepared, st.slabs), (1, prefault::START_AFTER + 1));
-        // The helper is kept one slab ahead again.
+        // The helper is kept AHEAD slabs ahead again.
         assert_eq!(stacks.classes[0].ahead, prefault::AHEAD);
         if std::env::var_os("ASYNC_SCHEDULER_TEST_PREPARED_GUARD").is_some() {
             // SAFETY: reading a guard page faults and kills this child,
@@ -852,15 +907,17 @@ mod tests {
         for _ in 0..prefault::START_AFTER * STACKS_PER_SLAB {
             stacks.alloc(4 * page_size()).unwrap();
         }
-        stacks.settle();
-        let tid = stacks.prefault.as_ref().expect("the helper started").tid();
-        let task = format!("/proc/self/task/{tid}");
-        assert!(std::path::Path::new(&task).exists(), "{task}");
+        // Dropped while the helper has two slabs to prepare: P-I3 wants it
+        // finished before the mappings go, not merely told to stop.
+        let helper = stacks
+            .prefault
+            .as_ref()
+            .expect("the helper started")
+            .watch();
         drop(stacks);
-        // P-I3: gone before the mappings were, not merely told to stop.
         assert!(
-            !std::path::Path::new(&task).exists(),
-            "{task} outlived its allocator"
+            helper.upgrade().is_none(),
+            "the helper outlived its allocator"
         );
     }
 
@@ -876,6 +933,36 @@ mod tests {
         }
         assert!(small.prefault.is_none() && off.prefault.is_none());
         assert_eq!((small.classes[0].ahead, off.classes[0].ahead), (0, 0));
+    }
+
+    #[test]
+    fn a_slab_handed_back_unprepared_is_carved_and_guarded_by_the_loop() {
+        let page = page_size();
+        let mut stacks = Stacks::new(prefault::Mode::Off);
+        for _ in 0..STACKS_PER_SLAB {
+            stacks.alloc(4 * page).unwrap();
+        }
+        // What `new_slab` does when the helper is gone (submit failed).
+        let class = &mut stacks.classes[0];
+        let addr = reserve_slab(class, &mut stacks.regions).unwrap();
+        let job = prefault::Job {
+            class: 0,
+            addr,
+            slots: class.per_slab,
+            stride: class.stride,
+            page,
+            guarded: true,
+        };
+        class.ahead += 1;
+        class.ready.push_back(Ahead::from(job, false));
+        let next = stacks.alloc(4 * page).unwrap();
+        assert_eq!(next.limit, addr, "the handed-back slab is carved next");
+        let st = stacks.stats();
+        assert_eq!((st.prepared, st.slabs), (0, 2), "not counted as prepared");
+        assert_eq!(
+            stacks.classes[0].slabs[1].guarded, GUARD_AHEAD,
+            "the loop guarded it"
+        );
     }
 
     #[test]

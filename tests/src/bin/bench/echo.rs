@@ -52,8 +52,10 @@ pub(crate) fn pin_to_cpu(cpu: usize) {
 }
 
 /// The calling thread's CPU mask as it was before [`pin_scoped`], put back
-/// when this is dropped.
-pub(crate) struct Pinned(libc::cpu_set_t);
+/// when this is dropped (`None`: it could not be read, so nothing is put
+/// back rather than an empty mask).
+#[must_use = "dropping it unpins the thread at once"]
+pub(crate) struct Pinned(Option<libc::cpu_set_t>);
 
 /// Pins the calling thread to one CPU until the returned guard is dropped.
 /// For the bench's main thread: every later scenario's threads and child
@@ -64,19 +66,27 @@ pub(crate) fn pin_scoped(cpu: usize) -> Pinned {
     // writes the calling thread's mask into it.
     let old = unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old);
-        old
+        let rc = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old);
+        (rc == 0).then_some(old)
     };
+    if old.is_none() {
+        eprintln!(
+            "bench: cannot read this thread's CPU mask ({}); it stays pinned to CPU {cpu}",
+            std::io::Error::last_os_error()
+        );
+    }
     pin_to_cpu(cpu);
     Pinned(old)
 }
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        // SAFETY: a mask read by sched_getaffinity; the kernel only reads
-        // it, and pid 0 is the calling thread.
-        unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0);
+        if let Some(old) = &self.0 {
+            // SAFETY: a mask read by sched_getaffinity; the kernel only
+            // reads it, and pid 0 is the calling thread.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old);
+            }
         }
     }
 }

@@ -260,8 +260,8 @@ const NOTES: &[(&str, &str)] = &[
          stacks' top pages took 2.1 to 4.4 s in different sessions on the development VM). \
          On one loop a helper thread installs the next slabs' guards and populates their top \
          pages on the other core while the loop runs coroutines (async-scheduler's \
-         stack_prefault=auto, the default, which starts it only while the process has fewer \
-         loops than CPUs; alternated in one session: 6.1-8.2 s with it, 8.2-8.7 s without). \
+         stack_prefault=auto, the default, which starts it only if the process has fewer loops \
+         than CPUs; alternated in one session: 6.1-8.2 s with it, 8.2-8.7 s without). \
          Two loops (thread-per-core, each spawning and joining 500k, pinned) fault on both \
          cores and start no helper. Earlier fixes: regions that double instead of an mmap \
          per 64 stacks (each mmap write-locks the memory map and stalls the other loop's \
