@@ -225,12 +225,16 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "fs random read_at",
-        "4 KiB read_at at pseudo-random 4 KiB-aligned offsets of the same warm file. On mio a \
-         page-cache hit is a preadv2 with RWF_NOWAIT on the loop thread; io_uring reads in the \
-         ring; tokio::fs has no read_at, so its rows are spawn_blocking of std's and a seek \
-         plus read_exact on tokio::fs::File. The rows take turns, one run of 100,000 reads \
-         each for five rounds, each starting with the next row, and each row is its median \
-         run.",
+        "4 KiB read_at at pseudo-random 4 KiB-aligned offsets of the same warm file. On both \
+         reactors a page-cache hit is a preadv2 with RWF_NOWAIT on the loop thread; a miss goes \
+         to the blocking pool on mio and to the ring on io_uring. tokio::fs has no read_at, so \
+         its rows are spawn_blocking of std's and a seek plus read_exact on tokio::fs::File. \
+         The rows take turns, one run of 100,000 reads each for five rounds, each starting \
+         with the next row, and each row is its median run. \"Warm\" is not all cached: this \
+         VM runs DAMON with a pageout scheme, which drops cold page-cache pages with GBs free \
+         (a minute after a 256 MiB file was read whole, 1,500 of its 65,536 pages were gone), \
+         and under strace 643 of 300,000 of our 4 KiB reads here (0.2%) missed: each a pool \
+         round trip on mio where std's pread waits for the disk inline.",
     ),
     (
         "spawn_blocking",
