@@ -133,6 +133,14 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// report (`docs/bench/`).
 const NOTES: &[(&str, &str)] = &[
     (
+        "switch",
+        "This runtime's default and context-engine rows and may's take turns at the end of the \
+         run (five rounds of a million round trips, each round starting with the next row; \
+         each row is its median round). The other rows are measured alone: this runtime's \
+         at the start of the run, the peers' at the end. Measured at opposite ends of a run, \
+         the compared rows had moved apart by up to 40% between runs.",
+    ),
+    (
         "echo2",
         "Nothing is pinned and the load generator shares the two cores with every server thread, \
          so requests per second are bounded by the machine, not by the loop count; server CPU \
@@ -478,35 +486,67 @@ fn profile(args: &[String]) {
 }
 
 const SWITCH_ITERS: u64 = 1_000_000;
+
+/// Rounds of the switch rows that take turns ([`switch_peers`]).
+const SWITCH_REPS: usize = 5;
 const SPAWN_ITERS: u64 = 200_000;
 
 // Every measurement of this runtime runs before any peer's: may keeps its
 // worker threads (and tokio its blocking pool) alive after its measurement,
 // and on a small machine they would steal time from whatever runs next.
 
+/// This runtime's switch rows that no target compares, measured alone at
+/// the start of the run; the compared ones take turns with may's at the
+/// end ([`switch_peers`]).
 fn switch_ours(report: &mut Report) {
     let s = "switch";
-    report.baseline(
+    report.add(
         s,
-        "this runtime, default engine",
-        ours::switch_round_trip(None, false, SWITCH_ITERS),
+        "this runtime, context engine, one coroutine did FP work",
+        ours::switch_round_trip(Some("context"), true, SWITCH_ITERS),
     );
-    for engine in ["context", "corosensei"] {
-        report.add(
-            s,
-            &format!("this runtime, {engine} engine"),
-            ours::switch_round_trip(Some(engine), false, SWITCH_ITERS),
-        );
-        report.add(
-            s,
-            &format!("this runtime, {engine} engine, one coroutine did FP work"),
-            ours::switch_round_trip(Some(engine), true, SWITCH_ITERS),
-        );
-    }
+    report.add(
+        s,
+        "this runtime, corosensei engine",
+        ours::switch_round_trip(Some("corosensei"), false, SWITCH_ITERS),
+    );
+    report.add(
+        s,
+        "this runtime, corosensei engine, one coroutine did FP work",
+        ours::switch_round_trip(Some("corosensei"), true, SWITCH_ITERS),
+    );
 }
 
 fn switch_peers(report: &mut Report) {
     let s = "switch";
+    // The rows the targets compare take turns (report::in_turns): measured
+    // at opposite ends of a run, this runtime's first and may's last, one
+    // row moved 45-63 ns between runs while the other held.
+    peers::may_setup();
+    let rows: [(&str, report::Run<'_>); 3] = [
+        (
+            "this runtime, default engine",
+            Box::new(|| ours::switch_once(None, false, SWITCH_ITERS)),
+        ),
+        (
+            "this runtime, context engine",
+            Box::new(|| ours::switch_once(Some("context"), false, SWITCH_ITERS)),
+        ),
+        (
+            "may (1 worker), two coroutines yield_now",
+            Box::new(|| peers::may_yield_once(SWITCH_ITERS)),
+        ),
+    ];
+    for (i, (name, ns)) in report::in_turns(SWITCH_REPS, SWITCH_ITERS, rows.into())
+        .into_iter()
+        .enumerate()
+    {
+        if i == 0 {
+            report.baseline(s, name, ns);
+        } else {
+            report.add(s, name, ns);
+        }
+    }
     report.add(
         s,
         "raw context (jump_fcontext) round trip",
@@ -536,11 +576,6 @@ fn switch_peers(report: &mut Report) {
         s,
         "tokio current_thread without drivers, two tasks yield_now",
         peers::tokio_yield_round_trip(SWITCH_ITERS, false),
-    );
-    report.add(
-        s,
-        "may (1 worker), two coroutines yield_now",
-        peers::may_yield_round_trip(SWITCH_ITERS),
     );
 }
 

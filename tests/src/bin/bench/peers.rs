@@ -143,34 +143,32 @@ pub(crate) fn may_setup() {
     may::config().set_workers(1).set_stack_size(0x4000);
 }
 
-/// may with one worker: two coroutines that keep yielding to each other.
-pub(crate) fn may_yield_round_trip(iters: u64) -> NsPerOp {
-    may_setup();
-    median(REPS, iters, || {
-        let (tx, rx) = std::sync::mpsc::channel::<Duration>();
-        // SAFETY: may's `spawn` is unsafe because a coroutine must not use
-        // thread-local storage across yields or block the worker thread; these
-        // closures only yield and count.
-        let h = unsafe {
-            may::coroutine::spawn(move || {
-                // SAFETY: as above.
-                let other = may::coroutine::spawn(move || {
-                    for _ in 0..iters {
-                        may::coroutine::yield_now();
-                    }
-                });
-                let start = Instant::now();
+/// One timed run of may with one worker: two coroutines that keep
+/// yielding to each other, `iters` round trips (call [`may_setup`] first).
+pub(crate) fn may_yield_once(iters: u64) -> Duration {
+    let (tx, rx) = std::sync::mpsc::channel::<Duration>();
+    // SAFETY: may's `spawn` is unsafe because a coroutine must not use
+    // thread-local storage across yields or block the worker thread; these
+    // closures only yield and count.
+    let h = unsafe {
+        may::coroutine::spawn(move || {
+            // SAFETY: as above.
+            let other = may::coroutine::spawn(move || {
                 for _ in 0..iters {
                     may::coroutine::yield_now();
                 }
-                let elapsed = start.elapsed();
-                other.join().expect("yielder");
-                tx.send(elapsed).expect("send");
-            })
-        };
-        h.join().expect("may coroutine");
-        rx.recv().expect("elapsed")
-    })
+            });
+            let start = Instant::now();
+            for _ in 0..iters {
+                may::coroutine::yield_now();
+            }
+            let elapsed = start.elapsed();
+            other.join().expect("yielder");
+            tx.send(elapsed).expect("send");
+        })
+    };
+    h.join().expect("may coroutine");
+    rx.recv().expect("elapsed")
 }
 
 /// may with one worker: spawn an empty coroutine and join it.
@@ -178,7 +176,7 @@ pub(crate) fn may_spawn_join(iters: u64) -> NsPerOp {
     may_setup();
     median(REPS, iters, || {
         let (tx, rx) = std::sync::mpsc::channel::<Duration>();
-        // SAFETY: see `may_yield_round_trip`; the closures hold no TLS.
+        // SAFETY: see `may_yield_once`; the closures hold no TLS.
         let h = unsafe {
             may::coroutine::spawn(move || {
                 let start = Instant::now();
