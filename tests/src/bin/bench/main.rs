@@ -537,15 +537,9 @@ fn switch_peers(report: &mut Report) {
             Box::new(|| peers::may_yield_once(SWITCH_ITERS)),
         ),
     ];
-    for (i, (name, ns)) in report::in_turns(SWITCH_REPS, SWITCH_ITERS, rows.into())
-        .into_iter()
-        .enumerate()
-    {
-        if i == 0 {
-            report.baseline(s, name, ns);
-        } else {
-            report.add(s, name, ns);
-        }
+    let measured = report::in_turns(SWITCH_REPS, SWITCH_ITERS, rows.into());
+    for (i, (name, ns)) in measured.into_iter().enumerate() {
+        report.add_values(s, name, vec![ns.0], i == 0);
     }
     report.add(
         s,
