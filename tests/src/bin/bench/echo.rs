@@ -144,7 +144,12 @@ pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
         // one (whose connections are still closing on CPU 0).
         for i in (0..n).map(|k| (k + round) % n) {
             let (tid, addr) = started[i];
-            windows[i].push(window(addr, tid, Window::Time(WINDOW)));
+            let w = window(addr, tid, Window::Time(WINDOW));
+            eprintln!(
+                "echo round {round}, server {i}: {:.0} ns/req",
+                w.server_ns_per_req
+            );
+            windows[i].push(w);
         }
     }
     windows.into_iter().map(median).collect()

@@ -7,12 +7,16 @@
 //! completes are sent again in one write), for a `WINDOW` after a warm-up
 //! round. The load generator is a single-threaded mio loop, the same for
 //! every server, that parses each response with httparse (status 200 and
-//! its `Content-Length` body checked); of `WINDOWS` windows back to back,
-//! the one with the median server CPU per request is kept. Nothing is pinned: the servers with
+//! its `Content-Length` body checked). The servers take turns: at each
+//! depth, `WINDOWS` rounds of one window per server on new connections, and
+//! of a server's windows the one with the median server CPU per request is
+//! kept (see [`measure_in_turns`]). Nothing is pinned: the servers with
 //! two threads would have nowhere else to go. Columns: the CPU time of
 //! every thread of the process but the load generator's, per request (all
-//! of a server's threads count, its timer and I/O threads too; the other
-//! scenarios' idle threads add nothing), the load generator's, and the
+//! of a server's threads count, its timer and I/O threads too; the idle
+//! servers waiting their turn add about 6 ms of CPU a second, may's worker
+//! waking for its timers, which is under 1% of any row and falls on every
+//! row alike), the load generator's, and the
 //! requests per second, which the two cores bound.
 //!
 //! Servers:
@@ -46,8 +50,11 @@ use crate::echo_multi::reserve;
 #[path = "../../../../async-std-api/examples/http_hello.rs"]
 mod http_hello;
 
-/// Windows measured back to back at each depth; the median is kept.
+/// Windows of each server at each depth, taken in turns; the median is kept.
 const WINDOWS: usize = 3;
+
+/// Idle time after each window, for its connections' closing.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Length of one measured window.
 const WINDOW: Duration = Duration::from_secs(2);
@@ -68,9 +75,49 @@ pub(crate) struct Measured {
     pub(crate) client_ns_per_req: f64,
 }
 
-/// Starts `serve` on its own thread, waits for its `listeners` listeners,
-/// then drives it at each depth in turn (new connections for each).
-pub(crate) fn measure(serve: Server, listeners: usize, depths: &[usize]) -> Vec<Measured> {
+/// Starts every server on its own thread and waits for its listeners,
+/// then drives them in turns at each depth and returns, for each server in
+/// order, what was measured at each depth.
+///
+/// At each depth, round after round, each server is driven for one window
+/// on new connections while the others wait idle (each round starting with
+/// the next server), and of its `WINDOWS` windows the one with the median
+/// server CPU per request is kept. Measured one after another, a slow spell
+/// of this VM (one window moves by 15% from run to run, and the machine
+/// drifts over minutes) fell on whichever server ran during it; in turns it
+/// falls on every server alike.
+pub(crate) fn measure_in_turns(
+    servers: Vec<(Server, usize)>,
+    depths: &[usize],
+) -> Vec<Vec<Measured>> {
+    let addrs: Vec<SocketAddr> = servers
+        .into_iter()
+        .map(|(serve, listeners)| start(serve, listeners))
+        .collect();
+    let n = addrs.len();
+    let mut kept: Vec<Vec<Measured>> = addrs.iter().map(|_| Vec::new()).collect();
+    for &depth in depths {
+        let mut windows: Vec<Vec<Measured>> = addrs.iter().map(|_| Vec::new()).collect();
+        for round in 0..WINDOWS {
+            for i in (0..n).map(|k| (k + round) % n) {
+                windows[i].push(drive(addrs[i], depth).expect("load generator"));
+                // The connections just dropped are closed by their server
+                // before the next one's window opens: every thread but the
+                // load generator's counts (see the module doc).
+                std::thread::sleep(SETTLE);
+            }
+        }
+        for (i, mut w) in windows.into_iter().enumerate() {
+            w.sort_by(|a, b| a.server_ns_per_req.total_cmp(&b.server_ns_per_req));
+            kept[i].push(w.swap_remove(WINDOWS / 2));
+        }
+    }
+    kept
+}
+
+/// Starts `serve` on its own thread and returns the address of the last of
+/// its `listeners` listeners.
+fn start(serve: Server, listeners: usize) -> SocketAddr {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || serve(tx));
     let mut addr = None;
@@ -80,11 +127,7 @@ pub(crate) fn measure(serve: Server, listeners: usize, depths: &[usize]) -> Vec<
                 .expect("server listening"),
         );
     }
-    let addr = addr.expect("a listener");
-    depths
-        .iter()
-        .map(|&d| drive(addr, d).expect("load generator"))
-        .collect()
+    addr.expect("a listener")
 }
 
 /// Nanoseconds every thread of this process but `except` has run.
@@ -104,8 +147,8 @@ struct Conn {
     rx: Vec<u8>,
 }
 
-/// The load generator: `CONNS` connections with `depth` requests in flight
-/// on each.
+/// The load generator: one `WINDOW` after a warm-up round, on `CONNS` new
+/// connections with `depth` requests in flight on each.
 fn drive(addr: SocketAddr, depth: usize) -> io::Result<Measured> {
     let me = thread_id();
     let mut poll = Poll::new()?;
@@ -130,7 +173,6 @@ fn drive(addr: SocketAddr, depth: usize) -> io::Result<Measured> {
     let mut chunk = vec![0u8; 64 * 1024];
     let (mut done, mut measured) = (0u64, 0u64);
     let mut start: Option<(Instant, u64, u64)> = None;
-    let mut windows = Vec::with_capacity(WINDOWS);
     loop {
         poll.poll(&mut events, Some(Duration::from_millis(100)))?;
         for ev in events.iter() {
@@ -166,18 +208,11 @@ fn drive(addr: SocketAddr, depth: usize) -> io::Result<Measured> {
         if let Some((t, server0, client0)) = start {
             if t.elapsed() >= WINDOW {
                 let n = measured.max(1) as f64;
-                windows.push(Measured {
+                return Ok(Measured {
                     rps: measured as f64 / t.elapsed().as_secs_f64(),
                     server_ns_per_req: cpu_of_all_but(me).saturating_sub(server0) as f64 / n,
                     client_ns_per_req: cpu_ns(me).saturating_sub(client0) as f64 / n,
                 });
-                if windows.len() == WINDOWS {
-                    // The window of the median server CPU per request.
-                    windows.sort_by(|a, b| a.server_ns_per_req.total_cmp(&b.server_ns_per_req));
-                    return Ok(windows.swap_remove(WINDOWS / 2));
-                }
-                measured = 0;
-                start = Some((Instant::now(), cpu_of_all_but(me), cpu_ns(me)));
             }
         }
     }

@@ -154,7 +154,11 @@ const NOTES: &[(&str, &str)] = &[
         "Server CPU per request sums every thread of the process but the load generator's \
          (schedstat), so a server's timer, I/O and worker threads all count; nothing is pinned, \
          and the two cores bound requests per second. Each connection has one request in \
-         flight. This runtime's rows run the `http_hello` example's own code \
+         flight. The servers take turns: three rounds of one 2 s window each on new \
+         connections (each round starting with the next server), and each row is its \
+         server's window with the median server CPU per request; until 2026-11-29 12:00 each \
+         server's three windows ran back to back, one server after another. This runtime's \
+         rows run the `http_hello` example's own code \
          (async-std-api/examples/http_hello.rs). Reports before 2026-11-29 09:00 ran these \
          rows on one CPU (the bench's main thread stayed pinned after the echo rows, and \
          every thread inherited its mask).",
@@ -835,11 +839,13 @@ fn http_all(report: &mut Report) {
             1,
         ),
     ];
-    for (i, (name, serve, listeners)) in servers.into_iter().enumerate() {
-        for (s, r) in scenarios
-            .iter()
-            .zip(http::measure(serve, listeners, &depths))
-        {
+    let (names, servers): (Vec<&str>, Vec<(http::Server, usize)>) = servers
+        .into_iter()
+        .map(|(name, serve, listeners)| (name, (serve, listeners)))
+        .unzip();
+    let measured = http::measure_in_turns(servers, &depths);
+    for (i, (name, at_depths)) in names.into_iter().zip(measured).enumerate() {
+        for (s, r) in scenarios.iter().zip(at_depths) {
             eprintln!(
                 "{s}: {name}: {:.0} ns/req server, {:.0} req/s",
                 r.server_ns_per_req, r.rps
