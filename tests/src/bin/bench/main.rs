@@ -230,7 +230,8 @@ const NOTES: &[(&str, &str)] = &[
         "On mio, a read first takes what the page cache holds on the loop thread (preadv2 with \
          RWF_NOWAIT, up to 256 KiB) and goes to the blocking pool, with its two cross-thread \
          wake-ups, only when it would wait for the disk (tokio::fs always pays them); io_uring \
-         reads the file in the ring. The file is warm here: every mio read is a page-cache hit. \
+         reads the file in the ring. The file stays cached (mapped by the bench, see fs random \
+         read_at): every mio read is a page-cache hit. \
          The rows take turns, one run each (the whole file) for five rounds, each starting with \
          the next row, and each row is its median run, so a slow spell of the VM falls on \
          every row alike.",
@@ -242,11 +243,13 @@ const NOTES: &[(&str, &str)] = &[
          to the blocking pool on mio and to the ring on io_uring. tokio::fs has no read_at, so \
          its rows are spawn_blocking of std's and a seek plus read_exact on tokio::fs::File. \
          The rows take turns, one run of 100,000 reads each for five rounds, each starting \
-         with the next row, and each row is its median run. \"Warm\" is not all cached: this \
-         VM runs DAMON with a pageout scheme, which drops cold page-cache pages with GBs free \
-         (a minute after a 256 MiB file was read whole, 1,500 of its 65,536 pages were gone), \
-         and under strace 643 of 300,000 of our 4 KiB reads here (0.2%) missed: each a pool \
-         round trip on mio where std's pread waits for the disk inline.",
+         with the next row, and each row is its median run. The bench keeps the file mapped \
+         (MAP_SHARED | MAP_POPULATE) while it runs: this VM runs DAMON with a pageout scheme \
+         that drops cold page cache that no process maps, GBs free or not, and until \
+         2026-11-29 12:00 the file was only read once to warm it, so some reads missed (0.2% \
+         under strace in one session; ours 1.43x std's in a session whose page cache held \
+         under 200 MB): each miss a pool round trip on mio where std's pread waits for the \
+         disk inline.",
     ),
     (
         "spawn_blocking",
@@ -272,8 +275,10 @@ const NOTES: &[(&str, &str)] = &[
          the 3 s delay, and the teardown. Most of the first runs' time is the kernel's: each \
          stack's guard page and the fault of its top page, where the fiber record and the \
          first frames go (perf, one loop without help: the fault path 63%, guard installs \
-         19%), and that cost moves with the host (a C loop that only touches a million \
-         stacks' top pages took 2.1 to 4.4 s in different sessions on the development VM). \
+         19%), and that cost moves with the host: the machine's row is that floor measured \
+         in the same run, one thread touching a million stacks' top pages and nothing else \
+         (2.1 to 4.8 s in different sessions on the development VM, whose host backs fresh \
+         guest memory on first touch and takes it back when it is freed). \
          On one loop a helper thread installs the next slabs' guards and populates their top \
          pages on the other core while the loop runs coroutines (async-scheduler's \
          stack_prefault=auto, the default, which starts it only if the process has fewer loops \
@@ -285,7 +290,9 @@ const NOTES: &[(&str, &str)] = &[
          this run the bench's main thread stayed pinned to one CPU after the echo rows, and \
          this child inherited it: earlier reports' two-loop rows ran both loops on one core. \
          Each row is the median of three runs (by whole run), each a child process, so its \
-         peak RSS is its own; the fastest and slowest whole runs are beside it.",
+         peak RSS is its own; the fastest and slowest whole runs are beside it. The rows take \
+         turns, one run each per round (since 2026-11-29 12:00; before, each row's three \
+         runs came back to back).",
     ),
     (
         "spawn+join and switch with N coroutines alive",
@@ -411,18 +418,39 @@ fn million_all(report: &mut Report) {
             "slowest whole run s",
         ],
     );
-    for (reactor, loops) in [("mio", 1), ("uring", 1), ("mio", 2), ("uring", 2)] {
-        // Runs vary with the host's paging: the median of three, and the
-        // spread beside it.
-        let mut runs: Vec<_> = (0..3)
-            .map(|_| million::suspended(1_000_000, 3000, reactor, loops))
-            .collect();
+    // `None`: the machine's floor, no runtime (million.rs, *touch*).
+    let configs = [
+        Some(("mio", 1)),
+        Some(("uring", 1)),
+        Some(("mio", 2)),
+        Some(("uring", 2)),
+        None,
+    ];
+    // Runs vary with the host's paging: three rounds in turns, each config
+    // once a round (each round starting with the next), so a slow spell
+    // falls on every row alike; each row is its median run, and the spread
+    // beside it.
+    let mut runs: Vec<Vec<million::Suspended>> = configs.iter().map(|_| Vec::new()).collect();
+    for round in 0..3 {
+        for i in (0..configs.len()).map(|k| (k + round) % configs.len()) {
+            runs[i].push(match configs[i] {
+                Some((reactor, loops)) => million::suspended(1_000_000, 3000, reactor, loops),
+                None => million::touched(1_000_000, 3000),
+            });
+        }
+    }
+    for (config, mut runs) in configs.into_iter().zip(runs) {
         runs.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
         let (fastest, slowest) = (runs[0].total_s, runs[2].total_s);
         let r = runs.swap_remove(1);
-        let name = match loops {
-            1 => format!("this runtime, {reactor}"),
-            _ => format!("this runtime, {reactor}, {loops} loops (thread-per-core, 500k each)"),
+        let name = match config {
+            Some((reactor, 1)) => format!("this runtime, {reactor}"),
+            Some((reactor, loops)) => {
+                format!("this runtime, {reactor}, {loops} loops (thread-per-core, 500k each)")
+            }
+            None => "the machine: one thread touches 1M fresh pages 260 KiB apart, \
+                     sleeps 3 s (no runtime)"
+                .to_owned(),
         };
         report.add_values(
             s,
@@ -436,7 +464,7 @@ fn million_all(report: &mut Report) {
                 fastest,
                 slowest,
             ],
-            reactor == "mio" && loops == 1,
+            config == Some(("mio", 1)),
         );
     }
     let s = "spawn+join and switch with N coroutines alive";

@@ -6,6 +6,13 @@
 //!   (its first run, which touches its stack's first page), the teardown
 //!   after the last join, the whole run's time, and the process's peak RSS
 //!   (`ru_maxrss`), on default settings (mio).
+//! - *touch*: the machine's floor for *suspended*, no runtime: one thread
+//!   touches N fresh pages laid out as this runtime's default stacks are
+//!   (a page every [`STACK_STRIDE`] bytes, each slot's top), sleeps the same
+//!   delay and unmaps them, with the same phases. A stackful coroutine's
+//!   first run must fault in at least its stack's top page, so this is the
+//!   part of a run the runtime cannot remove; on a VM it moves with the
+//!   host's paging, which sets what fresh memory costs.
 //! - *flat*: with L coroutines parked (each waiting on a channel that never
 //!   sends), the cost of spawn+join and of a switch round trip, for L = 0,
 //!   1k, 100k and 1M: a stackful runtime's per-operation cost must not grow
@@ -62,6 +69,27 @@ pub(crate) struct Suspended {
     pub(crate) peak_rss_mib: f64,
 }
 
+/// The distance between two stacks' top pages under the default options:
+/// a 256 KiB stack and its guard page.
+const STACK_STRIDE: usize = (256 + 4) * 1024;
+
+/// What a *suspended* child printed.
+fn suspended_of(r: &[(String, f64)]) -> Suspended {
+    Suspended {
+        spawn_s: get(r, "spawn_s"),
+        started_s: get(r, "started_s"),
+        joined_s: get(r, "joined_s"),
+        total_s: get(r, "total_s"),
+        peak_rss_mib: get(r, "peak_rss_kib") / 1024.0,
+    }
+}
+
+/// The floor under [`suspended`]: `n` fresh pages touched by one thread,
+/// [`STACK_STRIDE`] apart, then `delay_ms` asleep (see the module doc).
+pub(crate) fn touched(n: u64, delay_ms: u64) -> Suspended {
+    suspended_of(&child(&["touch", &n.to_string(), &delay_ms.to_string()]))
+}
+
 /// N coroutines in `delay(delay_ms)` at once, on `reactor`, shared out over
 /// `loops` thread-per-core loops.
 pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str, loops: usize) -> Suspended {
@@ -72,13 +100,7 @@ pub(crate) fn suspended(n: u64, delay_ms: u64, reactor: &str, loops: usize) -> S
         reactor,
         &loops.to_string(),
     ]);
-    Suspended {
-        spawn_s: get(&r, "spawn_s"),
-        started_s: get(&r, "started_s"),
-        joined_s: get(&r, "joined_s"),
-        total_s: get(&r, "total_s"),
-        peak_rss_mib: get(&r, "peak_rss_kib") / 1024.0,
-    }
+    suspended_of(&r)
 }
 
 /// Nanoseconds per spawn+join and per switch round trip with `live`
@@ -111,12 +133,58 @@ fn sleepers(n: u64, delay_ms: u64, start: Instant) -> (Duration, Duration, Durat
     (spawned, last_start.get() - start, start.elapsed())
 }
 
-/// The child's side: `suspended <n> <delay_ms> <reactor> [loops]` or
-/// `flat <live>`.
+/// The child's side of [`touched`]: `n` pages, `delay_ms`.
+fn touch(n: usize, delay_ms: u64) {
+    let start = Instant::now();
+    let len = n * STACK_STRIDE;
+    // SAFETY: a fresh private anonymous mapping; nothing else refers to
+    // its range. MAP_NORESERVE: like the runtime's slabs, address space
+    // only until touched.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    assert!(
+        base != libc::MAP_FAILED,
+        "mmap of {len} bytes: {}",
+        std::io::Error::last_os_error()
+    );
+    let base = base.cast::<u8>();
+    for i in 0..n {
+        // SAFETY: `(i + 1) * STACK_STRIDE - 64` is below `len`, so the byte
+        // is inside the mapping, which is readable and writable.
+        unsafe { base.add((i + 1) * STACK_STRIDE - 64).write_volatile(1) };
+    }
+    let started = start.elapsed();
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    let joined = start.elapsed();
+    // SAFETY: `base`/`len` is the mapping made above, unmapped once; nothing
+    // refers into it any more.
+    unsafe { libc::munmap(base.cast(), len) };
+    println!(
+        "spawn_s=0 started_s={:.3} joined_s={:.3} total_s={:.3} peak_rss_kib={}",
+        started.as_secs_f64(),
+        joined.as_secs_f64(),
+        start.elapsed().as_secs_f64(),
+        peak_rss_kib()
+    );
+}
+
+/// The child's side: `suspended <n> <delay_ms> <reactor> [loops]`,
+/// `touch <n> <delay_ms>` or `flat <live>`.
 pub(crate) fn profile(args: &[String]) {
-    let usage =
-        "usage: bench --profile million <suspended <n> <delay_ms> <reactor> [loops] | flat <live>>";
+    let usage = "usage: bench --profile million <suspended <n> <delay_ms> <reactor> [loops] \
+                 | touch <n> <delay_ms> | flat <live>>";
     match args {
+        [mode, n, delay_ms] if mode == "touch" => {
+            touch(n.parse().expect(usage), delay_ms.parse().expect(usage));
+        }
         [mode, n, delay_ms, reactor, rest @ ..] if mode == "suspended" && rest.len() <= 1 => {
             let n: u64 = n.parse().expect(usage);
             let delay_ms: u64 = delay_ms.parse().expect(usage);
