@@ -11,8 +11,8 @@
 //! per request (from `/proc/self/task/<tid>/schedstat`): the server's own
 //! efficiency, whoever saturates first.
 //!
-//! The servers take turns, a window each on new connections, five rounds;
-//! of a server's five windows the one with the median server CPU per
+//! The servers take turns, a window each on new connections, seven rounds;
+//! of a server's seven windows the one with the median server CPU per
 //! request is kept (see [`measure_in_turns`]).
 //!
 //! Excluded: server start-up, connection set-up (all connections are made
@@ -146,7 +146,7 @@ pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
             let (tid, addr) = started[i];
             let w = window(addr, tid, Window::Time(WINDOW));
             eprintln!(
-                "echo round {round}, server {i}: {:.0} ns/req",
+                "bench: echo round {round}, server {i}: {:.0} ns/req",
                 w.server_ns_per_req
             );
             windows[i].push(w);
@@ -221,7 +221,7 @@ pub(crate) fn measure_window(
 }
 
 /// Timed windows measured per server; the median is kept.
-const WINDOWS: usize = 5;
+const WINDOWS: usize = 7;
 
 /// Drives a server in another process (no CPU time is read) until
 /// `requests` requests were echoed after the warm-up, then waits for the

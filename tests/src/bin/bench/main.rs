@@ -174,11 +174,15 @@ const NOTES: &[(&str, &str)] = &[
         "Requests per second are bounded by the kernel's loopback work and the load generator, \
          which share the two cores with the server: the server thread's CPU time per request \
          (schedstat) is the fairer comparison. The servers take turns, one 3 s window each on \
-         new connections, for five rounds (each starting with the next server), and each row \
+         new connections, for seven rounds (each starting with the next server), and each row \
          is its server's window with the \
          median server CPU per request: one window moves by 15% from run to run on the \
          development VM and the machine drifts over minutes, so in turns a slow spell falls \
-         on every row alike.",
+         on every row alike (five rounds until 2026-11-29 12:00: the io_uring row's ratio to \
+         mio's moved from 0.85x to 1.07x between runs). Both reactors make the same system \
+         calls per request here (a recvfrom and a sendto; the wait, epoll_wait or \
+         io_uring_enter, once per many requests), and the kernel's loopback work is about \
+         nine tenths of each row.",
     ),
     (
         "echo instructions",
@@ -1056,7 +1060,7 @@ fn timers_all(report: &mut Report) {
 /// alone under the load generator, for `strace -c -f`, `perf` or callgrind
 /// (the client's own system calls are the same whatever the server, so
 /// differences are the server's). Without `requests` it prints the median
-/// of five `echo::WINDOW` windows, as the report's rows; with `requests`
+/// of seven `echo::WINDOW` windows, as the report's rows; with `requests`
 /// one window closes after that many requests: run it twice under callgrind
 /// and divide (see `echo.rs`, "Instructions per request").
 fn profile_echo(args: &[String]) {
