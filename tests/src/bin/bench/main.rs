@@ -167,7 +167,14 @@ const NOTES: &[(&str, &str)] = &[
         "http plaintext, 16 pipelined",
         "As above, with 16 requests in flight per connection (TechEmpower's plaintext \
          pipelining): the requests a read completes are sent again in one write, and every \
-         server answers what one read brought in one write (hyper with pipeline_flush).",
+         server answers what one read brought in one write (hyper with pipeline_flush). \
+         Against may_minihttp this runtime is level within the noise: in turns, across seven \
+         runs on 2026-11-29, may_minihttp's server CPU per request was 0.90x to 1.29x ours \
+         unpipelined and 0.99x to 1.28x with 16 pipelined. The kernel's loopback work is \
+         83% of both servers' samples (perf); this runtime's loop makes one recvfrom and one \
+         sendto per request where may_minihttp's makes two recvfrom (the second EAGAIN), but \
+         it waits in epoll_wait a little more often (0.26 against 0.19 waits per sendto), \
+         each wait finding fewer ready connections.",
     ),
     (
         "echo",
@@ -282,7 +289,11 @@ const NOTES: &[(&str, &str)] = &[
          19%), and that cost moves with the host: the machine's row is that floor measured \
          in the same run, one thread touching a million stacks' top pages and nothing else \
          (2.1 to 4.8 s in different sessions on the development VM, whose host backs fresh \
-         guest memory on first touch and takes it back when it is freed). \
+         guest memory on first touch and takes it back when it is freed). The first run after \
+         the machine has been idle or busy with other work pays the most: after 45 s idle, \
+         the machine's floor took 17.6 s as the first run and 7.6 s as the second; this \
+         runtime's mio row, 15.3 s first and 10.7 s second (2026-11-29). So the slowest \
+         column, often the first run of a round, is mostly the host. \
          On one loop a helper thread installs the next slabs' guards and populates their top \
          pages on the other core while the loop runs coroutines (async-scheduler's \
          stack_prefault=auto, the default, which starts it only if the process has fewer loops \
