@@ -137,21 +137,17 @@ pub(crate) fn cpu_ns(tid: i32) -> u64 {
 pub(crate) fn measure_in_turns(servers: Vec<Server>) -> Vec<EchoResult> {
     let started: Vec<(i32, SocketAddr)> = servers.into_iter().map(start).collect();
     let _pinned = pin_scoped(1);
-    let mut windows: Vec<Vec<EchoResult>> = started.iter().map(|_| Vec::new()).collect();
-    let n = started.len();
-    for round in 0..WINDOWS {
-        // Each round starts one server later: none always follows the same
-        // one (whose connections are still closing on CPU 0).
-        for i in (0..n).map(|k| (k + round) % n) {
-            let (tid, addr) = started[i];
-            let w = window(addr, tid, Window::Time(WINDOW));
-            eprintln!(
-                "bench: echo round {round}, server {i}: {:.0} ns/req",
-                w.server_ns_per_req
-            );
-            windows[i].push(w);
-        }
-    }
+    // Each round starts one server later: none always follows the same one
+    // (whose connections are still closing on CPU 0).
+    let windows = crate::report::take_turns(WINDOWS, started.len(), |i| {
+        let (tid, addr) = started[i];
+        let w = window(addr, tid, Window::Time(WINDOW));
+        eprintln!(
+            "bench: echo window, server {i}: {:.0} ns/req",
+            w.server_ns_per_req
+        );
+        w
+    });
     windows.into_iter().map(median).collect()
 }
 

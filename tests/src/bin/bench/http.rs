@@ -94,19 +94,16 @@ pub(crate) fn measure_in_turns(
         .into_iter()
         .map(|(serve, listeners)| start(serve, listeners))
         .collect();
-    let n = addrs.len();
     let mut kept: Vec<Vec<Measured>> = addrs.iter().map(|_| Vec::new()).collect();
     for &depth in depths {
-        let mut windows: Vec<Vec<Measured>> = addrs.iter().map(|_| Vec::new()).collect();
-        for round in 0..WINDOWS {
-            for i in (0..n).map(|k| (k + round) % n) {
-                windows[i].push(drive(addrs[i], depth).expect("load generator"));
-                // The connections just dropped are closed by their server
-                // before the next one's window opens: every thread but the
-                // load generator's counts (see the module doc).
-                std::thread::sleep(SETTLE);
-            }
-        }
+        let windows = crate::report::take_turns(WINDOWS, addrs.len(), |i| {
+            let w = drive(addrs[i], depth).expect("load generator");
+            // The connections just dropped are closed by their server
+            // before the next one's window opens: every thread but the
+            // load generator's counts (see the module doc).
+            std::thread::sleep(SETTLE);
+            w
+        });
         for (i, mut w) in windows.into_iter().enumerate() {
             w.sort_by(|a, b| a.server_ns_per_req.total_cmp(&b.server_ns_per_req));
             kept[i].push(w.swap_remove(WINDOWS / 2));

@@ -449,7 +449,6 @@ fn million_all(report: &mut Report) {
     // once a round (each round starting with the next), so a slow spell
     // falls on every row alike; each row is its median run, and the spread
     // beside it.
-    let mut runs: Vec<Vec<million::Suspended>> = configs.iter().map(|_| Vec::new()).collect();
     // One unmeasured run of the floor first: the first process to take
     // 4 GiB after the machine was idle or busy with other work pays the
     // host for backing fresh guest memory, up to twice a later run (see
@@ -459,14 +458,10 @@ fn million_all(report: &mut Report) {
         "bench: million warm-up (not measured): the floor touched 1M pages in {:.2} s",
         warm.started_s
     );
-    for round in 0..3 {
-        for i in (0..configs.len()).map(|k| (k + round) % configs.len()) {
-            runs[i].push(match configs[i] {
-                Some((reactor, loops)) => million::suspended(1_000_000, 3000, reactor, loops),
-                None => million::touched(1_000_000, 3000),
-            });
-        }
-    }
+    let runs = report::take_turns(3, configs.len(), |i| match configs[i] {
+        Some((reactor, loops)) => million::suspended(1_000_000, 3000, reactor, loops),
+        None => million::touched(1_000_000, 3000),
+    });
     for (config, mut runs) in configs.into_iter().zip(runs) {
         runs.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
         let (fastest, slowest) = (runs[0].total_s, runs[2].total_s);

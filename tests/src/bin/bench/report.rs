@@ -19,11 +19,28 @@ pub(crate) fn median(reps: usize, iters: u64, mut f: impl FnMut() -> Duration) -
 /// One run of a row: the time its operations took.
 pub(crate) type Run<'a> = Box<dyn FnMut() -> Duration + 'a>;
 
+/// Calls `run(i)` for each of `rows` rows, `rounds` times, the rows taking
+/// turns (each round starting one row later, so no row always follows the
+/// same one), and returns each row's results in the order they came. In
+/// turns, a slow spell of the machine falls on every row alike instead of
+/// on whichever row ran during it.
+pub(crate) fn take_turns<T>(
+    rounds: usize,
+    rows: usize,
+    mut run: impl FnMut(usize) -> T,
+) -> Vec<Vec<T>> {
+    let mut results: Vec<Vec<T>> = (0..rows).map(|_| Vec::with_capacity(rounds)).collect();
+    for round in 0..rounds {
+        for i in (0..rows).map(|k| (k + round) % rows) {
+            results[i].push(run(i));
+        }
+    }
+    results
+}
+
 /// Runs every row's `run` (each performs `iters` operations and returns
-/// the time they took) `reps` times, the rows taking turns (each round
-/// starting one row later, so no row always follows the same one), and
-/// keeps each row's median. In turns, a slow spell of the machine falls on
-/// every row alike instead of on whichever row ran during it. The runs
+/// the time they took) `reps` times, the rows taking turns
+/// ([`take_turns`]), and keeps each row's median. The runs
 /// (and whatever they hold, a runtime say) are dropped before it returns
 /// each row's name with its median.
 pub(crate) fn in_turns<'n>(
@@ -32,13 +49,9 @@ pub(crate) fn in_turns<'n>(
     rows: Vec<(&'n str, Run<'_>)>,
 ) -> Vec<(&'n str, NsPerOp)> {
     let (names, mut runs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-    let mut samples: Vec<Vec<f64>> = runs.iter().map(|_| Vec::with_capacity(reps)).collect();
-    let n = runs.len();
-    for round in 0..reps {
-        for i in (0..n).map(|k| (k + round) % n) {
-            samples[i].push(runs[i]().as_nanos() as f64 / iters as f64);
-        }
-    }
+    let samples = take_turns(reps, runs.len(), |i| {
+        runs[i]().as_nanos() as f64 / iters as f64
+    });
     drop(runs);
     names
         .into_iter()
